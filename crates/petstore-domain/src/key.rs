@@ -1,0 +1,381 @@
+//! API keys and plans: the key format, how keys are hashed for storage, and each plan's limits.
+//!
+//! A key is `pst_` followed by 64 lowercase hex digits (256 random bits). The service stores
+//! only its SHA-256 hash and a short display prefix; the secret is shown once, at creation.
+//! Generating the random bytes is I/O and happens in the store; everything here is pure.
+
+use std::fmt;
+use std::str::FromStr;
+
+use sha2::{Digest, Sha256};
+
+use crate::ValidationError;
+
+/// What every key starts with, so that a leaked key is recognisable (e.g. by secret scanners).
+pub const KEY_PREFIX: &str = "pst_";
+const SECRET_HEX_LEN: usize = 64;
+/// How many characters of a key are kept in clear to tell keys apart in listings.
+pub const DISPLAY_PREFIX_LEN: usize = KEY_PREFIX.len() + 8;
+/// Longest accepted key label, in characters.
+pub const MAX_LABEL_CHARS: usize = 100;
+
+/// A subscription plan; it decides a key's rate limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Plan {
+    /// 60 requests a minute, 1,000 a day.
+    Free,
+    /// 300 requests a minute, 10,000 a day.
+    Pro,
+    /// 1,000 requests a minute, 100,000 a day.
+    Business,
+    /// Limits set per key.
+    Enterprise,
+}
+
+impl Plan {
+    /// Every plan.
+    pub const ALL: [Plan; 4] = [Self::Free, Self::Pro, Self::Business, Self::Enterprise];
+
+    /// The storage and command-line spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Free => "free",
+            Self::Pro => "pro",
+            Self::Business => "business",
+            Self::Enterprise => "enterprise",
+        }
+    }
+
+    /// The limits of the plan; `None` for Enterprise, whose limits are set per key.
+    pub fn standard_limits(self) -> Option<RateLimits> {
+        let (per_minute, per_day) = match self {
+            Self::Free => (60, 1_000),
+            Self::Pro => (300, 10_000),
+            Self::Business => (1_000, 100_000),
+            Self::Enterprise => return None,
+        };
+        Some(RateLimits {
+            per_minute,
+            per_day,
+        })
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Plan {
+    type Err = ValidationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|plan| plan.as_str() == s)
+            .ok_or_else(|| {
+                ValidationError::invalid("plan", "must be one of free, pro, business, enterprise")
+            })
+    }
+}
+
+/// Requests allowed per fixed UTC minute and per fixed UTC day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RateLimits {
+    /// Requests per minute.
+    pub per_minute: u32,
+    /// Requests per day.
+    pub per_day: u32,
+}
+
+impl RateLimits {
+    /// Custom limits: both at least 1, and a day allows at least one minute's worth.
+    pub fn custom(per_minute: u32, per_day: u32) -> Result<Self, ValidationError> {
+        if per_minute == 0 {
+            return Err(ValidationError::invalid("perMinute", "must be at least 1"));
+        }
+        if per_day < per_minute {
+            return Err(ValidationError::invalid(
+                "perDay",
+                "must be at least the per-minute limit",
+            ));
+        }
+        Ok(Self {
+            per_minute,
+            per_day,
+        })
+    }
+}
+
+/// What a new key is made of, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeySpec {
+    plan: Plan,
+    label: String,
+    custom_limits: Option<RateLimits>,
+}
+
+impl KeySpec {
+    /// Enterprise keys need custom limits; other plans take their plan's limits and refuse custom
+    /// ones. Labels are at most 100 characters with no control characters.
+    pub fn new(
+        plan: Plan,
+        label: impl Into<String>,
+        custom_limits: Option<RateLimits>,
+    ) -> Result<Self, ValidationError> {
+        let label = label.into();
+        if label.chars().count() > MAX_LABEL_CHARS {
+            return Err(ValidationError::invalid(
+                "label",
+                "must be at most 100 characters long",
+            ));
+        }
+        if label.chars().any(char::is_control) {
+            return Err(ValidationError::invalid(
+                "label",
+                "must not contain control characters",
+            ));
+        }
+        match (plan, custom_limits) {
+            (Plan::Enterprise, None) => Err(ValidationError::invalid(
+                "perMinute",
+                "and `perDay` are required for the enterprise plan",
+            )),
+            (Plan::Enterprise, Some(_)) | (_, None) => Ok(Self {
+                plan,
+                label,
+                custom_limits,
+            }),
+            (_, Some(_)) => Err(ValidationError::invalid(
+                "perMinute",
+                "and `perDay` can only be set for the enterprise plan",
+            )),
+        }
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> Plan {
+        self.plan
+    }
+
+    /// The label.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Custom limits (enterprise only).
+    pub fn custom_limits(&self) -> Option<RateLimits> {
+        self.custom_limits
+    }
+}
+
+/// A stored API key, without its secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// Stable identifier, used by `petstore keys revoke ID`.
+    pub id: i64,
+    /// The first characters of the secret, to recognise it in listings.
+    pub display_prefix: String,
+    /// The plan.
+    pub plan: Plan,
+    /// A free-form description.
+    pub label: String,
+    /// Per-key limits (enterprise only).
+    pub custom_limits: Option<RateLimits>,
+    /// Creation time, Unix seconds.
+    pub created_at: i64,
+    /// Revocation time, Unix seconds; a revoked key authenticates nothing.
+    pub revoked_at: Option<i64>,
+}
+
+impl ApiKey {
+    /// The limits that apply to this key: its custom ones, else its plan's.
+    pub fn limits(&self) -> RateLimits {
+        self.custom_limits
+            .or_else(|| self.plan.standard_limits())
+            // An enterprise key without custom limits cannot be created; should one be found in
+            // the database anyway, it gets the strictest plan rather than no limit at all.
+            .or_else(|| Plan::Free.standard_limits())
+            .expect("BUG: the free plan has standard limits")
+    }
+
+    /// Whether the key still authenticates.
+    pub fn is_active(&self) -> bool {
+        self.revoked_at.is_none()
+    }
+}
+
+/// The SHA-256 of a key secret, in lowercase hex: what the store keeps and looks up by.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyHash(String);
+
+impl KeyHash {
+    /// Wraps a hash read back from storage.
+    pub fn from_stored(hex: String) -> Self {
+        Self(hex)
+    }
+
+    /// The hex digest.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// A key secret. Its `Debug` output is redacted so it cannot end up in a log by accident.
+#[derive(Clone, PartialEq, Eq)]
+pub struct ApiKeySecret(String);
+
+impl ApiKeySecret {
+    /// Builds a secret from 32 random bytes (the caller supplies the randomness).
+    pub fn from_random_bytes(bytes: [u8; 32]) -> Self {
+        let mut secret = String::with_capacity(KEY_PREFIX.len() + SECRET_HEX_LEN);
+        secret.push_str(KEY_PREFIX);
+        push_hex(&mut secret, &bytes);
+        Self(secret)
+    }
+
+    /// Accepts a well-formed key (prefix and 64 lowercase hex digits), as sent by a client.
+    pub fn parse(candidate: &str) -> Option<Self> {
+        let hex = candidate.strip_prefix(KEY_PREFIX)?;
+        let well_formed = hex.len() == SECRET_HEX_LEN
+            && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+        well_formed.then(|| Self(candidate.to_owned()))
+    }
+
+    /// The hash under which the key is stored.
+    pub fn hash(&self) -> KeyHash {
+        let digest = Sha256::digest(self.0.as_bytes());
+        let mut hex = String::with_capacity(64);
+        push_hex(&mut hex, &digest);
+        KeyHash(hex)
+    }
+
+    /// The part kept in clear for listings.
+    pub fn display_prefix(&self) -> &str {
+        &self.0[..DISPLAY_PREFIX_LEN]
+    }
+
+    /// The secret itself, to hand to its owner once.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for ApiKeySecret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ApiKeySecret({}…)", self.display_prefix())
+    }
+}
+
+fn push_hex(out: &mut String, bytes: &[u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(DIGITS[usize::from(byte >> 4)] as char);
+        out.push(DIGITS[usize::from(byte & 0x0f)] as char);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_secret_is_well_formed_and_parses_back() {
+        let secret = ApiKeySecret::from_random_bytes([0xab; 32]);
+        assert_eq!(secret.expose().len(), 68);
+        assert!(secret.expose().starts_with("pst_abab"));
+        assert_eq!(ApiKeySecret::parse(secret.expose()), Some(secret.clone()));
+        assert_eq!(secret.display_prefix(), "pst_abababab");
+    }
+
+    #[test]
+    fn malformed_candidates_are_not_keys() {
+        let good = ApiKeySecret::from_random_bytes([1; 32]);
+        let cases = [
+            String::new(),
+            "pst_".into(),
+            good.expose()[..67].to_owned(),
+            format!("{}0", good.expose()),
+            good.expose().to_uppercase(),
+            good.expose().replacen("pst_", "sk_", 1),
+            format!("pst_{}", "g".repeat(64)),
+        ];
+        for case in cases {
+            assert_eq!(ApiKeySecret::parse(&case), None, "{case:?} parsed");
+        }
+    }
+
+    #[test]
+    fn hashing_is_stable_and_distinguishes_keys() {
+        let a = ApiKeySecret::from_random_bytes([1; 32]);
+        let b = ApiKeySecret::from_random_bytes([2; 32]);
+        assert_eq!(a.hash(), a.clone().hash());
+        assert_ne!(a.hash(), b.hash());
+        assert_eq!(a.hash().as_str().len(), 64);
+        assert!(!a.hash().as_str().contains(a.expose()));
+    }
+
+    #[test]
+    fn debug_output_never_shows_the_secret() {
+        let secret = ApiKeySecret::from_random_bytes([7; 32]);
+        let shown = format!("{secret:?}");
+        assert!(!shown.contains(secret.expose()), "{shown}");
+    }
+
+    #[test]
+    fn plans_have_the_interface_limits() {
+        let limits = |plan: Plan| plan.standard_limits().map(|l| (l.per_minute, l.per_day));
+        assert_eq!(limits(Plan::Free), Some((60, 1_000)));
+        assert_eq!(limits(Plan::Pro), Some((300, 10_000)));
+        assert_eq!(limits(Plan::Business), Some((1_000, 100_000)));
+        assert_eq!(limits(Plan::Enterprise), None);
+        for plan in Plan::ALL {
+            assert_eq!(plan.as_str().parse::<Plan>(), Ok(plan));
+        }
+        assert!("gold".parse::<Plan>().is_err());
+    }
+
+    #[test]
+    fn custom_limits_belong_to_enterprise_only() {
+        let custom = RateLimits::custom(5_000, 1_000_000).expect("valid");
+        assert!(KeySpec::new(Plan::Enterprise, "big", Some(custom)).is_ok());
+        assert!(KeySpec::new(Plan::Enterprise, "big", None).is_err());
+        assert!(KeySpec::new(Plan::Pro, "pro", Some(custom)).is_err());
+        assert!(KeySpec::new(Plan::Pro, "pro", None).is_ok());
+    }
+
+    #[test]
+    fn inconsistent_custom_limits_are_rejected() {
+        assert!(RateLimits::custom(0, 10).is_err());
+        assert!(RateLimits::custom(10, 9).is_err());
+        assert!(RateLimits::custom(10, 10).is_ok());
+    }
+
+    #[test]
+    fn labels_are_bounded_and_printable() {
+        assert!(KeySpec::new(Plan::Free, "x".repeat(101), None).is_err());
+        assert!(KeySpec::new(Plan::Free, "a\nb", None).is_err());
+        assert!(KeySpec::new(Plan::Free, "x".repeat(100), None).is_ok());
+    }
+
+    #[test]
+    fn a_key_uses_its_custom_limits_before_its_plan() {
+        let mut key = ApiKey {
+            id: 1,
+            display_prefix: "pst_00000000".into(),
+            plan: Plan::Enterprise,
+            label: String::new(),
+            custom_limits: Some(RateLimits {
+                per_minute: 9,
+                per_day: 99,
+            }),
+            created_at: 0,
+            revoked_at: None,
+        };
+        assert_eq!(key.limits().per_minute, 9);
+        key.plan = Plan::Pro;
+        key.custom_limits = None;
+        assert_eq!(key.limits().per_minute, 300);
+    }
+}

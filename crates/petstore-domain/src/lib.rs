@@ -1,0 +1,22 @@
+//! The domain of the Animal Store Service: what a pet, an order, an API key and a plan *are*,
+//! which inputs are valid, and the storage traits a backend implements.
+//!
+//! This crate does no I/O and knows no web framework or database: another Rust service can
+//! depend on it alone to speak the same language (JSON shapes included, through `serde`).
+//! Start with [`pet`] (the `Pet`/`NewPet` wire types and their validation), then [`query`]
+//! (list parameters and keyset paging) and [`repository`] (the traits `petstore-store` implements).
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod key;
+pub mod order;
+pub mod pet;
+pub mod query;
+pub mod repository;
+
+pub use error::ValidationError;
+pub use key::{ApiKey, ApiKeySecret, KeyHash, KeySpec, Plan, RateLimits};
+pub use order::{NewOrder, Order, OrderStatus};
+pub use pet::{NewPet, Pet, PetDraft, PetStatus};
+pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
+pub use repository::{ApiKeyRepository, OrderRepository, PetRepository};

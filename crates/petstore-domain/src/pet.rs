@@ -1,0 +1,331 @@
+//! Pets: the wire types of the interface (`Pet`, `NewPet`, `PetStatus`) and their rules.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Deserializer, Serialize};
+use validator::Validate;
+
+use crate::ValidationError;
+
+/// Longest accepted pet name, in characters (Unicode scalar values).
+pub const MAX_NAME_CHARS: usize = 255;
+
+/// Availability of a pet. Serialised in lower case, as the interface lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PetStatus {
+    /// The pet can be bought. The status a new pet gets when none is sent.
+    #[default]
+    Available,
+    /// A sale is in progress.
+    Pending,
+    /// The pet has been sold.
+    Sold,
+}
+
+impl PetStatus {
+    /// Every status, in the interface's order.
+    pub const ALL: [PetStatus; 3] = [Self::Available, Self::Pending, Self::Sold];
+
+    /// The wire (and storage) spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Available => "available",
+            Self::Pending => "pending",
+            Self::Sold => "sold",
+        }
+    }
+}
+
+impl fmt::Display for PetStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PetStatus {
+    type Err = ValidationError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or_else(|| {
+                ValidationError::invalid("status", "must be one of available, pending, sold")
+            })
+    }
+}
+
+/// A pet as the service returns it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pet {
+    /// Assigned by the service on creation.
+    pub id: i64,
+    /// The pet's name.
+    pub name: String,
+    /// The category the pet belongs to.
+    pub category_id: i64,
+    /// Availability.
+    pub status: PetStatus,
+}
+
+/// The body of `POST /pets`, exactly as a client sends it.
+///
+/// Deserialisation is strict: unknown fields (including `id`, which the service assigns) and a
+/// `null` status are rejected. Rules beyond types are checked by [`NewPet::validate_into`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NewPet {
+    /// Non-blank, at most [`MAX_NAME_CHARS`] characters, no control characters.
+    #[validate(custom(function = "validate_name"))]
+    pub name: String,
+    /// At least 1.
+    #[validate(range(min = 1, message = "must be an integer of at least 1"))]
+    pub category_id: i64,
+    /// Optional; [`PetStatus::Available`] when absent. `null` is not accepted.
+    #[serde(
+        default,
+        deserialize_with = "present_status",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub status: Option<PetStatus>,
+}
+
+fn present_status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PetStatus>, D::Error> {
+    PetStatus::deserialize(d).map(Some)
+}
+
+fn validate_name(name: &str) -> Result<(), validator::ValidationError> {
+    let reason = if name.trim().is_empty() {
+        "must not be blank"
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        "must be at most 255 characters long"
+    } else if name.chars().any(char::is_control) {
+        "must not contain control characters"
+    } else {
+        return Ok(());
+    };
+    Err(validator::ValidationError::new("name").with_message(reason.into()))
+}
+
+impl NewPet {
+    /// Checks every rule and returns the pet ready to be stored, with defaults applied.
+    pub fn validate_into(self) -> Result<PetDraft, ValidationError> {
+        if let Err(errors) = self.validate() {
+            let fields = errors.field_errors();
+            // Report the first broken field in declaration order, so the answer is stable.
+            for (rust_name, wire_name) in [("name", "name"), ("category_id", "categoryId")] {
+                if let Some(error) = fields.get(rust_name).and_then(|list| list.first()) {
+                    let reason = error.message.as_deref().unwrap_or("is invalid").to_owned();
+                    return Err(ValidationError::invalid(wire_name, reason));
+                }
+            }
+            return Err(ValidationError::invalid("body", errors.to_string()));
+        }
+        Ok(PetDraft {
+            name: self.name,
+            category_id: self.category_id,
+            status: self.status.unwrap_or_default(),
+        })
+    }
+}
+
+/// A new pet that has passed validation: what a repository stores. Only [`NewPet::validate_into`]
+/// and [`PetDraft::new`] build one, so holding a `PetDraft` proves the rules hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PetDraft {
+    name: String,
+    category_id: i64,
+    status: PetStatus,
+}
+
+impl PetDraft {
+    /// Validates the parts of a new pet.
+    pub fn new(
+        name: impl Into<String>,
+        category_id: i64,
+        status: PetStatus,
+    ) -> Result<Self, ValidationError> {
+        NewPet {
+            name: name.into(),
+            category_id,
+            status: Some(status),
+        }
+        .validate_into()
+    }
+
+    /// The validated name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The validated category id.
+    pub fn category_id(&self) -> i64 {
+        self.category_id
+    }
+
+    /// The status, defaults applied.
+    pub fn status(&self) -> PetStatus {
+        self.status
+    }
+
+    /// The pet this draft becomes once stored under `id`.
+    pub fn into_pet(self, id: i64) -> Pet {
+        Pet {
+            id,
+            name: self.name,
+            category_id: self.category_id,
+            status: self.status,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn parse(value: serde_json::Value) -> Result<NewPet, serde_json::Error> {
+        serde_json::from_value(value)
+    }
+
+    #[test]
+    fn a_minimal_new_pet_defaults_to_available() {
+        let draft = parse(json!({"name": "Rex", "categoryId": 3}))
+            .expect("valid body")
+            .validate_into()
+            .expect("valid pet");
+        assert_eq!(draft.status(), PetStatus::Available);
+        assert_eq!(draft.name(), "Rex");
+        assert_eq!(draft.category_id(), 3);
+    }
+
+    #[test]
+    fn a_pet_serialises_with_the_interface_field_names() {
+        let pet = Pet {
+            id: 7,
+            name: "Rex".into(),
+            category_id: 3,
+            status: PetStatus::Sold,
+        };
+        let value = serde_json::to_value(&pet).expect("serialises");
+        assert_eq!(
+            value,
+            json!({"id": 7, "name": "Rex", "categoryId": 3, "status": "sold"})
+        );
+        let back: Pet = serde_json::from_value(value).expect("round-trips");
+        assert_eq!(back, pet);
+    }
+
+    #[test]
+    fn a_new_pet_round_trips_through_json() {
+        let new = NewPet {
+            name: "Tom".into(),
+            category_id: 1,
+            status: Some(PetStatus::Pending),
+        };
+        let text = serde_json::to_string(&new).expect("serialises");
+        assert_eq!(text, r#"{"name":"Tom","categoryId":1,"status":"pending"}"#);
+        assert_eq!(serde_json::from_str::<NewPet>(&text).expect("parses"), new);
+    }
+
+    #[test]
+    fn every_status_parses_from_its_own_spelling() {
+        for status in PetStatus::ALL {
+            assert_eq!(status.as_str().parse::<PetStatus>(), Ok(status));
+            assert_eq!(
+                serde_json::to_value(status).expect("serialises"),
+                json!(status.as_str())
+            );
+        }
+        assert!("Available".parse::<PetStatus>().is_err());
+        assert!("".parse::<PetStatus>().is_err());
+    }
+
+    #[test]
+    fn bodies_of_the_wrong_shape_are_rejected_by_deserialisation() {
+        let cases = [
+            (
+                "id sent by the client",
+                json!({"id": 1, "name": "a", "categoryId": 1}),
+            ),
+            (
+                "unknown field",
+                json!({"name": "a", "categoryId": 1, "colour": "red"}),
+            ),
+            ("missing name", json!({"categoryId": 1})),
+            ("missing categoryId", json!({"name": "a"})),
+            ("null name", json!({"name": null, "categoryId": 1})),
+            ("null categoryId", json!({"name": "a", "categoryId": null})),
+            (
+                "null status",
+                json!({"name": "a", "categoryId": 1, "status": null}),
+            ),
+            ("numeric name", json!({"name": 5, "categoryId": 1})),
+            ("string categoryId", json!({"name": "a", "categoryId": "1"})),
+            (
+                "fractional categoryId",
+                json!({"name": "a", "categoryId": 1.5}),
+            ),
+            (
+                "categoryId over int64",
+                json!({"name": "a", "categoryId": 9223372036854775808u64}),
+            ),
+            (
+                "unknown status",
+                json!({"name": "a", "categoryId": 1, "status": "lost"}),
+            ),
+            (
+                "status in capitals",
+                json!({"name": "a", "categoryId": 1, "status": "SOLD"}),
+            ),
+            ("array body", json!([{"name": "a", "categoryId": 1}])),
+            ("string body", json!("a")),
+        ];
+        for (case, body) in cases {
+            assert!(parse(body).is_err(), "{case} was accepted");
+        }
+    }
+
+    #[test]
+    fn rule_breaking_values_are_rejected_naming_the_field() {
+        let long = "x".repeat(MAX_NAME_CHARS + 1);
+        let cases = [
+            ("empty name", "", 1, "name"),
+            ("blank name", "   \t ", 1, "name"),
+            ("name too long", long.as_str(), 1, "name"),
+            ("newline in name", "Rex\nthe dog", 1, "name"),
+            ("NUL in name", "Rex\0", 1, "name"),
+            ("categoryId zero", "Rex", 0, "categoryId"),
+            ("categoryId negative", "Rex", -5, "categoryId"),
+            ("categoryId minimum int64", "Rex", i64::MIN, "categoryId"),
+        ];
+        for (case, name, category_id, field) in cases {
+            let result = NewPet {
+                name: name.into(),
+                category_id,
+                status: None,
+            }
+            .validate_into();
+            match result {
+                Err(ValidationError::InvalidField { field: got, .. }) => {
+                    assert_eq!(got, field, "{case} named the wrong field")
+                }
+                other => panic!("{case}: expected an invalid field, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn names_at_the_limits_are_accepted() {
+        let longest: String = "é".repeat(MAX_NAME_CHARS);
+        for name in ["R", longest.as_str(), "Mötley Crüe 🐶", " padded "] {
+            assert!(
+                PetDraft::new(name, i64::MAX, PetStatus::Sold).is_ok(),
+                "{name:?} was rejected"
+            );
+        }
+    }
+}

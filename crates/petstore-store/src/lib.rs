@@ -1,0 +1,125 @@
+//! Persistence for the Animal Store Service: the `petstore-domain` storage traits implemented
+//! with Diesel over an r2d2 pool, for SQLite (embedded, the default) and PostgreSQL (many
+//! instances on one database). Every query is written once against [`AnyConnection`].
+//!
+//! This crate is synchronous and knows nothing of HTTP; callers in an async runtime run it on a
+//! blocking pool. Start with [`Store::open`]; the trait implementations live in one module per
+//! aggregate (`pets`, `orders`, `keys`). Row types stay private; only domain types come out.
+#![warn(missing_docs)]
+
+mod connection;
+mod error;
+mod keys;
+mod migrations;
+mod orders;
+mod pets;
+mod schema;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use diesel::r2d2::{Pool, PooledConnection};
+
+use connection::ConnectionManager;
+pub use connection::{AnyConnection, Backend};
+pub use error::StoreError;
+
+/// How to reach the database and how hard to try.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// `postgres://...`, `sqlite://PATH` or a plain SQLite file path.
+    pub url: String,
+    /// Most connections open at once.
+    pub pool_size: u32,
+    /// Longest wait for a free connection (and for a new one) before answering "unavailable".
+    pub connect_timeout: Duration,
+    /// Longest a single statement may run (PostgreSQL), and how long SQLite waits for a lock.
+    pub statement_timeout: Duration,
+}
+
+impl StoreConfig {
+    /// Defaults suited to one instance: 8 connections, 5 s to connect, 5 s per statement.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            pool_size: 8,
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// The database behind the service: a connection pool and the backend it talks to.
+/// Cloning is cheap and shares the pool.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool<ConnectionManager>,
+    backend_name: &'static str,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend_name)
+            .field("pool", &self.pool.state())
+            .finish()
+    }
+}
+
+impl Store {
+    /// Builds the pool. Connections are opened lazily, so a database that is down now does
+    /// not stop the process: operations answer [`StoreError::Unavailable`] until it is back.
+    pub fn open(config: &StoreConfig) -> Result<Self, StoreError> {
+        if config.pool_size == 0 {
+            return Err(StoreError::Config(
+                "the pool size must be at least 1".into(),
+            ));
+        }
+        let backend = Backend::from_url(&config.url)?;
+        let backend_name = backend.name();
+        let manager = ConnectionManager {
+            backend,
+            busy_timeout: config.statement_timeout,
+            statement_timeout: config.statement_timeout,
+        };
+        let pool = Pool::builder()
+            .max_size(config.pool_size)
+            .min_idle(Some(1))
+            .connection_timeout(config.connect_timeout)
+            .build_unchecked(manager);
+        Ok(Self { pool, backend_name })
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        self.backend_name
+    }
+
+    /// Applies pending migrations and returns their names. On PostgreSQL this holds an
+    /// advisory lock, so instances starting together apply each migration exactly once.
+    pub fn migrate(&self) -> Result<Vec<String>, StoreError> {
+        migrations::run_pending(&mut *self.conn()?)
+    }
+
+    /// Ready to serve: the database answers and no migration is pending.
+    pub fn check_ready(&self) -> Result<(), StoreError> {
+        migrations::check_applied(&mut *self.conn()?)
+    }
+
+    fn conn(&self) -> Result<PooledConnection<ConnectionManager>, StoreError> {
+        Ok(self.pool.get()?)
+    }
+}
+
+/// Now, in Unix seconds.
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Rows fetched for a page: one more than asked, to learn whether another page follows.
+fn overfetch(limit: petstore_domain::Limit) -> i64 {
+    i64::from(limit.get()) + 1
+}

@@ -1,0 +1,65 @@
+//! Embedded per-backend migrations (`migrations/sqlite`, `migrations/postgres`).
+
+use diesel::connection::SimpleConnection;
+use diesel::migration::MigrationSource;
+use diesel::{Connection, RunQueryDsl};
+use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
+
+use crate::{AnyConnection, StoreError};
+
+const SQLITE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+
+/// Key of the PostgreSQL advisory lock held while migrating ("petstore" in ASCII).
+const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
+
+pub(crate) fn run_pending(conn: &mut AnyConnection) -> Result<Vec<String>, StoreError> {
+    match conn {
+        AnyConnection::Sqlite(conn) => {
+            // BEGIN IMMEDIATE would be ideal; Diesel runs each migration in its own
+            // transaction and busy_timeout serialises concurrent starts on one file.
+            applied(conn.run_pending_migrations(SQLITE))
+        }
+        AnyConnection::Postgresql(conn) => {
+            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+                .execute(conn)?;
+            let result = applied(conn.run_pending_migrations(POSTGRES));
+            let unlocked =
+                conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));
+            let names = result?;
+            unlocked?;
+            Ok(names)
+        }
+    }
+}
+
+pub(crate) fn check_applied(conn: &mut AnyConnection) -> Result<(), StoreError> {
+    let pending = match conn {
+        AnyConnection::Sqlite(conn) => pending(conn, SQLITE)?,
+        AnyConnection::Postgresql(conn) => pending(conn, POSTGRES)?,
+    };
+    if pending {
+        return Err(StoreError::Migration(
+            "migrations are pending: run `petstore migrate`".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn pending<C, DB>(conn: &mut C, source: EmbeddedMigrations) -> Result<bool, StoreError>
+where
+    DB: diesel::backend::Backend,
+    C: MigrationHarness<DB> + Connection<Backend = DB>,
+    EmbeddedMigrations: MigrationSource<DB>,
+{
+    conn.has_pending_migration(source)
+        .map_err(|e| StoreError::Unavailable(e.to_string()))
+}
+
+fn applied<V: std::fmt::Display>(
+    result: diesel::migration::Result<Vec<V>>,
+) -> Result<Vec<String>, StoreError> {
+    result
+        .map(|versions| versions.iter().map(ToString::to_string).collect())
+        .map_err(|e| StoreError::Migration(e.to_string()))
+}

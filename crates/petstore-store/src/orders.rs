@@ -1,0 +1,87 @@
+//! `OrderRepository` for both backends.
+
+use diesel::prelude::*;
+use petstore_domain::{NewOrder, Order, OrderListQuery, OrderRepository, OrderStatus, Page};
+
+use crate::schema::orders;
+use crate::{Store, StoreError, overfetch, unix_now};
+
+type OrderColumns = (
+    orders::id,
+    orders::pet_id,
+    orders::quantity,
+    orders::status,
+    orders::created_at,
+);
+const ORDER_COLUMNS: OrderColumns = (
+    orders::id,
+    orders::pet_id,
+    orders::quantity,
+    orders::status,
+    orders::created_at,
+);
+
+#[derive(Queryable)]
+struct OrderRow {
+    id: i64,
+    pet_id: i64,
+    quantity: i32,
+    status: String,
+    created_at: i64,
+}
+
+impl TryFrom<OrderRow> for Order {
+    type Error = StoreError;
+
+    fn try_from(row: OrderRow) -> Result<Self, StoreError> {
+        let status: OrderStatus = row.status.parse().map_err(|_| StoreError::Corrupt {
+            table: "orders",
+            reason: format!("order {} has unknown status {:?}", row.id, row.status),
+        })?;
+        Ok(Order {
+            id: row.id,
+            pet_id: row.pet_id,
+            quantity: row.quantity,
+            status,
+            created_at: row.created_at,
+        })
+    }
+}
+
+impl OrderRepository for Store {
+    type Error = StoreError;
+
+    fn create_order(&self, order: &NewOrder) -> Result<Order, StoreError> {
+        let mut conn = self.conn()?;
+        let row: OrderRow = diesel::insert_into(orders::table)
+            .values((
+                orders::pet_id.eq(order.pet_id()),
+                orders::quantity.eq(order.quantity()),
+                orders::status.eq(order.status().as_str()),
+                orders::created_at.eq(unix_now()),
+            ))
+            .returning(ORDER_COLUMNS)
+            .get_result(&mut *conn)?;
+        row.try_into()
+    }
+
+    fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StoreError> {
+        let mut conn = self.conn()?;
+        let mut select = orders::table
+            .select(ORDER_COLUMNS)
+            .order(orders::id.asc())
+            .limit(overfetch(query.page.limit))
+            .into_boxed();
+        if let Some(after) = query.page.after {
+            select = select.filter(orders::id.gt(after));
+        }
+        let rows = select
+            .load::<OrderRow>(&mut *conn)?
+            .into_iter()
+            .map(Order::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::from_overfetch(rows, query.page.limit, |order| {
+            order.id
+        }))
+    }
+}

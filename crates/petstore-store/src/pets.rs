@@ -1,0 +1,87 @@
+//! `PetRepository` for both backends.
+
+use diesel::prelude::*;
+use petstore_domain::{Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus};
+
+use crate::schema::pets;
+use crate::{Store, StoreError, overfetch, unix_now};
+
+type PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
+// RETURNING and SELECT list the columns explicitly: `MultiConnection` cannot use
+// `Selectable::as_returning` (see shared/DEPENDENCIES.md).
+const PET_COLUMNS: PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
+
+#[derive(Queryable)]
+struct PetRow {
+    id: i64,
+    name: String,
+    category_id: i64,
+    status: String,
+}
+
+impl TryFrom<PetRow> for Pet {
+    type Error = StoreError;
+
+    fn try_from(row: PetRow) -> Result<Self, StoreError> {
+        let status: PetStatus = row.status.parse().map_err(|_| StoreError::Corrupt {
+            table: "pets",
+            reason: format!("pet {} has unknown status {:?}", row.id, row.status),
+        })?;
+        Ok(Pet {
+            id: row.id,
+            name: row.name,
+            category_id: row.category_id,
+            status,
+        })
+    }
+}
+
+impl PetRepository for Store {
+    type Error = StoreError;
+
+    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StoreError> {
+        let mut conn = self.conn()?;
+        let row: PetRow = diesel::insert_into(pets::table)
+            .values((
+                pets::name.eq(pet.name()),
+                pets::category_id.eq(pet.category_id()),
+                pets::status.eq(pet.status().as_str()),
+                pets::created_at.eq(unix_now()),
+            ))
+            .returning(PET_COLUMNS)
+            .get_result(&mut *conn)?;
+        row.try_into()
+    }
+
+    fn find_pet(&self, id: i64) -> Result<Option<Pet>, StoreError> {
+        let mut conn = self.conn()?;
+        pets::table
+            .select(PET_COLUMNS)
+            .find(id)
+            .first::<PetRow>(&mut *conn)
+            .optional()?
+            .map(Pet::try_from)
+            .transpose()
+    }
+
+    fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StoreError> {
+        let mut conn = self.conn()?;
+        let mut select = pets::table
+            .select(PET_COLUMNS)
+            .order(pets::id.asc())
+            .limit(overfetch(query.page.limit))
+            .into_boxed();
+        if let Some(status) = query.status {
+            select = select.filter(pets::status.eq(status.as_str()));
+        }
+        if let Some(after) = query.page.after {
+            select = select.filter(pets::id.gt(after));
+        }
+        let rows = select
+            .load::<PetRow>(&mut *conn)?
+            .into_iter()
+            .map(Pet::try_from)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page::from_overfetch(rows, query.page.limit, |pet| pet.id))
+    }
+}

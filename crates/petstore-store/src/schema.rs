@@ -1,0 +1,39 @@
+// Mirrors migrations/{sqlite,postgres}: keep the three in lockstep. Ids and times are BigInt
+// (int64) and enums Text, the types both backends share under `MultiConnection`.
+
+diesel::table! {
+    pets (id) {
+        id -> BigInt,
+        name -> Text,
+        category_id -> BigInt,
+        status -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    orders (id) {
+        id -> BigInt,
+        pet_id -> BigInt,
+        quantity -> Integer,
+        status -> Text,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    api_keys (id) {
+        id -> BigInt,
+        key_hash -> Text,
+        display_prefix -> Text,
+        plan -> Text,
+        label -> Text,
+        per_minute -> Nullable<BigInt>,
+        per_day -> Nullable<BigInt>,
+        created_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::joinable!(orders -> pets (pet_id));
+diesel::allow_tables_to_appear_in_same_query!(pets, orders, api_keys);

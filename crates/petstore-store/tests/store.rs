@@ -1,0 +1,194 @@
+//! Every store operation, each scenario run once per backend.
+
+use std::collections::HashSet;
+
+use petstore_domain::{
+    ApiKeyRepository, ApiKeySecret, KeySpec, Limit, NewOrder, OrderListQuery, OrderRepository,
+    OrderStatus, PageRequest, PetDraft, PetListQuery, PetRepository, PetStatus, Plan, RateLimits,
+};
+use petstore_store::for_each_backend;
+use petstore_store::{Store, StoreConfig, StoreError};
+
+fn draft(name: &str, status: PetStatus) -> PetDraft {
+    PetDraft::new(name, 1, status).expect("valid draft")
+}
+
+fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
+    PetListQuery {
+        page: PageRequest {
+            limit: Limit::new(limit).expect("valid limit"),
+            after,
+        },
+        status,
+    }
+}
+
+/// Every pet reachable by following `next_after` from the start.
+fn walk(store: &Store, limit: u32, status: Option<PetStatus>) -> Vec<i64> {
+    let mut ids = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store.list_pets(&page(limit, after, status)).expect("list");
+        assert!(page.items.len() <= limit as usize);
+        ids.extend(page.items.iter().map(|p| p.id));
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => return ids,
+        }
+    }
+}
+
+for_each_backend! {
+    fn a_created_pet_reads_back_with_its_new_id(db) {
+        let store = db.store();
+        let created = store.create_pet(&draft("Rex", PetStatus::Pending)).expect("create");
+        assert!(created.id >= 1);
+        assert_eq!(created.name, "Rex");
+        assert_eq!(created.status, PetStatus::Pending);
+        assert_eq!(store.find_pet(created.id).expect("find"), Some(created));
+    }
+
+    fn a_missing_pet_is_none(db) {
+        let store = db.store();
+        assert_eq!(store.find_pet(424_242).expect("find"), None);
+        assert_eq!(store.find_pet(-1).expect("find"), None);
+    }
+
+    fn names_are_stored_exactly(db) {
+        let store = db.store();
+        let long = "ü".repeat(255);
+        for name in ["Mötley 🐶", " padded ", long.as_str(), "quote ' and \" and ;--"] {
+            let created = store.create_pet(&draft(name, PetStatus::Sold)).expect("create");
+            let found = store.find_pet(created.id).expect("find").expect("present");
+            assert_eq!(found.name, name);
+        }
+    }
+
+    fn paging_visits_every_pet_once_in_ascending_order(db) {
+        let store = db.store();
+        let statuses = [PetStatus::Available, PetStatus::Sold, PetStatus::Pending];
+        let mut all = Vec::new();
+        for i in 0..23 {
+            let status = statuses[i % 3];
+            all.push((store.create_pet(&draft(&format!("pet {i}"), status)).expect("create").id, status));
+        }
+        let every: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
+        assert_eq!(walk(&store, 5, None), every);
+        assert_eq!(walk(&store, 100, None), every);
+        for status in statuses {
+            let expected: Vec<i64> = all.iter().filter(|(_, s)| *s == status).map(|(id, _)| *id).collect();
+            assert_eq!(walk(&store, 2, Some(status)), expected, "{status}");
+        }
+        let exact = store.list_pets(&page(23, None, None)).expect("list");
+        assert_eq!(exact.items.len(), 23);
+        assert_eq!(exact.next_after, None, "no next page when the page is exactly full");
+    }
+
+    fn an_empty_catalogue_lists_nothing(db) {
+        let store = db.store();
+        let empty = store.list_pets(&PetListQuery::default()).expect("list");
+        assert!(empty.items.is_empty());
+        assert_eq!(empty.next_after, None);
+    }
+
+    fn orders_list_in_id_order_with_paging(db) {
+        let store = db.store();
+        let pet = store.create_pet(&draft("Rex", PetStatus::Sold)).expect("create");
+        let mut ids = Vec::new();
+        for status in OrderStatus::ALL {
+            let order = store.create_order(&NewOrder::new(pet.id, 2, status).expect("valid")).expect("create");
+            assert_eq!(order.status, status);
+            assert!(order.created_at > 1_700_000_000);
+            ids.push(order.id);
+        }
+        let first = store
+            .list_orders(&OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after: None } })
+            .expect("list");
+        assert_eq!(first.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[..2]);
+        let rest = store
+            .list_orders(&OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after: first.next_after } })
+            .expect("list");
+        assert_eq!(rest.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[2..]);
+        assert_eq!(rest.next_after, None);
+    }
+
+    fn an_order_must_reference_an_existing_pet(db) {
+        let store = db.store();
+        let result = store.create_order(&NewOrder::new(999, 1, OrderStatus::Placed).expect("valid"));
+        assert!(matches!(result, Err(StoreError::Database(_))), "{result:?}");
+    }
+
+    fn keys_are_found_by_secret_until_revoked(db) {
+        let store = db.store();
+        let spec = KeySpec::new(Plan::Pro, "ci", None).expect("spec");
+        let (key, secret) = store.create_key(&spec).expect("create");
+        assert_eq!(key.plan, Plan::Pro);
+        assert_eq!(key.label, "ci");
+        assert_eq!(key.display_prefix, secret.display_prefix());
+        assert_eq!(store.find_active_key(&secret.hash()).expect("find"), Some(key.clone()));
+
+        assert!(store.revoke_key(key.id).expect("revoke"));
+        assert_eq!(store.find_active_key(&secret.hash()).expect("find"), None);
+        let listed = store.list_keys().expect("list");
+        let revoked_at = listed[0].revoked_at.expect("revoked");
+        assert!(store.revoke_key(key.id).expect("revoke again"), "revoking twice still finds the key");
+        assert_eq!(store.list_keys().expect("list")[0].revoked_at, Some(revoked_at));
+        assert!(!store.revoke_key(key.id + 1000).expect("revoke unknown"));
+    }
+
+    fn keys_are_stored_only_as_hashes(db) {
+        let store = db.store();
+        let (_, secret) = store.create_key(&KeySpec::new(Plan::Free, "", None).expect("spec")).expect("create");
+        let unknown = ApiKeySecret::from_random_bytes([9; 32]);
+        assert_eq!(store.find_active_key(&unknown.hash()).expect("find"), None);
+        let listed = format!("{:?}", store.list_keys().expect("list"));
+        assert!(!listed.contains(secret.expose()));
+    }
+
+    fn every_key_is_distinct_and_enterprise_limits_persist(db) {
+        let store = db.store();
+        let limits = RateLimits::custom(5_000, 2_000_000).expect("limits");
+        let spec = KeySpec::new(Plan::Enterprise, "big", Some(limits)).expect("spec");
+        let mut secrets = HashSet::new();
+        for _ in 0..20 {
+            let (key, secret) = store.create_key(&spec).expect("create");
+            assert_eq!(key.custom_limits, Some(limits));
+            assert_eq!(key.limits(), limits);
+            assert!(secrets.insert(secret.expose().to_owned()));
+        }
+        assert_eq!(store.list_keys().expect("list").len(), 20);
+    }
+
+    fn migrating_twice_applies_nothing_the_second_time(db) {
+        let store = db.store();
+        assert_eq!(store.migrate().expect("migrate"), Vec::<String>::new());
+        store.check_ready().expect("ready");
+    }
+
+    fn data_survives_reopening_the_store(db) {
+        let id = db.store().create_pet(&draft("Rex", PetStatus::Sold)).expect("create").id;
+        let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
+        assert_eq!(reopened.find_pet(id).expect("find").map(|p| p.name), Some("Rex".into()));
+    }
+}
+
+#[test]
+fn a_fresh_database_is_not_ready_until_migrated() {
+    let db = petstore_store::testing::TestDatabase::sqlite();
+    let store = Store::open(&StoreConfig::new(db.url())).expect("open");
+    assert!(matches!(store.check_ready(), Err(StoreError::Migration(_))));
+    assert_eq!(store.migrate().expect("migrate").len(), 1);
+    store.check_ready().expect("ready");
+}
+
+#[test]
+fn an_unreachable_postgres_is_unavailable_not_a_hang() {
+    let mut config = StoreConfig::new("postgres://postgres@127.0.0.1:1/none");
+    config.connect_timeout = std::time::Duration::from_millis(500);
+    let store = Store::open(&config).expect("open is lazy");
+    let result = store.find_pet(1);
+    assert!(
+        matches!(result, Err(StoreError::Unavailable(_))),
+        "{result:?}"
+    );
+}
