@@ -1,1 +1,121 @@
+//! The HTTP face of the Animal Store Service: the actix-web application ([`app`]), its
+//! middleware (authentication, error bodies, deprecation headers), the `petstore` command line
+//! ([`cli`]) and the server start-up ([`serve`]).
+//!
+//! Handlers stay thin: parse with the domain, call the store through [`db`], map the result.
+//! All errors become the interface's Error object in one place, [`error`]. Start reading at
+//! [`app`], which production and every test build alike.
 
+pub mod auth;
+pub mod cli;
+pub mod clock;
+pub mod error;
+pub mod extract;
+mod middleware;
+mod routes;
+mod server;
+
+use std::sync::Arc;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::middleware::{Logger, from_fn};
+use actix_web::{App, HttpRequest, web};
+use petstore_store::{Store, StoreError};
+
+pub use auth::{ApiClient, KeyCache};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{ApiError, ErrorCode};
+pub use server::{ServeConfig, serve};
+
+/// Settings of the HTTP layer itself.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Path prefix of the API, e.g. `/v1`: a leading slash and no trailing one.
+    pub base_path: String,
+    /// The public base address (e.g. `https://api.example.com/v1`) used in `Link` and
+    /// `Location`. When `None`, it is derived from each request's scheme and `Host`.
+    pub public_base_url: Option<String>,
+}
+
+impl HttpSettings {
+    /// Normalises `base_path` to `/segment...` without a trailing slash (`""` for the root).
+    pub fn new(base_path: &str, public_base_url: Option<String>) -> Self {
+        let trimmed = base_path.trim_matches('/');
+        Self {
+            base_path: if trimmed.is_empty() {
+                String::new()
+            } else {
+                format!("/{trimmed}")
+            },
+            public_base_url: public_base_url.map(|url| url.trim_end_matches('/').to_owned()),
+        }
+    }
+
+    /// The base address clients should use, for links in responses to `req`.
+    pub fn public_base(&self, req: &HttpRequest) -> String {
+        match &self.public_base_url {
+            Some(url) => url.clone(),
+            None => {
+                let info = req.connection_info();
+                format!("{}://{}{}", info.scheme(), info.host(), self.base_path)
+            }
+        }
+    }
+}
+
+/// Everything the handlers share. Built once, outside `HttpServer::new`, so that every worker
+/// sees the same pool and caches.
+pub struct AppState {
+    /// The database.
+    pub store: Store,
+    /// Wall-clock time.
+    pub clock: Arc<dyn Clock>,
+    /// Recent API-key lookups.
+    pub keys: KeyCache,
+    /// Paths and links.
+    pub settings: HttpSettings,
+}
+
+/// Runs a blocking store call on actix's blocking thread pool; the only way handlers and
+/// middleware reach the database.
+pub async fn db<T, F>(state: &web::Data<AppState>, f: F) -> Result<T, ApiError>
+where
+    F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    let state = state.clone();
+    web::block(move || f(&state.store))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::from)
+}
+
+/// The application: routes, middleware and error handling. Production and tests build it
+/// alike.
+pub fn app(
+    state: web::Data<AppState>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let base_path = state.settings.base_path.clone();
+    App::new()
+        .app_data(state)
+        .route("/healthz", web::get().to(routes::health::healthz))
+        .route("/readyz", web::get().to(routes::health::readyz))
+        .service(
+            web::scope(&base_path)
+                .configure(routes::configure)
+                .default_service(web::to(routes::not_found)),
+        )
+        .default_service(web::to(routes::not_found))
+        // Outermost last: the access log sees the final response, error bodies included.
+        .wrap(from_fn(middleware::json_errors))
+        .wrap(Logger::new(r#"%a "%r" %s %b %Dms"#))
+}

@@ -1,0 +1,181 @@
+//! Request parsing that reports errors as the interface wants them: a strict JSON body
+//! extractor that names the offending field, and query-string pairs.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::web::BytesMut;
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use futures_util::StreamExt;
+use petstore_domain::ValidationError;
+use serde::de::DeserializeOwned;
+
+use crate::ApiError;
+
+/// Largest accepted request body.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A JSON body deserialised strictly: `415` unless the content type is JSON, `413` past
+/// [`MAX_BODY_BYTES`] (checked before reading when `Content-Length` says so), `400` with the
+/// field's name for a missing, unknown or mistyped field, and `400 invalid_json` otherwise.
+#[derive(Debug)]
+pub struct JsonBody<T>(pub T);
+
+impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let checked = check_headers(req);
+        let mut payload = payload.take();
+        Box::pin(async move {
+            checked?;
+            let mut body = BytesMut::new();
+            while let Some(chunk) = payload.next().await {
+                let chunk = chunk.map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+                if body.len() + chunk.len() > MAX_BODY_BYTES {
+                    return Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            parse(&body).map(JsonBody)
+        })
+    }
+}
+
+fn check_headers(req: &HttpRequest) -> Result<(), ApiError> {
+    let is_json = req.mime_type().ok().flatten().is_some_and(|mime| {
+        mime.type_() == "application"
+            && (mime.subtype() == "json" || mime.suffix().is_some_and(|s| s == "json"))
+    });
+    if !is_json {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > MAX_BODY_BYTES as u64) {
+        return Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES));
+    }
+    Ok(())
+}
+
+/// Deserialises `body`, turning serde's error into one that names the field.
+pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::InvalidJson("the body is empty".into()));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        describe(path, error.into_inner())
+    })?;
+    deserializer
+        .end()
+        .map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+    Ok(value)
+}
+
+fn describe(path: String, error: serde_json::Error) -> ApiError {
+    use serde_json::error::Category;
+    if matches!(
+        error.classify(),
+        Category::Syntax | Category::Eof | Category::Io
+    ) {
+        return ApiError::InvalidJson(error.to_string());
+    }
+    // serde's own message, without its "at line 1 column 9" tail.
+    let text = error.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(head, _)| head);
+    if let Some(field) = between(message, "missing field `", "`") {
+        return ValidationError::MissingField(Cow::Owned(field.to_owned())).into();
+    }
+    if let Some(field) = between(message, "unknown field `", "`") {
+        let hint = if field == "id" {
+            ": ids are assigned by the service"
+        } else {
+            ""
+        };
+        return ValidationError::UnknownField {
+            field: field.to_owned(),
+            hint,
+        }
+        .into();
+    }
+    if path == "." {
+        // A type error at the top level: the body is JSON but not an object.
+        return ApiError::InvalidJson(format!("expected a JSON object: {message}"));
+    }
+    ValidationError::InvalidField {
+        field: Cow::Owned(path),
+        reason: format!("is invalid: {message}"),
+    }
+    .into()
+}
+
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let rest = &text[text.find(start)? + start.len()..];
+    Some(&rest[..rest.find(end)?])
+}
+
+/// The decoded `name=value` pairs of the query string, in order.
+pub fn query_pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
+    serde_urlencoded::from_str(req.query_string())
+        .map_err(|e| {
+            ApiError::Validation(ValidationError::InvalidParameter {
+                name: "query",
+                reason: format!("cannot be decoded: {e}"),
+            })
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use petstore_domain::NewPet;
+
+    fn code(body: &str) -> (ErrorCode, String) {
+        let error = parse::<NewPet>(body.as_bytes()).expect_err(body);
+        (error.code(), error.to_string())
+    }
+
+    #[test]
+    fn body_errors_name_the_field() {
+        let cases = [
+            ("", ErrorCode::InvalidJson, "empty"),
+            ("{", ErrorCode::InvalidJson, "EOF"),
+            ("{\"name\": \"a\",}", ErrorCode::InvalidJson, ""),
+            ("[1]", ErrorCode::InvalidJson, "object"),
+            ("\"pet\"", ErrorCode::InvalidJson, "object"),
+            ("null", ErrorCode::InvalidJson, "object"),
+            (r#"{"name":"a","categoryId":1} x"#, ErrorCode::InvalidJson, "trailing"),
+            (r#"{"categoryId":1}"#, ErrorCode::MissingField, "`name`"),
+            (r#"{"name":"a"}"#, ErrorCode::MissingField, "`categoryId`"),
+            (r#"{"id":3,"name":"a","categoryId":1}"#, ErrorCode::UnknownField, "`id`"),
+            (r#"{"name":"a","categoryId":1,"x":1}"#, ErrorCode::UnknownField, "`x`"),
+            (r#"{"name":null,"categoryId":1}"#, ErrorCode::InvalidField, "`name`"),
+            (r#"{"name":"a","categoryId":"1"}"#, ErrorCode::InvalidField, "`categoryId`"),
+            (r#"{"name":"a","categoryId":1.0}"#, ErrorCode::InvalidField, "`categoryId`"),
+            (
+                r#"{"name":"a","categoryId":9223372036854775808}"#,
+                ErrorCode::InvalidField,
+                "`categoryId`",
+            ),
+            (r#"{"name":"a","categoryId":1,"status":null}"#, ErrorCode::InvalidField, "`status`"),
+            (r#"{"name":"a","categoryId":1,"status":"x"}"#, ErrorCode::InvalidField, "`status`"),
+        ];
+        for (body, expected, needle) in cases {
+            let (got, message) = code(body);
+            assert_eq!(got, expected, "{body}: {message}");
+            assert!(message.contains(needle), "{body}: {message:?} lacks {needle:?}");
+        }
+    }
+}

@@ -1,0 +1,22 @@
+//! Health checks for load balancers, outside the base path and without authentication.
+
+use actix_web::{HttpResponse, web};
+use serde_json::json;
+
+use crate::{ApiError, AppState, db};
+
+/// `GET /healthz`: the process is up and serving.
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// `GET /readyz`: the database answers and its schema is current; `503` otherwise.
+pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    db(&state, |store| store.check_ready())
+        .await
+        .map_err(|error| match error {
+            ApiError::Internal(cause) => ApiError::Unavailable(cause),
+            other => other,
+        })?;
+    Ok(HttpResponse::Ok().json(json!({"status": "ready"})))
+}

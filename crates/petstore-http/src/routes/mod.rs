@@ -1,0 +1,62 @@
+//! Routes under the base path, one module per resource.
+
+pub mod health;
+mod orders;
+mod pets;
+
+use actix_web::middleware::from_fn;
+use actix_web::{HttpRequest, HttpResponse, web};
+
+use crate::{ApiError, auth, middleware};
+
+/// Registers the API's resources. Each resource authenticates (so `401` precedes `405`), and
+/// answers a wrong method with `405` and `Allow`.
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/pets")
+            .name("pets")
+            .route(web::get().to(pets::list_pets))
+            .route(web::post().to(pets::create_pet))
+            .default_service(web::to(method_not_allowed("GET, POST")))
+            .wrap(from_fn(auth::authenticate)),
+    )
+    .service(
+        web::resource("/pets/{petId}")
+            .name("getPet")
+            .route(web::get().to(pets::get_pet))
+            .default_service(web::to(method_not_allowed("GET")))
+            .wrap(from_fn(auth::authenticate))
+            .wrap(from_fn(middleware::deprecation_headers)),
+    )
+    .service(
+        web::resource("/store/orders")
+            .name("listOrders")
+            .route(web::get().to(orders::list_orders))
+            .default_service(web::to(method_not_allowed("GET")))
+            .wrap(from_fn(auth::authenticate))
+            .wrap(from_fn(orders::stability_header)),
+    );
+}
+
+fn method_not_allowed(
+    allow: &'static str,
+) -> impl Fn(HttpRequest) -> std::future::Ready<Result<HttpResponse, ApiError>> + Clone + 'static
+{
+    move |req: HttpRequest| {
+        std::future::ready(Err(ApiError::MethodNotAllowed {
+            method: req.method().to_string(),
+            allow,
+        }))
+    }
+}
+
+/// `404` for any path that is not an endpoint.
+pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::RouteNotFound(req.path().to_owned()))
+}
+
+/// `<{base}/{path}?{query}>; rel="next"` (RFC 8288).
+fn next_link(base: &str, path: &str, query: &[(&str, String)]) -> String {
+    let query = serde_urlencoded::to_string(query).unwrap_or_default();
+    format!("<{base}{path}?{query}>; rel=\"next\"")
+}

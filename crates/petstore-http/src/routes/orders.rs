@@ -1,0 +1,46 @@
+//! `GET /store/orders` (experimental).
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{HttpRequest, HttpResponse, http::header, web};
+use petstore_domain::{OrderListQuery, OrderRepository};
+
+use super::next_link;
+use crate::extract::query_pairs;
+use crate::{ApiError, AppState, db};
+
+/// `listOrders`: orders in ascending id order, paged like pets (`limit`, `after`).
+pub async fn list_orders(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let pairs = query_pairs(&req)?;
+    let query = OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    let page = db(&state, move |store| store.list_orders(&query)).await?;
+    let mut response = HttpResponse::Ok();
+    if let Some(after) = page.next_after {
+        let params = [
+            ("limit", query.page.limit.get().to_string()),
+            ("after", after.to_string()),
+        ];
+        let base = state.settings.public_base(&req);
+        response.insert_header((header::LINK, next_link(&base, "/store/orders", &params)));
+    }
+    Ok(response.json(page.items))
+}
+
+/// `X-API-Stability: experimental` on every response of the orders area: its shape may change
+/// without a new version.
+pub async fn stability_header(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let mut response = next.call(req).await?;
+    response.headers_mut().insert(
+        HeaderName::from_static("x-api-stability"),
+        HeaderValue::from_static("experimental"),
+    );
+    Ok(response)
+}

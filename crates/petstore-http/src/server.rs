@@ -1,0 +1,89 @@
+//! Server start-up: open the store, migrate, hand out a first key if there is none, serve.
+
+use std::error::Error;
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::{HttpServer, web};
+use petstore_domain::{ApiKeyRepository, KeySpec, Plan};
+use petstore_store::{Store, StoreConfig};
+
+use crate::{AppState, HttpSettings, KeyCache, SystemClock, app};
+
+/// How many key lookups the cache holds at most.
+const KEY_CACHE_CAPACITY: usize = 100_000;
+
+/// Everything `serve` needs, parsed and checked.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// Address to listen on (`host:port`; port 0 picks a free one).
+    pub bind: String,
+    /// Worker threads; `None` for one per CPU.
+    pub workers: Option<usize>,
+    /// Create and print a free-plan key when no key exists yet.
+    pub bootstrap_key: bool,
+    /// How long a key lookup is trusted (revocations take effect within this).
+    pub key_cache_ttl: Duration,
+    /// Paths and links.
+    pub settings: HttpSettings,
+    /// The database.
+    pub store: StoreConfig,
+}
+
+/// Runs the server until SIGINT or SIGTERM, then stops accepting, lets in-flight requests
+/// finish (up to 30 s) and returns.
+pub async fn serve(config: ServeConfig) -> Result<(), Box<dyn Error>> {
+    let store = Store::open(&config.store)?;
+    let applied = store.migrate()?;
+    log::info!(
+        "database ready ({}); {} migration(s) applied",
+        store.backend_name(),
+        applied.len()
+    );
+    if config.bootstrap_key {
+        bootstrap_key(&store, &config)?;
+    }
+    let state = web::Data::new(AppState {
+        store,
+        clock: Arc::new(SystemClock),
+        keys: KeyCache::new(config.key_cache_ttl, KEY_CACHE_CAPACITY),
+        settings: config.settings,
+    });
+    let mut server = HttpServer::new(move || app(state.clone()))
+        .shutdown_timeout(30)
+        .bind(&config.bind)?;
+    if let Some(workers) = config.workers {
+        server = server.workers(workers);
+    }
+    for addr in server.addrs() {
+        // On stdout, so scripts and tests started with port 0 learn the port.
+        println!("listening on http://{addr}");
+        log::info!("listening on http://{addr}");
+    }
+    std::io::stdout().flush()?;
+    server.run().await?;
+    log::info!("stopped");
+    Ok(())
+}
+
+/// A newcomer's first key: created only while the key store is empty, printed once.
+fn bootstrap_key(store: &Store, config: &ServeConfig) -> Result<(), Box<dyn Error>> {
+    if !store.list_keys()?.is_empty() {
+        return Ok(());
+    }
+    let spec = KeySpec::new(Plan::Free, "bootstrap", None)?;
+    let (key, secret) = store.create_key(&spec)?;
+    let base = config
+        .settings
+        .public_base_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{}{}", config.bind, config.settings.base_path));
+    println!(
+        "No API key existed, so a free-plan key (id {}) was created. It is shown only this once:\n\n    {}\n\nTry:  curl -H 'Authorization: Bearer {}' {base}/pets\n(Manage keys with `petstore keys`; turn this off with --bootstrap-key=false.)\n",
+        key.id,
+        secret.expose(),
+        secret.expose(),
+    );
+    Ok(())
+}
