@@ -94,7 +94,14 @@ pub struct NewPet {
 }
 
 fn present_status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PetStatus>, D::Error> {
-    PetStatus::deserialize(d).map(Some)
+    // Deserialising the enum straight from `null` would read as a JSON syntax error; say what
+    // it is instead.
+    match Option::<PetStatus>::deserialize(d)? {
+        Some(status) => Ok(Some(status)),
+        None => Err(serde::de::Error::custom(
+            "invalid type: null, expected one of available, pending, sold",
+        )),
+    }
 }
 
 fn validate_name(name: &str) -> Result<(), validator::ValidationError> {

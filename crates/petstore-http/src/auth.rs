@@ -128,9 +128,15 @@ mod tests {
     #[test]
     fn only_one_well_formed_bearer_header_carries_a_key() {
         let secret = ApiKeySecret::from_random_bytes([3; 32]);
-        let key = secret.expose();
-        assert_eq!(bearer_secret(&headers(&[&format!("Bearer {key}")])), Some(secret.clone()));
-        assert_eq!(bearer_secret(&headers(&[&format!("bearer  {key}")])), Some(secret));
+        let key = secret.expose().to_owned();
+        assert_eq!(
+            bearer_secret(&headers(&[&format!("Bearer {key}")])),
+            Some(secret.clone())
+        );
+        assert_eq!(
+            bearer_secret(&headers(&[&format!("bearer  {key}")])),
+            Some(secret)
+        );
         for bad in [
             String::new(),
             key.to_owned(),

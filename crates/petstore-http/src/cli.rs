@@ -69,10 +69,20 @@ pub enum KeysCommand {
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
     /// `postgres://...`, `sqlite://PATH` or a SQLite file path.
-    #[arg(long, env = "PETSTORE_DATABASE_URL", default_value = "petstore.db", global = true)]
+    #[arg(
+        long,
+        env = "PETSTORE_DATABASE_URL",
+        default_value = "petstore.db",
+        global = true
+    )]
     pub database_url: String,
     /// Most database connections open at once.
-    #[arg(long, env = "PETSTORE_DB_POOL_SIZE", default_value_t = 8, global = true)]
+    #[arg(
+        long,
+        env = "PETSTORE_DB_POOL_SIZE",
+        default_value_t = 8,
+        global = true
+    )]
     pub db_pool_size: u32,
     /// Longest wait for a database connection before answering 503 (e.g. `5s`, `500ms`).
     #[arg(long, env = "PETSTORE_DB_CONNECT_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration, global = true)]
@@ -162,9 +172,7 @@ fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Err
             per_day,
         } => {
             let custom = match (per_minute, per_day) {
-                (Some(per_minute), Some(per_day)) => {
-                    Some(RateLimits::custom(per_minute, per_day)?)
-                }
+                (Some(per_minute), Some(per_day)) => Some(RateLimits::custom(per_minute, per_day)?),
                 _ => None,
             };
             let (key, secret) = store.create_key(&KeySpec::new(plan, label, custom)?)?;
@@ -206,10 +214,8 @@ fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Err
 fn timestamp(unix: Option<i64>) -> String {
     unix.and_then(|secs| u64::try_from(secs).ok())
         .map(|secs| {
-            humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + Duration::from_secs(secs),
-            )
-            .to_string()
+            humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_secs(secs))
+                .to_string()
         })
         .unwrap_or_else(|| "-".into())
 }

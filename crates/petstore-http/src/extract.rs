@@ -67,8 +67,19 @@ fn check_headers(req: &HttpRequest) -> Result<(), ApiError> {
 
 /// Deserialises `body`, turning serde's error into one that names the field.
 pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
-    if body.iter().all(u8::is_ascii_whitespace) {
-        return Err(ApiError::InvalidJson("the body is empty".into()));
+    match body.iter().find(|b| !b.is_ascii_whitespace()) {
+        None => return Err(ApiError::InvalidJson("the body is empty".into())),
+        // serde's derived structs also accept a JSON array of the fields in order; the
+        // interface's bodies are objects, so anything else is refused up front.
+        Some(b'{') => {}
+        Some(_) => {
+            return Err(ApiError::InvalidJson(
+                match serde_json::from_slice::<serde::de::IgnoredAny>(body) {
+                    Ok(_) => "expected a JSON object".into(),
+                    Err(error) => error.to_string(),
+                },
+            ));
+        }
     }
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
@@ -127,13 +138,12 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
 
 /// The decoded `name=value` pairs of the query string, in order.
 pub fn query_pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
-    serde_urlencoded::from_str(req.query_string())
-        .map_err(|e| {
-            ApiError::Validation(ValidationError::InvalidParameter {
-                name: "query",
-                reason: format!("cannot be decoded: {e}"),
-            })
+    serde_urlencoded::from_str(req.query_string()).map_err(|e| {
+        ApiError::Validation(ValidationError::InvalidParameter {
+            name: "query",
+            reason: format!("cannot be decoded: {e}"),
         })
+    })
 }
 
 #[cfg(test)]
@@ -156,26 +166,62 @@ mod tests {
             ("[1]", ErrorCode::InvalidJson, "object"),
             ("\"pet\"", ErrorCode::InvalidJson, "object"),
             ("null", ErrorCode::InvalidJson, "object"),
-            (r#"{"name":"a","categoryId":1} x"#, ErrorCode::InvalidJson, "trailing"),
+            (r#"["Rex", 1]"#, ErrorCode::InvalidJson, "object"),
+            (
+                r#"{"name":"a","categoryId":1} x"#,
+                ErrorCode::InvalidJson,
+                "trailing",
+            ),
             (r#"{"categoryId":1}"#, ErrorCode::MissingField, "`name`"),
             (r#"{"name":"a"}"#, ErrorCode::MissingField, "`categoryId`"),
-            (r#"{"id":3,"name":"a","categoryId":1}"#, ErrorCode::UnknownField, "`id`"),
-            (r#"{"name":"a","categoryId":1,"x":1}"#, ErrorCode::UnknownField, "`x`"),
-            (r#"{"name":null,"categoryId":1}"#, ErrorCode::InvalidField, "`name`"),
-            (r#"{"name":"a","categoryId":"1"}"#, ErrorCode::InvalidField, "`categoryId`"),
-            (r#"{"name":"a","categoryId":1.0}"#, ErrorCode::InvalidField, "`categoryId`"),
+            (
+                r#"{"id":3,"name":"a","categoryId":1}"#,
+                ErrorCode::UnknownField,
+                "`id`",
+            ),
+            (
+                r#"{"name":"a","categoryId":1,"x":1}"#,
+                ErrorCode::UnknownField,
+                "`x`",
+            ),
+            (
+                r#"{"name":null,"categoryId":1}"#,
+                ErrorCode::InvalidField,
+                "`name`",
+            ),
+            (
+                r#"{"name":"a","categoryId":"1"}"#,
+                ErrorCode::InvalidField,
+                "`categoryId`",
+            ),
+            (
+                r#"{"name":"a","categoryId":1.0}"#,
+                ErrorCode::InvalidField,
+                "`categoryId`",
+            ),
             (
                 r#"{"name":"a","categoryId":9223372036854775808}"#,
                 ErrorCode::InvalidField,
                 "`categoryId`",
             ),
-            (r#"{"name":"a","categoryId":1,"status":null}"#, ErrorCode::InvalidField, "`status`"),
-            (r#"{"name":"a","categoryId":1,"status":"x"}"#, ErrorCode::InvalidField, "`status`"),
+            (
+                r#"{"name":"a","categoryId":1,"status":null}"#,
+                ErrorCode::InvalidField,
+                "`status`",
+            ),
+            (
+                r#"{"name":"a","categoryId":1,"status":"x"}"#,
+                ErrorCode::InvalidField,
+                "`status`",
+            ),
         ];
         for (body, expected, needle) in cases {
             let (got, message) = code(body);
             assert_eq!(got, expected, "{body}: {message}");
-            assert!(message.contains(needle), "{body}: {message:?} lacks {needle:?}");
+            assert!(
+                message.contains(needle),
+                "{body}: {message:?} lacks {needle:?}"
+            );
         }
     }
 }

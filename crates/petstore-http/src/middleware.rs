@@ -34,7 +34,9 @@ pub async fn json_errors(
     *replacement.status_mut() = original.status();
     for (name, value) in original.headers() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
-            replacement.headers_mut().insert(name.clone(), value.clone());
+            replacement
+                .headers_mut()
+                .insert(name.clone(), value.clone());
         }
     }
     Ok(ServiceResponse::new(request, replacement))

@@ -40,8 +40,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 fn method_not_allowed(
     allow: &'static str,
-) -> impl Fn(HttpRequest) -> std::future::Ready<Result<HttpResponse, ApiError>> + Clone + 'static
-{
+) -> impl Fn(HttpRequest) -> std::future::Ready<Result<HttpResponse, ApiError>> + Clone + 'static {
     move |req: HttpRequest| {
         std::future::ready(Err(ApiError::MethodNotAllowed {
             method: req.method().to_string(),

@@ -1,0 +1,82 @@
+use actix_web::test::TestRequest;
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, SqliteConnection};
+
+use crate::api_tests;
+use crate::helpers::TestApp;
+
+api_tests! {
+    async fn unknown_routes_return_404_error_objects(app) {
+        for uri in ["/", "/v2/pets", "/v1", "/v1/pets/1/owner", "/v1/unknown", "/pets"] {
+            let reply = app.get(uri).await;
+            reply.assert_error(404, "route_not_found");
+        }
+    }
+
+    async fn wrong_methods_return_405_with_allow(app) {
+        let cases = [
+            (TestRequest::delete().uri("/v1/pets"), "GET, POST"),
+            (TestRequest::put().uri("/v1/pets"), "GET, POST"),
+            (TestRequest::patch().uri("/v1/pets/1"), "GET"),
+            (TestRequest::delete().uri("/v1/pets/1"), "GET"),
+            (TestRequest::post().uri("/v1/store/orders"), "GET"),
+        ];
+        for (request, allow) in cases {
+            let reply = app
+                .send(request.insert_header(("authorization", format!("Bearer {}", app.key))))
+                .await;
+            reply.assert_error(405, "method_not_allowed");
+            assert_eq!(reply.header("allow"), Some(allow));
+        }
+    }
+}
+
+#[actix_web::test]
+async fn an_unreachable_database_returns_503_with_retry_after() {
+    let app = TestApp::unreachable();
+    // Even authentication needs the database: the answer is 503, never a hang or a 500.
+    let reply = app
+        .send(
+            TestRequest::get()
+                .uri("/v1/pets")
+                .insert_header(("authorization", format!("Bearer pst_{}", "a".repeat(64)))),
+        )
+        .await;
+    reply.assert_error(503, "service_unavailable");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+}
+
+#[actix_web::test]
+async fn unexpected_failures_return_500_without_internals() {
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite).expect("sqlite");
+    let url = app.db.as_ref().expect("db").url().to_owned();
+    let mut conn = SqliteConnection::establish(&url).expect("connect");
+    conn.batch_execute(
+        "PRAGMA ignore_check_constraints = ON; \
+         INSERT INTO pets (name, category_id, status, created_at) VALUES ('Odd', 1, 'eaten', 0);",
+    )
+    .expect("insert a row the service never writes");
+    let reply = app.get("/v1/pets").await;
+    let message = reply.assert_error(500, "internal_error");
+    assert!(
+        !message.contains("eaten") && !message.contains("pets"),
+        "{message}"
+    );
+}
+
+#[test]
+fn every_error_code_is_documented() {
+    let docs = include_str!("../../../../docs/errors.md");
+    for code in petstore_http::ErrorCode::ALL {
+        assert!(
+            docs.contains(&format!("`{}`", code.as_str())),
+            "{} is not in docs/errors.md",
+            code.as_str()
+        );
+        assert!(
+            docs.contains(&format!("| {} |", code.status().as_u16())),
+            "status {} is not in docs/errors.md",
+            code.status().as_u16()
+        );
+    }
+}

@@ -1,0 +1,223 @@
+//! `TestApp`: the production `app()` over a throwaway database, with a manual clock and a key.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::test as atest;
+use actix_web::web::{self, Bytes};
+use petstore_domain::{ApiKeyRepository, KeySpec, Plan};
+use petstore_http::{AppState, HttpSettings, KeyCache, ManualClock, app};
+use petstore_store::testing::{TestBackend, TestDatabase};
+use petstore_store::{Store, StoreConfig};
+use serde_json::Value;
+
+pub struct TestApp {
+    pub db: Option<TestDatabase>,
+    pub store: Store,
+    pub clock: Arc<ManualClock>,
+    pub state: web::Data<AppState>,
+    /// A valid free-plan key.
+    pub key: String,
+}
+
+/// A response, read to the end.
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Asserts an Error object with this status and code, whose `status` field matches.
+    #[track_caller]
+    pub fn assert_error(&self, status: u16, code: &str) -> String {
+        let body = self.json();
+        assert_eq!(self.status.as_u16(), status, "status; body {body}");
+        assert_eq!(body["code"], code, "code; body {body}");
+        assert_eq!(body["status"], status, "status field; body {body}");
+        assert_eq!(
+            self.header("content-type"),
+            Some("application/json"),
+            "content type"
+        );
+        let object = body.as_object().expect("object");
+        assert_eq!(object.len(), 3, "exactly code, message, status: {body}");
+        body["message"]
+            .as_str()
+            .expect("message is a string")
+            .to_owned()
+    }
+
+    /// The target of `Link: <...>; rel="next"`, if any.
+    pub fn next_link(&self) -> Option<String> {
+        self.headers.get_all(header::LINK).find_map(|value| {
+            let value = value.to_str().ok()?;
+            let (target, params) = value.split_once(';')?;
+            params
+                .contains("rel=\"next\"")
+                .then(|| target.trim().trim_matches(['<', '>']).to_owned())
+        })
+    }
+}
+
+pub fn now_unix() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+impl TestApp {
+    /// An app on a fresh database of `backend`; `None` when that backend is unavailable
+    /// outside CI (a loud SKIPPED line has been printed).
+    pub fn spawn(backend: TestBackend) -> Option<Self> {
+        let db = TestDatabase::new(backend)?;
+        let store = db.store();
+        Some(Self::with_store(Some(db), store))
+    }
+
+    /// An app over `store` as it is (migrated or not).
+    pub fn with_store(db: Option<TestDatabase>, store: Store) -> Self {
+        let clock = Arc::new(ManualClock::at(now_unix()));
+        let key = store
+            .create_key(&KeySpec::new(Plan::Free, "tests", None).expect("spec"))
+            .map(|(_, secret)| secret.expose().to_owned())
+            .unwrap_or_default();
+        let state = web::Data::new(AppState {
+            store: store.clone(),
+            clock: clock.clone(),
+            // No caching: revocations in these tests must take effect at once.
+            keys: KeyCache::new(Duration::ZERO, 0),
+            settings: HttpSettings::new("/v1", Some("https://api.example.com/v1".into())),
+        });
+        Self {
+            db,
+            store,
+            clock,
+            state,
+            key,
+        }
+    }
+
+    /// An app whose database cannot be reached.
+    pub fn unreachable() -> Self {
+        let mut config = StoreConfig::new("postgres://postgres@127.0.0.1:1/none");
+        config.connect_timeout = Duration::from_millis(300);
+        Self::with_store(None, Store::open(&config).expect("open is lazy"))
+    }
+
+    pub async fn send(&self, request: atest::TestRequest) -> Reply {
+        let service = atest::init_service(app(self.state.clone())).await;
+        let response = atest::call_service(&service, request.to_request()).await;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = atest::read_body(response).await;
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn authed(&self, request: atest::TestRequest) -> atest::TestRequest {
+        request.insert_header((header::AUTHORIZATION, format!("Bearer {}", self.key)))
+    }
+
+    pub async fn get(&self, uri: &str) -> Reply {
+        self.send(self.authed(atest::TestRequest::get().uri(uri)))
+            .await
+    }
+
+    pub async fn post_json(&self, uri: &str, body: &str) -> Reply {
+        self.send(
+            self.authed(atest::TestRequest::post().uri(uri))
+                .insert_header((header::CONTENT_TYPE, "application/json"))
+                .set_payload(body.to_owned()),
+        )
+        .await
+    }
+
+    /// Creates a pet through the API and returns its JSON.
+    pub async fn create_pet(&self, name: &str, status: &str) -> Value {
+        let body = serde_json::json!({"name": name, "categoryId": 1, "status": status});
+        let reply = self.post_json("/v1/pets", &body.to_string()).await;
+        assert_eq!(reply.status, StatusCode::CREATED, "{:?}", reply.body);
+        reply.json()
+    }
+
+    /// Follows `next` links from `first`, returning every id seen, page by page.
+    pub async fn walk(&self, first: &str) -> Vec<Vec<i64>> {
+        let mut pages = Vec::new();
+        let mut uri = first.to_owned();
+        loop {
+            let reply = self.get(&uri).await;
+            assert_eq!(reply.status, StatusCode::OK, "{uri}");
+            let ids = reply
+                .json()
+                .as_array()
+                .expect("array")
+                .iter()
+                .map(|pet| pet["id"].as_i64().expect("id"))
+                .collect();
+            pages.push(ids);
+            match reply.next_link() {
+                Some(next) => {
+                    uri = next
+                        .strip_prefix("https://api.example.com")
+                        .expect("links use the public base URL")
+                        .to_owned()
+                }
+                None => return pages,
+            }
+        }
+    }
+}
+
+/// Runs each async scenario once per backend, each on its own database. PostgreSQL is skipped
+/// loudly when unreachable outside CI, and fails the test in CI.
+#[macro_export]
+macro_rules! api_tests {
+    ($(async fn $name:ident($app:ident) $body:block)*) => {
+        $(
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+
+                async fn scenario($app: $crate::helpers::TestApp) $body
+
+                #[actix_web::test]
+                async fn sqlite() {
+                    let app = $crate::helpers::TestApp::spawn(
+                        petstore_store::testing::TestBackend::Sqlite,
+                    )
+                    .expect("SQLite is always available");
+                    scenario(app).await;
+                }
+
+                #[actix_web::test]
+                async fn postgres() {
+                    if let Some(app) = $crate::helpers::TestApp::spawn(
+                        petstore_store::testing::TestBackend::Postgres,
+                    ) {
+                        scenario(app).await;
+                    }
+                }
+            }
+        )*
+    };
+}

@@ -1,0 +1,12 @@
+//! The HTTP contract, in process: every endpoint, status, header and error path, run against
+//! SQLite and PostgreSQL alike.
+
+mod helpers;
+
+mod auth;
+mod create_pet;
+mod errors;
+mod get_pet;
+mod health;
+mod list_pets;
+mod orders;
