@@ -1,138 +1,21 @@
 //! Black-box: the real `petstore` binary on a free port over a temporary database, driven over
 //! TCP by a real HTTP client, managed with its own `keys` commands, stopped and restarted.
 
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{Server, get, petstore, post, run};
 use serde_json::Value;
-
-const BIN: &str = env!("CARGO_BIN_EXE_petstore");
-
-fn petstore(db: &Path) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .env_clear()
-        .env("PETSTORE_DATABASE_URL", db)
-        .env("RUST_LOG", "warn");
-    command
-}
-
-/// Runs a `petstore` command to completion; returns stdout, panicking on failure.
-fn run(db: &Path, args: &[&str]) -> String {
-    let output = petstore(db).args(args).output().expect("run petstore");
-    assert!(
-        output.status.success(),
-        "petstore {args:?} failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    String::from_utf8(output.stdout).expect("utf-8")
-}
-
-struct Server {
-    child: Child,
-    base: String,
-    stdout: Vec<String>,
-}
-
-impl Server {
-    fn start(db: &Path, extra: &[&str]) -> Self {
-        let mut child = petstore(db)
-            .args(["serve", "--bind", "127.0.0.1:0", "--key-cache-ttl", "1s"])
-            .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start petstore");
-        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-        let mut stdout = Vec::new();
-        let base = loop {
-            let line = lines
-                .next()
-                .expect("petstore exited before listening")
-                .expect("read stdout");
-            if let Some(addr) = line.strip_prefix("listening on ") {
-                break format!("{addr}/v1");
-            }
-            stdout.push(line);
-        };
-        Self {
-            child,
-            base,
-            stdout,
-        }
-    }
-
-    /// SIGTERM, then wait: the server must stop by itself, successfully.
-    fn stop(mut self) {
-        let status = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill");
-        assert!(status.success());
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
-                assert!(status.success(), "petstore exited with {status}");
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "petstore did not stop on SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(10)))
-        .build()
-        .into()
-}
-
-fn get(base: &str, path: &str, key: &str) -> (u16, Value) {
-    let mut response = agent()
-        .get(format!("{base}{path}"))
-        .header("Authorization", format!("Bearer {key}"))
-        .call()
-        .expect("GET");
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().expect("body");
-    let body = serde_json::from_str(&text).expect("JSON body");
-    (status, body)
-}
-
-fn post(base: &str, key: &str, body: &str) -> (u16, Value) {
-    let mut response = agent()
-        .post(format!("{base}/pets"))
-        .header("Authorization", format!("Bearer {key}"))
-        .header("Content-Type", "application/json")
-        .send(body)
-        .expect("POST");
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().expect("body");
-    let body = serde_json::from_str(&text).expect("JSON body");
-    (status, body)
-}
 
 #[test]
 fn keys_pets_revocation_and_restart_over_real_tcp() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("petstore.db");
+    let db = db.to_str().expect("utf-8 path");
 
     let key = run(
-        &db,
+        db,
         &["keys", "create", "--plan", "pro", "--label", "black-box"],
     );
     let key = key.trim();
@@ -140,14 +23,14 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
         key.starts_with("pst_") && key.len() == 68,
         "stdout is only the key: {key:?}"
     );
-    let listed = run(&db, &["keys", "list"]);
+    let listed = run(db, &["keys", "list"]);
     assert!(
         listed.contains("black-box") && listed.contains("pro"),
         "{listed}"
     );
     assert!(!listed.contains(key), "keys list never shows a secret");
 
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let server = Server::start(db, &["--bootstrap-key=false"]);
     assert!(
         server.stdout.iter().all(|l| !l.contains("pst_")),
         "no bootstrap key was asked for"
@@ -165,12 +48,12 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
     );
 
     // Revocation reaches the running server within its key-cache period (1 s here).
-    let key_id = run(&db, &["keys", "list"])
+    let key_id = run(db, &["keys", "list"])
         .lines()
         .find(|line| line.contains("black-box"))
         .and_then(|line| line.split_whitespace().next().map(str::to_owned))
         .expect("key id");
-    run(&db, &["keys", "revoke", &key_id]);
+    run(db, &["keys", "revoke", &key_id]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let (status, body) = get(&server.base, "/pets", key);
@@ -184,8 +67,8 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
     server.stop();
 
     // Restart on the same database: everything is still there.
-    let second = run(&db, &["keys", "create", "--plan", "free"]);
-    let server = Server::start(&db, &[]);
+    let second = run(db, &["keys", "create", "--plan", "free"]);
+    let server = Server::start(db, &[]);
     assert!(
         server.stdout.iter().all(|l| !l.contains("pst_")),
         "keys exist: no bootstrap key"
@@ -200,7 +83,8 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
 fn a_fresh_database_gets_a_working_bootstrap_key() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("petstore.db");
-    let server = Server::start(&db, &[]);
+    let db = db.to_str().expect("utf-8 path");
+    let server = Server::start(db, &[]);
     let key = server
         .stdout
         .iter()
@@ -212,7 +96,7 @@ fn a_fresh_database_gets_a_working_bootstrap_key() {
         .expect("the bootstrap key is printed");
     let (status, body) = get(&server.base, "/pets", &key);
     assert_eq!((status, body), (200, Value::Array(vec![])));
-    assert!(run(&db, &["keys", "list"]).contains("bootstrap"));
+    assert!(run(db, &["keys", "list"]).contains("bootstrap"));
     server.stop();
 }
 
@@ -220,6 +104,7 @@ fn a_fresh_database_gets_a_working_bootstrap_key() {
 fn cli_mistakes_fail_with_a_message() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("petstore.db");
+    let db = db.to_str().expect("utf-8 path");
     let cases: [&[&str]; 4] = [
         &["keys", "create", "--plan", "gold"],
         &["keys", "create", "--plan", "enterprise"],
@@ -236,13 +121,13 @@ fn cli_mistakes_fail_with_a_message() {
         &["keys", "revoke", "999"],
     ];
     for args in cases {
-        let output = petstore(&db).args(args).output().expect("run");
+        let output = petstore(db).args(args).output().expect("run");
         assert!(!output.status.success(), "{args:?} succeeded");
         assert!(!output.stderr.is_empty(), "{args:?} said nothing");
         assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
     }
     let enterprise = run(
-        &db,
+        db,
         &[
             "keys",
             "create",
@@ -255,5 +140,5 @@ fn cli_mistakes_fail_with_a_message() {
         ],
     );
     assert!(enterprise.trim().starts_with("pst_"));
-    assert!(run(&db, &["keys", "list"]).contains("5000000"));
+    assert!(run(db, &["keys", "list"]).contains("5000000"));
 }

@@ -192,3 +192,37 @@ fn an_unreachable_postgres_is_unavailable_not_a_hang() {
         "{result:?}"
     );
 }
+
+#[test]
+fn both_backends_have_the_same_migrations() {
+    let names = |backend: &str| {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../migrations")
+            .join(backend);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        names.sort();
+        for name in &names {
+            for file in ["up.sql", "down.sql"] {
+                assert!(
+                    dir.join(name).join(file).is_file(),
+                    "{backend}/{name}/{file}"
+                );
+            }
+        }
+        names
+    };
+    assert_eq!(
+        names("sqlite"),
+        names("postgres"),
+        "migrations must stay in lockstep"
+    );
+}

@@ -10,3 +10,4 @@ mod get_pet;
 mod health;
 mod list_pets;
 mod orders;
+mod outage;

@@ -1,0 +1,142 @@
+//! The database goes away under a running app and comes back: 503s with the Error object while
+//! it is gone, `/readyz` failing, and 2xx again afterwards without a restart. The outage is a
+//! TCP proxy in front of PostgreSQL that is cut and restored, so the shared server keeps running.
+
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use actix_web::test::TestRequest;
+use petstore_store::testing::TestDatabase;
+use petstore_store::{Store, StoreConfig};
+
+use crate::helpers::TestApp;
+
+/// Forwards connections to `upstream` while up; while down, drops new connections at once and
+/// has cut the open ones.
+struct Proxy {
+    port: u16,
+    up: Arc<AtomicBool>,
+    open: Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Proxy {
+    fn start(upstream: &'static str) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let port = listener.local_addr().expect("addr").port();
+        let up = Arc::new(AtomicBool::new(true));
+        let open = Arc::new(Mutex::new(Vec::new()));
+        let (accept_up, accept_open) = (up.clone(), open.clone());
+        thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if !accept_up.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(Shutdown::Both);
+                    continue;
+                }
+                let Ok(server) = TcpStream::connect(upstream) else {
+                    continue;
+                };
+                let mut open = accept_open.lock().expect("lock");
+                for stream in [&client, &server] {
+                    if let Ok(clone) = stream.try_clone() {
+                        open.push(clone);
+                    }
+                }
+                pipe(&client, &server);
+                pipe(&server, &client);
+            }
+        });
+        Self { port, up, open }
+    }
+
+    fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for stream in self.open.lock().expect("lock").drain(..) {
+            let _ = stream.shutdown(Shutdown::Both);
+        }
+    }
+
+    fn restore(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
+fn pipe(from: &TcpStream, to: &TcpStream) {
+    let (mut from, mut to) = (
+        from.try_clone().expect("clone"),
+        to.try_clone().expect("clone"),
+    );
+    thread::spawn(move || {
+        let _: io::Result<u64> = io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Both);
+    });
+}
+
+#[actix_web::test]
+async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    db.store(); // migrated through a direct connection
+    let proxy = Proxy::start("127.0.0.1:5432");
+    let via_proxy = db
+        .url()
+        .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", proxy.port), 1);
+    assert_ne!(
+        via_proxy,
+        db.url(),
+        "the test database URL names 127.0.0.1:5432"
+    );
+    let mut config = StoreConfig::new(via_proxy);
+    config.connect_timeout = Duration::from_millis(500);
+    config.pool_size = 2;
+    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open"));
+
+    assert_eq!(app.get("/v1/pets").await.status, 200);
+    app.create_pet("before", "available").await;
+
+    proxy.cut();
+    for _ in 0..3 {
+        let started = Instant::now();
+        let reply = app.get("/v1/pets").await;
+        reply.assert_error(503, "service_unavailable");
+        assert_eq!(reply.header("retry-after"), Some("1"));
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a 503 must not hang"
+        );
+    }
+    app.post_json("/v1/pets", r#"{"name":"during","categoryId":1}"#)
+        .await
+        .assert_error(503, "service_unavailable");
+    app.send(TestRequest::get().uri("/readyz"))
+        .await
+        .assert_error(503, "service_unavailable");
+
+    proxy.restore();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        if app.get("/v1/pets").await.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the service did not recover");
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert_eq!(
+        app.send(TestRequest::get().uri("/readyz")).await.status,
+        200
+    );
+    let names: Vec<String> = app
+        .get("/v1/pets")
+        .await
+        .json()
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|p| p["name"].as_str().expect("name").to_owned())
+        .collect();
+    assert_eq!(names, ["before"], "nothing lost, nothing half-written");
+}

@@ -1,0 +1,126 @@
+//! Shared helpers of the black-box tests: run the real `petstore` binary and talk HTTP to it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_petstore");
+
+pub fn petstore(db: &str) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env_clear()
+        .env("PETSTORE_DATABASE_URL", db)
+        .env("RUST_LOG", "warn");
+    command
+}
+
+/// Runs a `petstore` command to completion; returns stdout, panicking on failure.
+pub fn run(db: &str, args: &[&str]) -> String {
+    let output = petstore(db).args(args).output().expect("run petstore");
+    assert!(
+        output.status.success(),
+        "petstore {args:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("utf-8")
+}
+
+pub struct Server {
+    child: Child,
+    pub base: String,
+    pub stdout: Vec<String>,
+}
+
+impl Server {
+    pub fn start(db: &str, extra: &[&str]) -> Self {
+        let mut child = petstore(db)
+            .args(["serve", "--bind", "127.0.0.1:0", "--key-cache-ttl", "1s"])
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start petstore");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut stdout = Vec::new();
+        let base = loop {
+            let line = lines
+                .next()
+                .expect("petstore exited before listening")
+                .expect("read stdout");
+            if let Some(addr) = line.strip_prefix("listening on ") {
+                break format!("{addr}/v1");
+            }
+            stdout.push(line);
+        };
+        Self {
+            child,
+            base,
+            stdout,
+        }
+    }
+
+    /// SIGTERM, then wait: the server must stop by itself, successfully.
+    pub fn stop(mut self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.child.try_wait().expect("wait") {
+                assert!(status.success(), "petstore exited with {status}");
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "petstore did not stop on SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(10)))
+        .build()
+        .into()
+}
+
+pub fn get(base: &str, path: &str, key: &str) -> (u16, Value) {
+    let mut response = agent()
+        .get(format!("{base}{path}"))
+        .header("Authorization", format!("Bearer {key}"))
+        .call()
+        .expect("GET");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().expect("body");
+    let body = serde_json::from_str(&text).expect("JSON body");
+    (status, body)
+}
+
+pub fn post(base: &str, key: &str, body: &str) -> (u16, Value) {
+    let mut response = agent()
+        .post(format!("{base}/pets"))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .send(body)
+        .expect("POST");
+    let status = response.status().as_u16();
+    let text = response.body_mut().read_to_string().expect("body");
+    let body = serde_json::from_str(&text).expect("JSON body");
+    (status, body)
+}
