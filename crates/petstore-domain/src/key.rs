@@ -9,7 +9,7 @@ use std::str::FromStr;
 
 use sha2::{Digest, Sha256};
 
-use crate::ValidationError;
+use crate::{Ban, ValidationError};
 
 /// What every key starts with, so that a leaked key is recognisable (e.g. by secret scanners).
 pub const KEY_PREFIX: &str = "pst_";
@@ -187,6 +187,8 @@ pub struct ApiKey {
     pub created_at: i64,
     /// Revocation time, Unix seconds; a revoked key authenticates nothing.
     pub revoked_at: Option<i64>,
+    /// The current or most recent temporary ban, kept after it ends so repeats escalate.
+    pub ban: Option<Ban>,
 }
 
 impl ApiKey {
@@ -203,6 +205,11 @@ impl ApiKey {
     /// Whether the key still authenticates.
     pub fn is_active(&self) -> bool {
         self.revoked_at.is_none()
+    }
+
+    /// The ban in force at `now`, if any.
+    pub fn ban_at(&self, now: u64) -> Option<Ban> {
+        self.ban.filter(|ban| ban.until > now)
     }
 }
 
@@ -372,7 +379,13 @@ mod tests {
             }),
             created_at: 0,
             revoked_at: None,
+            ban: Some(Ban {
+                until: 100,
+                level: 1,
+            }),
         };
+        assert!(key.ban_at(99).is_some());
+        assert!(key.ban_at(100).is_none());
         assert_eq!(key.limits().per_minute, 9);
         key.plan = Plan::Pro;
         key.custom_limits = None;

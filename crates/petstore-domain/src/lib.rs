@@ -12,6 +12,7 @@ pub mod key;
 pub mod order;
 pub mod pet;
 pub mod query;
+pub mod rate_limit;
 pub mod repository;
 
 pub use error::ValidationError;
@@ -19,4 +20,5 @@ pub use key::{ApiKey, ApiKeySecret, KeyHash, KeySpec, Plan, RateLimits};
 pub use order::{NewOrder, Order, OrderStatus};
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
 pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
+pub use rate_limit::{Ban, BanPolicy, Counts, RateDecision, Window, WindowUsage};
 pub use repository::{ApiKeyRepository, OrderRepository, PetRepository};

@@ -2,8 +2,8 @@
 //! run them on a blocking thread pool. Each backend brings its own error type.
 
 use crate::{
-    ApiKey, ApiKeySecret, KeyHash, KeySpec, NewOrder, Order, OrderListQuery, Page, Pet, PetDraft,
-    PetListQuery,
+    ApiKey, ApiKeySecret, Ban, KeyHash, KeySpec, NewOrder, Order, OrderListQuery, Page, Pet,
+    PetDraft, PetListQuery, Plan, RateLimits,
 };
 
 /// Pets: create, read one, list a page.
@@ -50,4 +50,20 @@ pub trait ApiKeyRepository {
 
     /// Revokes a key; `false` when no key has this id. Revoking twice keeps the first time.
     fn revoke_key(&self, id: i64) -> Result<bool, Self::Error>;
+
+    /// Changes a key's plan and custom limits (validate them with `KeySpec` first); `false`
+    /// when no key has this id.
+    fn update_key_plan(
+        &self,
+        id: i64,
+        plan: Plan,
+        custom_limits: Option<RateLimits>,
+    ) -> Result<bool, Self::Error>;
+
+    /// Bans a key unless a ban is already in force at `now` (so that instances noticing the same
+    /// abuse together impose one ban, not several). Returns whether this call imposed it.
+    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, Self::Error>;
+
+    /// Lifts a key's ban and forgets its history; `false` when no key has this id.
+    fn unban_key(&self, id: i64) -> Result<bool, Self::Error>;
 }

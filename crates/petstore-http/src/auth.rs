@@ -5,55 +5,40 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use actix_web::HttpMessage;
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::middleware::Next;
-use actix_web::{HttpMessage, web};
-use petstore_domain::{ApiKey, ApiKeyRepository, ApiKeySecret, KeyHash};
+use petstore_domain::{ApiKey, ApiKeySecret, KeyHash};
 
-use crate::{ApiError, AppState, db};
+use crate::ApiError;
 
-/// The authenticated caller, put in the request extensions by [`authenticate`].
+/// The authenticated caller, put in the request extensions by the rate-limit gate.
 #[derive(Debug, Clone)]
 pub struct ApiClient {
     /// The caller's key.
     pub key: ApiKey,
 }
 
-/// Rejects requests without a valid key with `401`, and records the caller otherwise.
-pub async fn authenticate(
+/// Rejects with `401` a request for which the rate-limit gate found no valid key. (The gate,
+/// which runs first for every request, resolves the key: see `ratelimit::gate`.)
+pub async fn require_key(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
-    let state = req
-        .app_data::<web::Data<AppState>>()
-        .expect("BUG: AppState is registered by app()")
-        .clone();
-    match resolve(&state, req.headers()).await {
-        Ok(key) => {
-            req.extensions_mut().insert(ApiClient { key });
-            Ok(next.call(req).await?.map_into_left_body())
-        }
-        Err(error) => Ok(req.error_response(error).map_into_right_body()),
+    if req.extensions().contains::<ApiClient>() {
+        Ok(next.call(req).await?.map_into_left_body())
+    } else {
+        Ok(req
+            .error_response(ApiError::Unauthorized)
+            .map_into_right_body())
     }
-}
-
-async fn resolve(state: &web::Data<AppState>, headers: &HeaderMap) -> Result<ApiKey, ApiError> {
-    let secret = bearer_secret(headers).ok_or(ApiError::Unauthorized)?;
-    let hash = secret.hash();
-    if let Some(cached) = state.keys.get(&hash) {
-        return cached.ok_or(ApiError::Unauthorized);
-    }
-    let lookup = hash.clone();
-    let found = db(state, move |store| store.find_active_key(&lookup)).await?;
-    state.keys.put(hash, found.clone());
-    found.ok_or(ApiError::Unauthorized)
 }
 
 /// The key of a single well-formed `Authorization: Bearer <key>` header (scheme
 /// case-insensitive, RFC 7235); anything else is no key at all.
-fn bearer_secret(headers: &HeaderMap) -> Option<ApiKeySecret> {
+pub(crate) fn bearer_secret(headers: &HeaderMap) -> Option<ApiKeySecret> {
     let mut values = headers.get_all(header::AUTHORIZATION);
     let value = values.next()?;
     if values.next().is_some() {

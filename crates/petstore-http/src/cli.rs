@@ -6,10 +6,11 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
-use petstore_domain::{ApiKeyRepository, KeySpec, Plan, RateLimits};
+use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan, RateLimits};
 use petstore_store::{Store, StoreConfig};
 
-use crate::{HttpSettings, ServeConfig};
+use crate::ratelimit::{FailurePolicy, TrustedProxies};
+use crate::{HttpSettings, RateLimitConfig, ServeConfig};
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]
@@ -61,6 +62,25 @@ pub enum KeysCommand {
     /// Revoke a key by id.
     Revoke {
         /// The key's id, as `keys list` shows it.
+        id: i64,
+    },
+    /// Change a key's plan (and, for enterprise, its limits).
+    Update {
+        /// The key's id.
+        id: i64,
+        /// free, pro, business or enterprise.
+        #[arg(long)]
+        plan: Plan,
+        /// Requests per minute (enterprise only, with --per-day).
+        #[arg(long, requires = "per_day")]
+        per_minute: Option<u32>,
+        /// Requests per day (enterprise only, with --per-minute).
+        #[arg(long, requires = "per_minute")]
+        per_day: Option<u32>,
+    },
+    /// Lift a key's temporary ban.
+    Unban {
+        /// The key's id.
         id: i64,
     },
 }
@@ -125,6 +145,37 @@ pub struct ServeArgs {
     /// How long a key lookup is cached; a revoked key stops working within this time.
     #[arg(long, env = "PETSTORE_KEY_CACHE_TTL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub key_cache_ttl: Duration,
+    /// Where rate-limit counters live: `memory` (this process) or `redis://host:port[/db]`
+    /// (shared by every instance).
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_STORE", default_value = "memory")]
+    pub rate_limit_store: String,
+    /// Prefix of the Redis keys.
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_PREFIX", default_value = "petstore")]
+    pub rate_limit_prefix: String,
+    /// While Redis is unreachable: `open` serves with per-instance counters, `closed` answers 503.
+    #[arg(
+        long,
+        env = "PETSTORE_RATE_LIMIT_ON_FAILURE",
+        value_enum,
+        default_value = "open"
+    )]
+    pub rate_limit_on_failure: FailurePolicy,
+    /// Longest wait for Redis on one request.
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration)]
+    pub rate_limit_timeout: Duration,
+    /// Refused (429) requests tolerated in one minute before a temporary ban; 0 disables bans.
+    #[arg(long, env = "PETSTORE_BAN_THRESHOLD", default_value_t = 60)]
+    pub ban_threshold: u32,
+    /// Length of a first ban; each repeat doubles it.
+    #[arg(long, env = "PETSTORE_BAN_DURATION", default_value = "5m", value_parser = humantime::parse_duration)]
+    pub ban_duration: Duration,
+    /// Longest ban.
+    #[arg(long, env = "PETSTORE_BAN_MAX_DURATION", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub ban_max_duration: Duration,
+    /// Proxies (addresses or CIDR blocks, comma-separated) whose `Forwarded`/`X-Forwarded-For`
+    /// name the client address; by default the TCP peer is the client.
+    #[arg(long, env = "PETSTORE_TRUSTED_PROXIES", default_value = "")]
+    pub trusted_proxies: TrustedProxies,
 }
 
 impl ServeArgs {
@@ -136,6 +187,19 @@ impl ServeArgs {
             key_cache_ttl: self.key_cache_ttl,
             settings: HttpSettings::new(&self.base_path, self.public_base_url),
             store: database.store_config(),
+            rate_limit: RateLimitConfig {
+                redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
+                prefix: self.rate_limit_prefix,
+                on_failure: self.rate_limit_on_failure,
+                timeout: self.rate_limit_timeout,
+                bans: BanPolicy {
+                    threshold: self.ban_threshold,
+                    base_seconds: self.ban_duration.as_secs().max(1),
+                    max_seconds: self.ban_max_duration.as_secs().max(1),
+                    ..BanPolicy::default()
+                },
+                trusted_proxies: self.trusted_proxies,
+            },
         }
     }
 }
@@ -182,14 +246,15 @@ fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Err
         KeysCommand::List => {
             writeln!(
                 out,
-                "{:>6}  {:<12}  {:<10}  {:>10}  {:>10}  {:<20}  {:<20}  LABEL",
-                "ID", "PREFIX", "PLAN", "PER_MIN", "PER_DAY", "CREATED", "REVOKED"
+                "{:>6}  {:<12}  {:<10}  {:>10}  {:>10}  {:<20}  {:<20}  {:<20}  LABEL",
+                "ID", "PREFIX", "PLAN", "PER_MIN", "PER_DAY", "CREATED", "REVOKED", "BANNED_UNTIL"
             )?;
+            let now = crate::clock::Clock::unix_seconds(&crate::SystemClock);
             for key in store.list_keys()? {
                 let limits = key.limits();
                 writeln!(
                     out,
-                    "{:>6}  {:<12}  {:<10}  {:>10}  {:>10}  {:<20}  {:<20}  {}",
+                    "{:>6}  {:<12}  {:<10}  {:>10}  {:>10}  {:<20}  {:<20}  {:<20}  {}",
                     key.id,
                     key.display_prefix,
                     key.plan,
@@ -197,6 +262,10 @@ fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Err
                     limits.per_day,
                     timestamp(Some(key.created_at)),
                     timestamp(key.revoked_at),
+                    timestamp(
+                        key.ban_at(now)
+                            .and_then(|ban| i64::try_from(ban.until).ok())
+                    ),
                     key.label
                 )?;
             }
@@ -207,8 +276,37 @@ fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Err
             }
             eprintln!("revoked key {id}");
         }
+        KeysCommand::Update {
+            id,
+            plan,
+            per_minute,
+            per_day,
+        } => {
+            let custom = custom_limits(per_minute, per_day)?;
+            KeySpec::new(plan, "", custom)?;
+            if !store.update_key_plan(id, plan, custom)? {
+                return Err(format!("no key has id {id}").into());
+            }
+            eprintln!("key {id} is now on the {plan} plan");
+        }
+        KeysCommand::Unban { id } => {
+            if !store.unban_key(id)? {
+                return Err(format!("no key has id {id}").into());
+            }
+            eprintln!("lifted any ban of key {id}");
+        }
     }
     Ok(())
+}
+
+fn custom_limits(
+    per_minute: Option<u32>,
+    per_day: Option<u32>,
+) -> Result<Option<RateLimits>, Box<dyn Error>> {
+    Ok(match (per_minute, per_day) {
+        (Some(per_minute), Some(per_day)) => Some(RateLimits::custom(per_minute, per_day)?),
+        _ => None,
+    })
 }
 
 fn timestamp(unix: Option<i64>) -> String {

@@ -41,6 +41,10 @@ pub enum ErrorCode {
     PayloadTooLarge,
     /// 415: the body is not `application/json`.
     UnsupportedMediaType,
+    /// 429: over the plan's per-minute or per-day limit; retry after `Retry-After`.
+    RateLimited,
+    /// 429: banned for a while for sending on after 429s; retry after `Retry-After`.
+    TemporarilyBanned,
     /// 500: an unexpected failure; details are logged, never sent.
     InternalError,
     /// 503: a dependency (the database) is unavailable; retry after `Retry-After`.
@@ -49,7 +53,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for documentation checks.
-    pub const ALL: [ErrorCode; 17] = [
+    pub const ALL: [ErrorCode; 19] = [
         Self::InvalidJson,
         Self::MissingField,
         Self::UnknownField,
@@ -65,6 +69,8 @@ impl ErrorCode {
         Self::EndpointRemoved,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
+        Self::RateLimited,
+        Self::TemporarilyBanned,
         Self::InternalError,
         Self::ServiceUnavailable,
     ];
@@ -87,6 +93,8 @@ impl ErrorCode {
             Self::EndpointRemoved => "endpoint_removed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::RateLimited => "rate_limited",
+            Self::TemporarilyBanned => "temporarily_banned",
             Self::InternalError => "internal_error",
             Self::ServiceUnavailable => "service_unavailable",
         }
@@ -109,6 +117,7 @@ impl ErrorCode {
             Self::EndpointRemoved => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::RateLimited | Self::TemporarilyBanned => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
             Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
@@ -123,6 +132,7 @@ impl ErrorCode {
             StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
             StatusCode::SERVICE_UNAVAILABLE => Self::ServiceUnavailable,
+            StatusCode::TOO_MANY_REQUESTS => Self::RateLimited,
             s if s.is_client_error() => Self::BadRequest,
             _ => Self::InternalError,
         }

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod error;
 pub mod extract;
 mod middleware;
+pub mod ratelimit;
 mod routes;
 mod server;
 
@@ -26,7 +27,7 @@ use petstore_store::{Store, StoreError};
 pub use auth::{ApiClient, KeyCache};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, ErrorCode};
-pub use server::{ServeConfig, serve};
+pub use server::{RateLimitConfig, ServeConfig, serve};
 
 /// Settings of the HTTP layer itself.
 #[derive(Debug, Clone)]
@@ -75,6 +76,10 @@ pub struct AppState {
     pub keys: KeyCache,
     /// Paths and links.
     pub settings: HttpSettings,
+    /// Rate limits and bans.
+    pub limiter: ratelimit::Limiter,
+    /// Proxies whose forwarding headers name the client address.
+    pub trusted_proxies: ratelimit::TrustedProxies,
 }
 
 /// Runs a blocking store call on actix's blocking thread pool; the only way handlers and
@@ -115,6 +120,7 @@ pub fn app(
                 .default_service(web::to(routes::not_found)),
         )
         .default_service(web::to(routes::not_found))
+        .wrap(from_fn(ratelimit::gate))
         // Outermost last: the access log sees the final response, error bodies included.
         .wrap(from_fn(middleware::json_errors))
         .wrap(Logger::new(r#"%a "%r" %s %b %Dms"#))

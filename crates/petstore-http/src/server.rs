@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::{HttpServer, web};
-use petstore_domain::{ApiKeyRepository, KeySpec, Plan};
+use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan};
 use petstore_store::{Store, StoreConfig};
 
+use crate::ratelimit::{FailurePolicy, Limiter, RedisCounters, TrustedProxies};
 use crate::{AppState, HttpSettings, KeyCache, SystemClock, app};
 
 /// How many key lookups the cache holds at most.
@@ -29,6 +30,48 @@ pub struct ServeConfig {
     pub settings: HttpSettings,
     /// The database.
     pub store: StoreConfig,
+    /// Rate limiting.
+    pub rate_limit: RateLimitConfig,
+}
+
+/// Where rate-limit counters live and how clients are treated.
+#[derive(Debug, Clone)]
+pub struct RateLimitConfig {
+    /// `None`: in this process; `Some(url)`: in Redis, shared by every instance.
+    pub redis_url: Option<String>,
+    /// Prefix of every Redis key, so several deployments can share one Redis.
+    pub prefix: String,
+    /// What to do while Redis is unreachable.
+    pub on_failure: FailurePolicy,
+    /// Longest wait for Redis on one request.
+    pub timeout: Duration,
+    /// Bans.
+    pub bans: BanPolicy,
+    /// Proxies whose forwarding headers are believed.
+    pub trusted_proxies: TrustedProxies,
+}
+
+impl RateLimitConfig {
+    /// Builds the limiter. Must run inside the async runtime (the Redis client lives there).
+    pub fn limiter(&self) -> Result<Limiter, Box<dyn Error>> {
+        let anonymous = Plan::Free
+            .standard_limits()
+            .expect("BUG: the free plan has standard limits");
+        Ok(match &self.redis_url {
+            None => Limiter::in_memory(self.bans, anonymous),
+            Some(url) => Limiter::shared(
+                Box::new(RedisCounters::new(
+                    url,
+                    &self.prefix,
+                    self.timeout,
+                    self.bans.forgive_after_seconds,
+                )?),
+                self.on_failure,
+                self.bans,
+                anonymous,
+            ),
+        })
+    }
 }
 
 /// Runs the server until SIGINT or SIGTERM, then stops accepting, lets in-flight requests
@@ -44,11 +87,21 @@ pub async fn serve(config: ServeConfig) -> Result<(), Box<dyn Error>> {
     if config.bootstrap_key {
         bootstrap_key(&store, &config)?;
     }
+    let limiter = config.rate_limit.limiter()?;
+    log::info!(
+        "rate limits counted {}",
+        match &config.rate_limit.redis_url {
+            Some(_) => "in Redis (shared by every instance)",
+            None => "in this process",
+        }
+    );
     let state = web::Data::new(AppState {
         store,
         clock: Arc::new(SystemClock),
         keys: KeyCache::new(config.key_cache_ttl, KEY_CACHE_CAPACITY),
         settings: config.settings,
+        limiter,
+        trusted_proxies: config.rate_limit.trusted_proxies,
     });
     let mut server = HttpServer::new(move || app(state.clone()))
         .shutdown_timeout(30)

@@ -1,7 +1,9 @@
 //! `ApiKeyRepository` for both backends. Only the SHA-256 of a secret is stored.
 
 use diesel::prelude::*;
-use petstore_domain::{ApiKey, ApiKeyRepository, ApiKeySecret, KeyHash, KeySpec, Plan, RateLimits};
+use petstore_domain::{
+    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, KeyHash, KeySpec, Plan, RateLimits,
+};
 
 use crate::schema::api_keys;
 use crate::{Store, StoreError, unix_now};
@@ -15,6 +17,8 @@ type KeyColumns = (
     api_keys::per_day,
     api_keys::created_at,
     api_keys::revoked_at,
+    api_keys::banned_until,
+    api_keys::ban_level,
 );
 const KEY_COLUMNS: KeyColumns = (
     api_keys::id,
@@ -25,6 +29,8 @@ const KEY_COLUMNS: KeyColumns = (
     api_keys::per_day,
     api_keys::created_at,
     api_keys::revoked_at,
+    api_keys::banned_until,
+    api_keys::ban_level,
 );
 
 #[derive(Queryable)]
@@ -37,6 +43,8 @@ struct KeyRow {
     per_day: Option<i64>,
     created_at: i64,
     revoked_at: Option<i64>,
+    banned_until: Option<i64>,
+    ban_level: i32,
 }
 
 impl TryFrom<KeyRow> for ApiKey {
@@ -73,6 +81,10 @@ impl TryFrom<KeyRow> for ApiKey {
             custom_limits,
             created_at: row.created_at,
             revoked_at: row.revoked_at,
+            ban: row.banned_until.map(|until| Ban {
+                until: u64::try_from(until).unwrap_or(0),
+                level: u32::try_from(row.ban_level).unwrap_or(1),
+            }),
         })
     }
 }
@@ -144,5 +156,50 @@ impl ApiKeyRepository for Store {
             .first::<i64>(&mut *conn)
             .optional()?;
         Ok(exists.is_some())
+    }
+
+    fn update_key_plan(
+        &self,
+        id: i64,
+        plan: Plan,
+        custom_limits: Option<RateLimits>,
+    ) -> Result<bool, StoreError> {
+        let mut conn = self.conn()?;
+        let updated = diesel::update(api_keys::table.find(id))
+            .set((
+                api_keys::plan.eq(plan.as_str()),
+                api_keys::per_minute.eq(custom_limits.map(|l| i64::from(l.per_minute))),
+                api_keys::per_day.eq(custom_limits.map(|l| i64::from(l.per_day))),
+            ))
+            .execute(&mut *conn)?;
+        Ok(updated > 0)
+    }
+
+    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StoreError> {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        let mut conn = self.conn()?;
+        let updated = diesel::update(api_keys::table.find(id))
+            .filter(
+                api_keys::banned_until
+                    .is_null()
+                    .or(api_keys::banned_until.le(now)),
+            )
+            .set((
+                api_keys::banned_until.eq(Some(i64::try_from(ban.until).unwrap_or(i64::MAX))),
+                api_keys::ban_level.eq(i32::try_from(ban.level).unwrap_or(i32::MAX)),
+            ))
+            .execute(&mut *conn)?;
+        Ok(updated > 0)
+    }
+
+    fn unban_key(&self, id: i64) -> Result<bool, StoreError> {
+        let mut conn = self.conn()?;
+        let updated = diesel::update(api_keys::table.find(id))
+            .set((
+                api_keys::banned_until.eq(None::<i64>),
+                api_keys::ban_level.eq(0),
+            ))
+            .execute(&mut *conn)?;
+        Ok(updated > 0)
     }
 }

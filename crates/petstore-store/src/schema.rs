@@ -32,6 +32,8 @@ diesel::table! {
         per_day -> Nullable<BigInt>,
         created_at -> BigInt,
         revoked_at -> Nullable<BigInt>,
+        banned_until -> Nullable<BigInt>,
+        ban_level -> Integer,
     }
 }
 

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use petstore_domain::{
-    ApiKeyRepository, ApiKeySecret, KeySpec, Limit, NewOrder, OrderListQuery, OrderRepository,
+    ApiKeyRepository, ApiKeySecret, Ban, KeySpec, Limit, NewOrder, OrderListQuery, OrderRepository,
     OrderStatus, PageRequest, PetDraft, PetListQuery, PetRepository, PetStatus, Plan, RateLimits,
 };
 use petstore_store::for_each_backend;
@@ -159,6 +159,36 @@ for_each_backend! {
         assert_eq!(store.list_keys().expect("list").len(), 20);
     }
 
+    fn a_ban_is_imposed_once_and_can_be_lifted(db) {
+        let store = db.store();
+        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec")).expect("create");
+        assert_eq!(key.ban, None);
+        let ban = Ban { until: 2_000, level: 1 };
+        assert!(store.ban_key(key.id, ban, 1_000).expect("ban"));
+        let other = Ban { until: 3_000, level: 2 };
+        assert!(!store.ban_key(key.id, other, 1_500).expect("ban again"), "a ban is in force");
+        let found = store.find_active_key(&secret.hash()).expect("find").expect("banned keys still authenticate");
+        assert_eq!(found.ban, Some(ban));
+        assert!(store.ban_key(key.id, other, 2_000).expect("escalate"), "the first ban has ended");
+        assert_eq!(store.list_keys().expect("list")[0].ban, Some(other));
+        assert!(store.unban_key(key.id).expect("unban"));
+        assert_eq!(store.list_keys().expect("list")[0].ban, None);
+        assert!(!store.unban_key(key.id + 99).expect("unban unknown"));
+    }
+
+    fn a_keys_plan_and_limits_can_change(db) {
+        let store = db.store();
+        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec")).expect("create");
+        let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
+        assert!(store.update_key_plan(key.id, Plan::Enterprise, Some(limits)).expect("update"));
+        let found = store.find_active_key(&secret.hash()).expect("find").expect("key");
+        assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
+        assert!(store.update_key_plan(key.id, Plan::Pro, None).expect("update"));
+        let found = store.find_active_key(&secret.hash()).expect("find").expect("key");
+        assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
+        assert!(!store.update_key_plan(key.id + 99, Plan::Pro, None).expect("update unknown"));
+    }
+
     fn migrating_twice_applies_nothing_the_second_time(db) {
         let store = db.store();
         assert_eq!(store.migrate().expect("migrate"), Vec::<String>::new());
@@ -177,7 +207,7 @@ fn a_fresh_database_is_not_ready_until_migrated() {
     let db = petstore_store::testing::TestDatabase::sqlite();
     let store = Store::open(&StoreConfig::new(db.url())).expect("open");
     assert!(matches!(store.check_ready(), Err(StoreError::Migration(_))));
-    assert_eq!(store.migrate().expect("migrate").len(), 1);
+    assert_eq!(store.migrate().expect("migrate").len(), 2);
     store.check_ready().expect("ready");
 }
 

@@ -18,14 +18,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::get().to(pets::list_pets))
             .route(web::post().to(pets::create_pet))
             .default_service(web::to(method_not_allowed("GET, POST")))
-            .wrap(from_fn(auth::authenticate)),
+            .wrap(from_fn(auth::require_key)),
     )
     .service(
         web::resource("/pets/{petId}")
             .name("getPet")
             .route(web::get().to(pets::get_pet))
             .default_service(web::to(method_not_allowed("GET")))
-            .wrap(from_fn(auth::authenticate))
+            .wrap(from_fn(auth::require_key))
             .wrap(from_fn(middleware::deprecation_headers)),
     )
     .service(
@@ -33,7 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .name("listOrders")
             .route(web::get().to(orders::list_orders))
             .default_service(web::to(method_not_allowed("GET")))
-            .wrap(from_fn(auth::authenticate))
+            .wrap(from_fn(auth::require_key))
             .wrap(from_fn(orders::stability_header)),
     );
 }

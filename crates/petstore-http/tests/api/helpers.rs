@@ -7,7 +7,8 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::test as atest;
 use actix_web::web::{self, Bytes};
-use petstore_domain::{ApiKeyRepository, KeySpec, Plan};
+use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan, RateLimits};
+use petstore_http::ratelimit::{Limiter, TrustedProxies};
 use petstore_http::{AppState, HttpSettings, KeyCache, ManualClock, app};
 use petstore_store::testing::{TestBackend, TestDatabase};
 use petstore_store::{Store, StoreConfig};
@@ -15,11 +16,18 @@ use serde_json::Value;
 
 pub struct TestApp {
     pub db: Option<TestDatabase>,
+    /// The Redis prefix of a Redis-backed limiter, cleaned up on drop.
+    pub redis: Option<crate::redis_support::TestRedis>,
     pub store: Store,
     pub clock: Arc<ManualClock>,
     pub state: web::Data<AppState>,
-    /// A valid free-plan key.
+    /// A valid enterprise key with limits no test reaches.
     pub key: String,
+}
+
+/// Free-plan numbers for requests without a valid key.
+pub fn anonymous_limits() -> RateLimits {
+    Plan::Free.standard_limits().expect("free limits")
 }
 
 /// A response, read to the end.
@@ -91,11 +99,21 @@ impl TestApp {
         Some(Self::with_store(Some(db), store))
     }
 
-    /// An app over `store` as it is (migrated or not).
+    /// An app over `store` as it is (migrated or not), counting rate limits in memory.
     pub fn with_store(db: Option<TestDatabase>, store: Store) -> Self {
+        Self::with_limiter(
+            db,
+            store,
+            Limiter::in_memory(BanPolicy::default(), anonymous_limits()),
+        )
+    }
+
+    /// An app over `store` with the given limiter.
+    pub fn with_limiter(db: Option<TestDatabase>, store: Store, limiter: Limiter) -> Self {
         let clock = Arc::new(ManualClock::at(now_unix()));
+        let unlimited = RateLimits::custom(u32::MAX, u32::MAX).expect("limits");
         let key = store
-            .create_key(&KeySpec::new(Plan::Free, "tests", None).expect("spec"))
+            .create_key(&KeySpec::new(Plan::Enterprise, "tests", Some(unlimited)).expect("spec"))
             .map(|(_, secret)| secret.expose().to_owned())
             .unwrap_or_default();
         let state = web::Data::new(AppState {
@@ -104,9 +122,12 @@ impl TestApp {
             // No caching: revocations in these tests must take effect at once.
             keys: KeyCache::new(Duration::ZERO, 0),
             settings: HttpSettings::new("/v1", Some("https://api.example.com/v1".into())),
+            limiter,
+            trusted_proxies: TrustedProxies::default(),
         });
         Self {
             db,
+            redis: None,
             store,
             clock,
             state,
@@ -121,6 +142,8 @@ impl TestApp {
         Self::with_store(None, Store::open(&config).expect("open is lazy"))
     }
 
+    /// Sends `request` (without a peer address unless the test gives one: such requests are
+    /// counted against the unspecified address).
     pub async fn send(&self, request: atest::TestRequest) -> Reply {
         let service = atest::init_service(app(self.state.clone())).await;
         let response = atest::call_service(&service, request.to_request()).await;
@@ -141,6 +164,16 @@ impl TestApp {
     pub async fn get(&self, uri: &str) -> Reply {
         self.send(self.authed(atest::TestRequest::get().uri(uri)))
             .await
+    }
+
+    /// `GET uri` with another key.
+    pub async fn get_as(&self, uri: &str, key: &str) -> Reply {
+        self.send(
+            atest::TestRequest::get()
+                .uri(uri)
+                .insert_header((header::AUTHORIZATION, format!("Bearer {key}"))),
+        )
+        .await
     }
 
     pub async fn post_json(&self, uri: &str, body: &str) -> Reply {

@@ -11,3 +11,5 @@ mod health;
 mod list_pets;
 mod orders;
 mod outage;
+mod rate_limits;
+mod redis_support;
