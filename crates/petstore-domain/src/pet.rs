@@ -40,7 +40,7 @@ impl PetStatus {
 
 impl fmt::Display for PetStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        f.pad(self.as_str())
     }
 }
 

@@ -148,6 +148,12 @@ mod tests {
         cache.put(hash(3), None);
         assert!(cache.entries.lock().expect("lock").len() <= 2);
 
+        let short = KeyCache::new(Duration::from_millis(30), 10);
+        short.put(hash(1), None);
+        assert_eq!(short.get(&hash(1)), Some(None));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(short.get(&hash(1)), None, "expired after its TTL");
+
         let disabled = KeyCache::new(Duration::ZERO, 10);
         disabled.put(hash(1), None);
         assert_eq!(disabled.get(&hash(1)), None);

@@ -14,17 +14,21 @@ use crate::{HttpSettings, RateLimitConfig, ServeConfig};
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]
-#[command(name = "petstore", version, args_conflicts_with_subcommands = true)]
+#[command(name = "petstore", version)]
 pub struct Cli {
     /// Where the data lives.
     #[command(flatten)]
     pub database: DatabaseArgs,
-    /// What to do; `serve` when omitted.
+    /// What to do; `serve` (with its settings from the environment) when omitted.
     #[command(subcommand)]
     pub command: Option<Command>,
-    /// Server options, for `petstore` without a subcommand.
+}
+
+/// `serve`'s settings when no subcommand is given: environment variables and defaults.
+#[derive(Debug, Parser)]
+struct ServeFromEnvironment {
     #[command(flatten)]
-    pub serve: ServeArgs,
+    args: ServeArgs,
 }
 
 /// The subcommands.
@@ -113,12 +117,13 @@ pub struct DatabaseArgs {
 }
 
 impl DatabaseArgs {
-    fn store_config(&self) -> StoreConfig {
+    fn store_config(&self, keep_warm: bool) -> StoreConfig {
         StoreConfig {
             url: self.database_url.clone(),
             pool_size: self.db_pool_size,
             connect_timeout: self.db_connect_timeout,
             statement_timeout: self.db_statement_timeout,
+            keep_warm,
         }
     }
 }
@@ -186,7 +191,7 @@ impl ServeArgs {
             bootstrap_key: self.bootstrap_key,
             key_cache_ttl: self.key_cache_ttl,
             settings: HttpSettings::new(&self.base_path, self.public_base_url),
-            store: database.store_config(),
+            store: database.store_config(true),
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 prefix: self.rate_limit_prefix,
@@ -208,10 +213,13 @@ impl ServeArgs {
 pub fn run() -> Result<(), Box<dyn Error>> {
     let cli = Cli::parse();
     match cli.command {
-        None => serve_blocking(cli.serve.config(&cli.database)),
+        None => {
+            let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
+            serve_blocking(serve.args.config(&cli.database))
+        }
         Some(Command::Serve(args)) => serve_blocking(args.config(&cli.database)),
         Some(Command::Migrate) => {
-            let store = Store::open(&cli.database.store_config())?;
+            let store = Store::open(&cli.database.store_config(false))?;
             let applied = store.migrate()?;
             eprintln!("{} migration(s) applied", applied.len());
             Ok(())
@@ -225,7 +233,7 @@ fn serve_blocking(config: ServeConfig) -> Result<(), Box<dyn Error>> {
 }
 
 fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Error>> {
-    let store = Store::open(&database.store_config())?;
+    let store = Store::open(&database.store_config(false))?;
     store.migrate()?;
     let mut out = std::io::stdout().lock();
     match command {

@@ -53,13 +53,23 @@ impl HttpSettings {
         }
     }
 
-    /// The base address clients should use, for links in responses to `req`.
+    /// The base address clients should use, for links in responses to `req`. Without a
+    /// configured public base URL it is built from the request's own `Host` header and the
+    /// listener's scheme; `X-Forwarded-*`/`Forwarded` are deliberately ignored, since any client
+    /// can send them and links must not point where a client chose.
     pub fn public_base(&self, req: &HttpRequest) -> String {
         match &self.public_base_url {
             Some(url) => url.clone(),
             None => {
-                let info = req.connection_info();
-                format!("{}://{}{}", info.scheme(), info.host(), self.base_path)
+                let config = req.app_config();
+                let scheme = if config.secure() { "https" } else { "http" };
+                let host = req
+                    .headers()
+                    .get(actix_web::http::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
+                    .unwrap_or_else(|| config.host());
+                format!("{scheme}://{host}{}", self.base_path)
             }
         }
     }

@@ -4,10 +4,10 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::web;
+use actix_web::{HttpResponse, web};
 
 use crate::AppState;
-use crate::error::{ErrorCode, error_response};
+use crate::error::{ErrorBody, ErrorCode};
 
 /// The safety net behind "every error is an Error object": any error response that is not
 /// already JSON (one produced by actix itself, say) is replaced by the Error object for its
@@ -30,8 +30,12 @@ pub async fn json_errors(
     let code = ErrorCode::for_status(status);
     let message = status.canonical_reason().unwrap_or("error").to_lowercase();
     let (request, original) = response.into_parts();
-    let mut replacement = error_response(code, &message);
-    *replacement.status_mut() = original.status();
+    // The body's `status` must be the response's, even for a status with no code of its own.
+    let mut replacement = HttpResponse::build(status).json(ErrorBody {
+        code: code.as_str(),
+        message: &message,
+        status: status.as_u16(),
+    });
     for (name, value) in original.headers() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
             replacement

@@ -66,16 +66,35 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
     }
     server.stop();
 
-    // Restart on the same database: everything is still there.
+    // Restart on the same database: everything is still there, the revoked key too.
     let second = run(db, &["keys", "create", "--plan", "free"]);
+    let second = second.trim();
     let server = Server::start(db, &[]);
     assert!(
         server.stdout.iter().all(|l| !l.contains("pst_")),
         "keys exist: no bootstrap key"
     );
-    let (status, pet) = get(&server.base, &format!("/pets/{id}"), second.trim());
+    let health = common::agent()
+        .get(format!("{}/healthz", server.base.trim_end_matches("/v1")))
+        .call()
+        .expect("GET /healthz");
+    assert_eq!(health.status().as_u16(), 200, "/healthz needs no key");
+    let (status, pet) = get(&server.base, &format!("/pets/{id}"), second);
     assert_eq!(status, 200);
     assert_eq!(pet, created);
+    assert_eq!(
+        get(&server.base, "/pets", key).0,
+        401,
+        "still revoked after a restart"
+    );
+
+    // A 201 survives a crash: kill -9 right after the answer, then restart.
+    let (status, durable) = post(&server.base, second, r#"{"name":"Durable","categoryId":3}"#);
+    assert_eq!(status, 201);
+    server.crash();
+    let server = Server::start(db, &[]);
+    let (status, after_crash) = get(&server.base, &format!("/pets/{}", durable["id"]), second);
+    assert_eq!((status, after_crash), (200, durable));
     server.stop();
 }
 
@@ -141,4 +160,100 @@ fn cli_mistakes_fail_with_a_message() {
     );
     assert!(enterprise.trim().starts_with("pst_"));
     assert!(run(db, &["keys", "list"]).contains("5000000"));
+}
+
+#[test]
+fn bans_are_listed_and_lifted_with_the_cli() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("petstore.db");
+    let db = db.to_str().expect("utf-8 path");
+    let key = run(
+        db,
+        &[
+            "keys",
+            "create",
+            "--plan",
+            "enterprise",
+            "--per-minute",
+            "2",
+            "--per-day",
+            "100",
+            "--label",
+            "pushy",
+        ],
+    );
+    let key = key.trim();
+    let server = Server::start(db, &["--bootstrap-key=false", "--ban-threshold", "1"]);
+    common::wait_for_room_in_minute(20);
+    let codes: Vec<(u16, String)> = (0..4)
+        .map(|_| {
+            let (status, body) = get(&server.base, "/pets", key);
+            (status, body["code"].as_str().unwrap_or("").to_owned())
+        })
+        .collect();
+    let codes: Vec<(u16, &str)> = codes.iter().map(|(s, c)| (*s, c.as_str())).collect();
+    assert_eq!(
+        codes,
+        [
+            (200, ""),
+            (200, ""),
+            (429, "rate_limited"),
+            (429, "temporarily_banned")
+        ]
+    );
+    let listed = run(db, &["keys", "list"]);
+    let line = listed
+        .lines()
+        .find(|l| l.contains("pushy"))
+        .expect("listed");
+    let columns: Vec<&str> = line.split_whitespace().collect();
+    assert_ne!(columns[7], "-", "BANNED_UNTIL is shown: {line}");
+
+    run(db, &["keys", "unban", columns[0]]);
+    assert!(
+        !run(db, &["keys", "list"])
+            .lines()
+            .any(|l| l.contains("pushy") && l.split_whitespace().nth(7) != Some("-"))
+    );
+    // The running server sees the lifted ban within its key-cache period (1 s).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (status, body) = get(&server.base, "/pets", key);
+        if body["code"] != "temporarily_banned" {
+            assert!(
+                status == 200 || body["code"] == "rate_limited",
+                "{status} {body}"
+            );
+            break;
+        }
+        assert!(Instant::now() < deadline, "the ban was not lifted");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server.stop();
+}
+
+#[test]
+fn the_database_url_flag_takes_a_sqlite_url_anywhere_on_the_line() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = format!("sqlite://{}", dir.path().join("flag.db").display());
+    let output = std::process::Command::new(common::BIN)
+        .env_clear()
+        .args(["--database-url", &url, "keys", "create", "--plan", "free"])
+        .output()
+        .expect("run");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let listed = std::process::Command::new(common::BIN)
+        .env_clear()
+        .args(["keys", "list", "--database-url", &url])
+        .output()
+        .expect("run");
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("free"));
+    assert!(
+        dir.path().join("flag.db").exists(),
+        "sqlite://PATH names the file"
+    );
 }

@@ -55,6 +55,42 @@ impl Backend {
         Ok(Self::Sqlite(path.to_owned()))
     }
 
+    /// For PostgreSQL, adds libpq timeouts the URL does not set itself, so that a database
+    /// host that stops answering (rather than refusing) cannot hold a request for the minutes
+    /// TCP would otherwise take to give up: `connect_timeout` from the pool's connect timeout,
+    /// TCP keepalives, and `tcp_user_timeout` a little past the statement timeout.
+    pub fn with_timeouts(self, config: &crate::StoreConfig) -> Self {
+        let Self::Postgres(url) = self else {
+            return self;
+        };
+        if !url.contains("://") {
+            return Self::Postgres(url);
+        }
+        let connect = config.connect_timeout.as_secs().max(2);
+        let unacknowledged =
+            (config.statement_timeout + std::time::Duration::from_secs(5)).as_millis();
+        let defaults = [
+            ("connect_timeout", connect.to_string()),
+            ("keepalives", "1".to_owned()),
+            ("keepalives_idle", "10".to_owned()),
+            ("keepalives_interval", "5".to_owned()),
+            ("keepalives_count", "3".to_owned()),
+            ("tcp_user_timeout", unacknowledged.to_string()),
+        ];
+        let query = url.split_once('?').map_or("", |(_, q)| q);
+        let mut out = url.clone();
+        for (name, value) in defaults {
+            let present = query
+                .split('&')
+                .any(|pair| pair.split('=').next() == Some(name));
+            if !present {
+                out.push(if out.contains('?') { '&' } else { '?' });
+                out.push_str(&format!("{name}={value}"));
+            }
+        }
+        Self::Postgres(out)
+    }
+
     /// `postgres` or `sqlite`.
     pub fn name(&self) -> &'static str {
         match self {
@@ -145,6 +181,24 @@ mod tests {
         for (url, expected) in cases {
             assert_eq!(Backend::from_url(url).expect(url), expected, "{url}");
         }
+    }
+
+    #[test]
+    fn postgres_urls_get_timeouts_they_do_not_set() {
+        let config = crate::StoreConfig::new("");
+        let Backend::Postgres(url) =
+            Backend::Postgres("postgres://h/db?connect_timeout=9".into()).with_timeouts(&config)
+        else {
+            panic!("still postgres");
+        };
+        assert!(
+            url.starts_with("postgres://h/db?connect_timeout=9&keepalives=1"),
+            "{url}"
+        );
+        assert!(url.contains("&tcp_user_timeout=10000"), "{url}");
+        assert_eq!(url.matches("connect_timeout").count(), 1, "{url}");
+        let sqlite = Backend::Sqlite("p.db".into());
+        assert_eq!(sqlite.clone().with_timeouts(&config), sqlite);
     }
 
     #[test]

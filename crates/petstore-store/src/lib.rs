@@ -36,6 +36,10 @@ pub struct StoreConfig {
     pub connect_timeout: Duration,
     /// Longest a single statement may run (PostgreSQL), and how long SQLite waits for a lock.
     pub statement_timeout: Duration,
+    /// Keep a connection open and recycle idle ones in background threads (a server). A one-shot
+    /// command sets this to `false`: it must leave no background thread inside libpq when it
+    /// exits (one connecting at exit crashed the process).
+    pub keep_warm: bool,
 }
 
 impl StoreConfig {
@@ -46,6 +50,7 @@ impl StoreConfig {
             pool_size: 8,
             connect_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(5),
+            keep_warm: true,
         }
     }
 }
@@ -56,6 +61,7 @@ impl StoreConfig {
 pub struct Store {
     pool: Pool<ConnectionManager>,
     backend_name: &'static str,
+    statement_timeout: Duration,
 }
 
 impl std::fmt::Debug for Store {
@@ -76,19 +82,30 @@ impl Store {
                 "the pool size must be at least 1".into(),
             ));
         }
-        let backend = Backend::from_url(&config.url)?;
+        let backend = Backend::from_url(&config.url)?.with_timeouts(config);
         let backend_name = backend.name();
         let manager = ConnectionManager {
             backend,
             busy_timeout: config.statement_timeout,
             statement_timeout: config.statement_timeout,
         };
-        let pool = Pool::builder()
+        let mut builder = Pool::builder()
             .max_size(config.pool_size)
-            .min_idle(Some(1))
-            .connection_timeout(config.connect_timeout)
-            .build_unchecked(manager);
-        Ok(Self { pool, backend_name })
+            .connection_timeout(config.connect_timeout);
+        builder = if config.keep_warm {
+            builder.min_idle(Some(1))
+        } else {
+            builder
+                .min_idle(Some(0))
+                .idle_timeout(None)
+                .max_lifetime(None)
+        };
+        let pool = builder.build_unchecked(manager);
+        Ok(Self {
+            pool,
+            backend_name,
+            statement_timeout: config.statement_timeout,
+        })
     }
 
     /// `sqlite` or `postgres`.
@@ -99,7 +116,7 @@ impl Store {
     /// Applies pending migrations and returns their names. On PostgreSQL this holds an
     /// advisory lock, so instances starting together apply each migration exactly once.
     pub fn migrate(&self) -> Result<Vec<String>, StoreError> {
-        migrations::run_pending(&mut *self.conn()?)
+        migrations::run_pending(&mut *self.conn()?, self.statement_timeout)
     }
 
     /// Ready to serve: the database answers and no migration is pending.

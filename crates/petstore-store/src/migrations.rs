@@ -1,5 +1,7 @@
 //! Embedded per-backend migrations (`migrations/sqlite`, `migrations/postgres`).
 
+use std::time::Duration;
+
 use diesel::connection::SimpleConnection;
 use diesel::migration::MigrationSource;
 use diesel::{Connection, RunQueryDsl};
@@ -13,7 +15,10 @@ const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgre
 /// Key of the PostgreSQL advisory lock held while migrating ("petstore" in ASCII).
 const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
 
-pub(crate) fn run_pending(conn: &mut AnyConnection) -> Result<Vec<String>, StoreError> {
+pub(crate) fn run_pending(
+    conn: &mut AnyConnection,
+    statement_timeout: Duration,
+) -> Result<Vec<String>, StoreError> {
     match conn {
         AnyConnection::Sqlite(conn) => {
             // BEGIN IMMEDIATE would be ideal; Diesel runs each migration in its own
@@ -21,13 +26,18 @@ pub(crate) fn run_pending(conn: &mut AnyConnection) -> Result<Vec<String>, Store
             applied(conn.run_pending_migrations(SQLITE))
         }
         AnyConnection::Postgresql(conn) => {
+            // Waiting for another instance's migration, or a long migration, must not be cut
+            // short by the per-request statement timeout: lift it on this connection meanwhile.
+            conn.batch_execute("SET statement_timeout = 0")?;
             diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
                 .execute(conn)?;
             let result = applied(conn.run_pending_migrations(POSTGRES));
-            let unlocked =
-                conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));
+            let restored = conn.batch_execute(&format!(
+                "SELECT pg_advisory_unlock({MIGRATION_LOCK}); SET statement_timeout = {}",
+                statement_timeout.as_millis()
+            ));
             let names = result?;
-            unlocked?;
+            restored?;
             Ok(names)
         }
     }

@@ -35,6 +35,16 @@ enum Cleanup {
     Postgres { admin_url: String, name: String },
 }
 
+/// Prints a SKIPPED line straight to the process's stderr: the test harness captures the
+/// `eprintln!` output of passing tests, and a skip must never pass unseen.
+pub fn loud_skip(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "\n*** SKIPPED: {what}. Start the service, or run under CI (CI=true), where this fails. ***"
+    );
+}
+
 /// The PostgreSQL server tests use.
 pub fn postgres_admin_url() -> String {
     std::env::var("PETSTORE_TEST_POSTGRES_URL")
@@ -71,10 +81,9 @@ impl TestDatabase {
         let mut admin = match PgConnection::establish(&admin_url) {
             Ok(conn) => conn,
             Err(error) if !in_ci() => {
-                eprintln!(
-                    "\n*** SKIPPED: PostgreSQL unreachable at {admin_url} ({error}); \
-                     PostgreSQL tests did not run. Start it, or run in CI where this fails. ***\n"
-                );
+                loud_skip(&format!(
+                    "PostgreSQL unreachable at {admin_url} ({error}); PostgreSQL tests did not run"
+                ));
                 return None;
             }
             Err(error) => panic!("PostgreSQL unreachable at {admin_url} in CI: {error}"),

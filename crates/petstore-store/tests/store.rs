@@ -256,3 +256,34 @@ fn both_backends_have_the_same_migrations() {
         "migrations must stay in lockstep"
     );
 }
+
+#[test]
+fn a_migration_waits_for_the_lock_longer_than_the_statement_timeout() {
+    use diesel::connection::SimpleConnection;
+    use diesel::{Connection, PgConnection};
+    // The key of the migration lock ("petstore" in ASCII).
+    const LOCK: i64 = 0x7065_7473_746f_7265;
+    let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
+        return;
+    };
+    let mut holder = PgConnection::establish(db.url()).expect("connect");
+    holder
+        .batch_execute(&format!("SELECT pg_advisory_lock({LOCK})"))
+        .expect("take the migration lock");
+    let url = db.url().to_owned();
+    let migrating = std::thread::spawn(move || {
+        let mut config = StoreConfig::new(url);
+        config.statement_timeout = std::time::Duration::from_millis(500);
+        Store::open(&config).expect("open").migrate()
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    assert!(!migrating.is_finished(), "the migration waits for the lock");
+    holder
+        .batch_execute(&format!("SELECT pg_advisory_unlock({LOCK})"))
+        .expect("release");
+    let applied = migrating
+        .join()
+        .expect("thread")
+        .expect("migrated after the wait");
+    assert_eq!(applied.len(), 2);
+}

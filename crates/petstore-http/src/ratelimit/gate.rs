@@ -25,9 +25,9 @@ enum Admission {
 
 /// Identifies the caller (a valid key, else the client address), counts the request, refuses it
 /// with `429` when over a limit or banned, and writes the rate-limit headers on the response.
-/// A refused request does no further work: no body is read and no database is touched. (A key
-/// is looked up only when this instance has not seen it within the key-cache period, and never
-/// for an address that is being refused, which makes guessing keys cheap to stop.)
+/// A refused request does no further work: no body is read, nothing is written. The only
+/// database read on the way is the key lookup, done once per key-cache period per key (unknown
+/// keys are cached too), before the caller is known.
 pub async fn gate(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
@@ -64,9 +64,6 @@ async fn admit(state: &web::Data<AppState>, req: &ServiceRequest, now: u64) -> A
             hash = Some(key_hash.clone());
             match state.keys.get(&key_hash) {
                 Some(known) => known,
-                // An address that is being refused gets no database lookups: guessing keys
-                // from it stops costing anything but a counter.
-                None if limiter.refused.contains(address, now) => None,
                 None => {
                     let lookup = key_hash.clone();
                     match db(state, move |store| store.find_active_key(&lookup)).await {
@@ -93,10 +90,7 @@ async fn admit(state: &web::Data<AppState>, req: &ServiceRequest, now: u64) -> A
     }
     match limiter.check(subject, limits, now).await {
         Ok(Verdict::Allowed(decision)) => Admission::Pass { key, decision },
-        Ok(Verdict::Banned(ban)) => {
-            limiter.refused.insert(address, ban.until);
-            Admission::Reject(banned(ban, limits, now))
-        }
+        Ok(Verdict::Banned(ban)) => Admission::Reject(banned(ban, limits, now)),
         Ok(Verdict::Limited {
             decision,
             previous_ban,
@@ -122,12 +116,6 @@ async fn refuse(
     previous_ban: Option<Ban>,
     now: u64,
 ) -> Admission {
-    if let Subject::Address(address) = subject {
-        state
-            .limiter
-            .refused
-            .insert(address, now + decision.retry_after(now));
-    }
     let policy = state.limiter.bans;
     if !policy.triggers(&decision) {
         let message = format!(
@@ -153,9 +141,6 @@ async fn refuse(
     };
     match ban {
         Some(ban) => {
-            if let Subject::Address(address) = subject {
-                state.limiter.refused.insert(address, ban.until);
-            }
             log::warn!(
                 "{subject} banned until {} (ban #{} in a row) for requests after 429s",
                 ban.until,

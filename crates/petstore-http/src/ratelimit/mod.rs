@@ -12,10 +12,8 @@ mod headers;
 mod memory;
 mod redis;
 
-use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::LocalBoxFuture;
@@ -125,34 +123,8 @@ pub struct Limiter {
     pub bans: BanPolicy,
     /// Limits for requests without a valid key (per client address).
     pub anonymous: RateLimits,
-    /// Addresses refused recently (this instance's memo, to skip key lookups for them).
-    pub refused: RefusedAddresses,
     failures: AtomicU64,
     last_warning: AtomicU64,
-}
-
-/// Client addresses this instance has recently answered with 429, each until the time its
-/// refusal ends. Bounded: past 100,000 addresses it starts over.
-#[derive(Debug, Default)]
-pub struct RefusedAddresses(Mutex<HashMap<IpAddr, u64>>);
-
-impl RefusedAddresses {
-    const CAPACITY: usize = 100_000;
-
-    /// Remembers that `address` is refused until `until`.
-    pub fn insert(&self, address: IpAddr, until: u64) {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if map.len() >= Self::CAPACITY {
-            map.clear();
-        }
-        map.insert(address, until);
-    }
-
-    /// Whether `address` is being refused at `now`.
-    pub fn contains(&self, address: IpAddr, now: u64) -> bool {
-        let map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        map.get(&address).is_some_and(|until| *until > now)
-    }
 }
 
 impl Limiter {
@@ -164,7 +136,6 @@ impl Limiter {
             on_failure: FailurePolicy::Closed,
             bans,
             anonymous,
-            refused: RefusedAddresses::default(),
             failures: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
         }
@@ -184,7 +155,6 @@ impl Limiter {
             on_failure,
             bans,
             anonymous,
-            refused: RefusedAddresses::default(),
             failures: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
         }

@@ -110,6 +110,24 @@ impl TestApp {
 
     /// An app over `store` with the given limiter.
     pub fn with_limiter(db: Option<TestDatabase>, store: Store, limiter: Limiter) -> Self {
+        let settings = HttpSettings::new("/v1", Some("https://api.example.com/v1".into()));
+        Self::build(db, store, limiter, settings)
+    }
+
+    /// An app on a fresh SQLite database with other path and link settings.
+    pub fn with_settings(settings: HttpSettings) -> Self {
+        let db = TestDatabase::sqlite();
+        let store = db.store();
+        let limiter = Limiter::in_memory(BanPolicy::default(), anonymous_limits());
+        Self::build(Some(db), store, limiter, settings)
+    }
+
+    fn build(
+        db: Option<TestDatabase>,
+        store: Store,
+        limiter: Limiter,
+        settings: HttpSettings,
+    ) -> Self {
         let clock = Arc::new(ManualClock::at(now_unix()));
         let unlimited = RateLimits::custom(u32::MAX, u32::MAX).expect("limits");
         let key = store
@@ -121,7 +139,7 @@ impl TestApp {
             clock: clock.clone(),
             // No caching: revocations in these tests must take effect at once.
             keys: KeyCache::new(Duration::ZERO, 0),
-            settings: HttpSettings::new("/v1", Some("https://api.example.com/v1".into())),
+            settings,
             limiter,
             trusted_proxies: TrustedProxies::default(),
         });

@@ -1,6 +1,53 @@
 use std::collections::HashSet;
 
+use actix_web::test::TestRequest;
+use petstore_http::HttpSettings;
+
 use crate::api_tests;
+use crate::helpers::TestApp;
+
+#[actix_web::test]
+async fn the_base_path_is_configurable_and_links_follow_the_host_header() {
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1/", None));
+    for i in 0..3 {
+        let body = format!(r#"{{"name":"pet {i}","categoryId":1}}"#);
+        let reply = app
+            .send(
+                TestRequest::post()
+                    .uri("/api/v1/pets")
+                    .insert_header(("authorization", format!("Bearer {}", app.key)))
+                    .insert_header(("content-type", "application/json"))
+                    .insert_header(("host", "pets.example.org:8443"))
+                    .set_payload(body),
+            )
+            .await;
+        assert_eq!(reply.status, 201);
+        let location = reply.header("location").expect("location");
+        assert!(
+            location.starts_with("http://pets.example.org:8443/api/v1/pets/"),
+            "{location}"
+        );
+    }
+    let page = app
+        .send(
+            TestRequest::get()
+                .uri("/api/v1/pets?limit=2")
+                .insert_header(("authorization", format!("Bearer {}", app.key)))
+                .insert_header(("host", "pets.example.org:8443"))
+                // A client cannot redirect links elsewhere.
+                .insert_header(("x-forwarded-host", "evil.example"))
+                .insert_header(("forwarded", "host=evil.example;proto=https")),
+        )
+        .await;
+    let next = page.next_link().expect("next");
+    assert!(
+        next.starts_with("http://pets.example.org:8443/api/v1/pets?limit=2&after="),
+        "{next}"
+    );
+    app.get("/v1/pets")
+        .await
+        .assert_error(404, "route_not_found");
+}
 
 api_tests! {
     async fn list_pets_on_an_empty_catalogue_returns_an_empty_array(app) {
@@ -61,11 +108,17 @@ api_tests! {
     }
 
     async fn limit_bounds_are_1_and_100(app) {
-        for i in 0..3 {
-            app.create_pet(&format!("pet {i}"), "available").await;
+        let draft = petstore_domain::PetDraft::new("many", 1, petstore_domain::PetStatus::Sold).expect("draft");
+        for _ in 0..101 {
+            petstore_domain::PetRepository::create_pet(&app.store, &draft).expect("create");
         }
-        assert_eq!(app.get("/v1/pets?limit=1").await.json().as_array().expect("array").len(), 1);
-        assert_eq!(app.get("/v1/pets?limit=100").await.json().as_array().expect("array").len(), 3);
+        let one = app.get("/v1/pets?limit=1").await;
+        assert_eq!(one.json().as_array().expect("array").len(), 1);
+        assert!(one.next_link().is_some());
+        let hundred = app.get("/v1/pets?limit=100").await;
+        assert_eq!(hundred.json().as_array().expect("array").len(), 100);
+        let rest = app.walk("/v1/pets?limit=100").await;
+        assert_eq!(rest.iter().map(Vec::len).collect::<Vec<_>>(), [100, 1]);
     }
 
     async fn bad_query_parameters_return_400_naming_the_parameter(app) {

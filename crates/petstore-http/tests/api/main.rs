@@ -12,4 +12,5 @@ mod list_pets;
 mod orders;
 mod outage;
 mod rate_limits;
+#[path = "../common/redis_support.rs"]
 mod redis_support;

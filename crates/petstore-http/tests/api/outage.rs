@@ -17,14 +17,14 @@ use crate::helpers::TestApp;
 
 /// Forwards connections to `upstream` while up; while down, drops new connections at once and
 /// has cut the open ones.
-struct Proxy {
-    port: u16,
+pub struct Proxy {
+    pub port: u16,
     up: Arc<AtomicBool>,
     open: Arc<Mutex<Vec<TcpStream>>>,
 }
 
 impl Proxy {
-    fn start(upstream: &'static str) -> Self {
+    pub fn start(upstream: &'static str) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
         let port = listener.local_addr().expect("addr").port();
         let up = Arc::new(AtomicBool::new(true));
@@ -52,14 +52,14 @@ impl Proxy {
         Self { port, up, open }
     }
 
-    fn cut(&self) {
+    pub fn cut(&self) {
         self.up.store(false, Ordering::SeqCst);
         for stream in self.open.lock().expect("lock").drain(..) {
             let _ = stream.shutdown(Shutdown::Both);
         }
     }
 
-    fn restore(&self) {
+    pub fn restore(&self) {
         self.up.store(true, Ordering::SeqCst);
     }
 }

@@ -312,3 +312,75 @@ async fn redis_keys_expire_by_themselves() {
         assert!(ttl > 0 && ttl <= 86_400 + 3_600, "{key} has TTL {ttl}");
     }
 }
+
+#[actix_web::test]
+async fn a_redis_outage_fails_open_or_closed_as_configured_and_recovers() {
+    for policy in [FailurePolicy::Open, FailurePolicy::Closed] {
+        let Some(redis) = TestRedis::new() else {
+            return;
+        };
+        let proxy = crate::outage::Proxy::start("127.0.0.1:6379");
+        let url = format!("redis://127.0.0.1:{}", proxy.port);
+        let counters = RedisCounters::new(&url, &redis.prefix, Duration::from_millis(300), 86_400)
+            .expect("counters");
+        let db = TestDatabase::sqlite();
+        let store = db.store();
+        let limiter = Limiter::shared(Box::new(counters), policy, bans(), anonymous_limits());
+        let mut app = TestApp::with_limiter(Some(db), store, limiter);
+        app.redis = Some(redis);
+        app.clock.set(T0 + 5);
+        let (_, key) = new_key(&app, Plan::Free, None);
+        for remaining in [59, 58, 57] {
+            let reply = app.get_as("/v1/pets", &key).await;
+            assert_eq!(limit_headers(&reply).1, remaining, "{policy:?}, Redis up");
+        }
+
+        proxy.cut();
+        let started = std::time::Instant::now();
+        let during = app.get_as("/v1/pets", &key).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{policy:?}: never hang on Redis"
+        );
+        match policy {
+            FailurePolicy::Open => {
+                assert_eq!(during.status, 200, "fail-open serves");
+                assert_eq!(
+                    limit_headers(&during),
+                    (60, 59, T0 + 60),
+                    "counted in memory"
+                );
+                for _ in 0..59 {
+                    assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+                }
+                app.get_as("/v1/pets", &key)
+                    .await
+                    .assert_error(429, "rate_limited");
+            }
+            FailurePolicy::Closed => {
+                during.assert_error(503, "service_unavailable");
+                assert_eq!(limit_headers(&during).1, 0);
+            }
+        }
+        assert!(app.state.limiter.failures() > 0, "failures are counted");
+
+        proxy.restore();
+        let deadline = std::time::Instant::now() + Duration::from_secs(15);
+        loop {
+            let reply = app.get_as("/v1/pets", &key).await;
+            if reply.status == 200 {
+                let (_, remaining, _) = limit_headers(&reply);
+                assert!(
+                    remaining < 57,
+                    "{policy:?}: counting resumed in Redis ({remaining})"
+                );
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{policy:?}: no recovery"
+            );
+            actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}

@@ -7,6 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+#[path = "redis_support.rs"]
+pub mod redis_support;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_petstore");
 
 pub fn petstore(db: &str) -> Command {
@@ -85,6 +88,14 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGKILL: no chance to flush or shut down cleanly.
+    pub fn crash(mut self) {
+        self.child.kill().expect("kill -9");
+        self.child.wait().expect("wait");
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -123,4 +134,18 @@ pub fn post(base: &str, key: &str, body: &str) -> (u16, Value) {
     let text = response.body_mut().read_to_string().expect("body");
     let body = serde_json::from_str(&text).expect("JSON body");
     (status, body)
+}
+
+/// Sleeps until at least `margin` seconds remain in the current UTC minute, so that a burst of
+/// requests counted per minute falls in one window.
+pub fn wait_for_room_in_minute(margin: u64) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970");
+    let into = now.as_secs() % 60;
+    if 60 - into < margin {
+        let to_next =
+            Duration::from_secs(60 - into) - Duration::from_nanos(u64::from(now.subsec_nanos()));
+        std::thread::sleep(to_next + Duration::from_millis(200));
+    }
 }

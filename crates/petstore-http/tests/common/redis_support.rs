@@ -25,10 +25,9 @@ impl TestRedis {
             if in_ci() {
                 panic!("Redis unreachable at {url} in CI: {error}");
             }
-            eprintln!(
-                "\n*** SKIPPED: Redis unreachable at {url} ({error}); Redis tests did not run. \
-                 Start it, or run in CI where this fails. ***\n"
-            );
+            petstore_store::testing::loud_skip(&format!(
+                "Redis unreachable at {url} ({error}); Redis tests did not run"
+            ));
             return None;
         }
         static COUNTER: AtomicU32 = AtomicU32::new(0);

@@ -1,0 +1,75 @@
+//! Micro-benchmarks of the per-request pure work: the in-process rate-limit decision, input
+//! validation, API-key hashing and a page's JSON. `cargo bench -p petstore-http`; figures and
+//! method in docs/performance.md. `cargo test --benches` runs each once as a smoke test.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use petstore_domain::{ApiKeySecret, NewPet, Pet, PetStatus, RateDecision, RateLimits};
+use petstore_http::ratelimit::{Hit, MemoryCounters, Subject};
+
+const KEYS: i64 = 10_000;
+// 2026-11-21T12:34:00Z
+const NOW: u64 = 1_795_264_440;
+
+fn limiter(c: &mut Criterion) {
+    let counters = MemoryCounters::new(86_400);
+    let limits = RateLimits {
+        per_minute: u32::MAX,
+        per_day: u32::MAX,
+    };
+    for id in 0..KEYS {
+        counters.hit_now(Subject::Key(id), limits, NOW);
+    }
+    let mut id = 0;
+    c.bench_function("limiter decision, 10,000 keys (in-process)", |b| {
+        b.iter(|| {
+            id = (id + 7_919) % KEYS;
+            match counters.hit_now(Subject::Key(black_box(id)), limits, NOW) {
+                Hit::Counted { counts, .. } => {
+                    let decision = RateDecision::new(counts, limits, NOW);
+                    black_box(decision.binding().remaining())
+                }
+                Hit::Banned(_) => unreachable!("no bans in this benchmark"),
+            }
+        })
+    });
+}
+
+fn validation(c: &mut Criterion) {
+    let body = br#"{"name":"Rex the third","categoryId":12,"status":"pending"}"#;
+    c.bench_function("parse and validate a NewPet", |b| {
+        b.iter(|| {
+            let pet: NewPet = serde_json::from_slice(black_box(body)).expect("valid");
+            black_box(pet.validate_into().expect("valid"))
+        })
+    });
+}
+
+fn key_hashing(c: &mut Criterion) {
+    let secret = ApiKeySecret::from_random_bytes([0x42; 32]);
+    let header = secret.expose().to_owned();
+    c.bench_function("parse and hash an API key", |b| {
+        b.iter(|| {
+            let parsed = ApiKeySecret::parse(black_box(&header)).expect("well formed");
+            black_box(parsed.hash())
+        })
+    });
+}
+
+fn page_json(c: &mut Criterion) {
+    let page: Vec<Pet> = (1..=20)
+        .map(|id| Pet {
+            id,
+            name: format!("pet number {id}"),
+            category_id: id % 5 + 1,
+            status: PetStatus::Available,
+        })
+        .collect();
+    c.bench_function("serialise a page of 20 pets", |b| {
+        b.iter(|| black_box(serde_json::to_vec(black_box(&page)).expect("serialises")))
+    });
+}
+
+criterion_group!(benches, limiter, validation, key_hashing, page_json);
+criterion_main!(benches);
