@@ -1,0 +1,205 @@
+#!/usr/bin/env bash
+# End-to-end load benchmark: petstore (release build) on a seeded catalogue against a minimal
+# actix-web ceiling (crates/petstore-http/examples/ceiling.rs), server and load generator (wrk)
+# pinned to different cores, each figure the median of several runs and reported as a ratio to
+# the ceiling measured in the same run. Writes a markdown table (see docs/performance.md).
+#
+#   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
+#                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
+#
+# PostgreSQL (and Redis with --redis) are used when reachable on 127.0.0.1 (PETSTORE_BENCH_PG,
+# PETSTORE_BENCH_REDIS override the URLs); a database of its own is created and dropped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PETS=1000,1000000
+BACKENDS=""
+REDIS=0
+DURATION=10
+RUNS=3
+CONNS=32
+OUT=target/bench/results.md
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --pets) PETS=$2; shift 2 ;;
+    --backends) BACKENDS=$2; shift 2 ;;
+    --redis) REDIS=1; shift ;;
+    --duration) DURATION=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --connections) CONNS=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+  esac
+done
+PG_ADMIN=${PETSTORE_BENCH_PG:-postgres://postgres@127.0.0.1:5432/test}
+REDIS_URL=${PETSTORE_BENCH_REDIS:-redis://127.0.0.1:6379}
+
+reachable() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
+if [ -z "$BACKENDS" ]; then
+  BACKENDS=sqlite
+  if reachable 5432; then BACKENDS=sqlite,postgres; fi
+fi
+
+install_missing() { # command package
+  if ! command -v "$1" >/dev/null; then
+    echo "bench: installing $2" >&2
+    apt-get update -qq >/dev/null && apt-get install -y -qq "$2" >/dev/null
+  fi
+}
+install_missing wrk wrk
+install_missing sqlite3 sqlite3
+install_missing psql postgresql-client
+install_missing taskset util-linux
+
+cargo build --release --quiet --bin petstore --example ceiling
+BIN=$PWD/target/release/petstore
+CEILING=$PWD/target/release/examples/ceiling
+if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; LOAD_CPU=1; else SERVER_CPU=0; LOAD_CPU=0; fi
+
+WORK=$(mktemp -d)
+SERVER_PID=""
+PG_DB=""
+cleanup() {
+  [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+mkdir -p "$(dirname "$OUT")"
+
+# --- servers ---------------------------------------------------------------------------------
+start_server() { # logname command...
+  local log=$WORK/$1.out; shift
+  taskset -c "$SERVER_CPU" "$@" >"$log" 2>"$log.err" &
+  SERVER_PID=$!
+  for _ in $(seq 1 200); do
+    grep -q '^listening on ' "$log" 2>/dev/null && break
+    kill -0 "$SERVER_PID" 2>/dev/null || { cat "$log.err" >&2; exit 1; }
+    sleep 0.05
+  done
+  BASE=$(grep -m1 '^listening on ' "$log" | sed 's/^listening on //')
+}
+stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
+peak_rss_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status"; }
+
+# --- load ------------------------------------------------------------------------------------
+to_ms() { # "1.23ms" | "850.00us" | "1.20s" -> milliseconds
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) n = n / 1000; else if (v ~ /ms$/) n = n; else if (v ~ /s$/) n = n * 1000
+    printf "%.2f", n }'
+}
+median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
+# run_wrk URL [wrk args...] -> sets RPS P50 P99 NON2XX (medians over $RUNS runs)
+run_wrk() {
+  local url=$1; shift
+  local rps=() p50=() p99=() bad=0
+  for _ in $(seq 1 "$RUNS"); do
+    local out
+    out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$@" "$url")
+    rps+=("$(awk '/^Requests\/sec/ { print $2 }' <<<"$out")")
+    p50+=("$(to_ms "$(awk '$1 == "50%" { print $2 }' <<<"$out")")")
+    p99+=("$(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")")
+    bad=$((bad + $(awk '/Non-2xx/ { print $NF }' <<<"$out" | tail -n1 | grep -E '^[0-9]+$' || echo 0)))
+  done
+  RPS=$(printf '%s\n' "${rps[@]}" | median)
+  P50=$(printf '%s\n' "${p50[@]}" | median)
+  P99=$(printf '%s\n' "${p99[@]}" | median)
+  NON2XX=$bad
+}
+
+ROWS=()
+row() { # backend pets route ceiling_rps
+  local ratio
+  ratio=$(awk -v a="$RPS" -v b="$4" 'BEGIN { printf "%.0f%%", 100 * a / b }')
+  ROWS+=("| $1 | $2 | $3 | $(printf '%.0f' "$RPS") | $ratio | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+  echo "bench: $1 N=$2 $3: $(printf '%.0f' "$RPS") req/s ($ratio of ceiling), p50 $P50 ms, p99 $P99 ms, non-2xx $NON2XX, RSS $(peak_rss_mib) MiB" >&2
+}
+
+# --- ceiling ---------------------------------------------------------------------------------
+start_server ceiling "$CEILING" 127.0.0.1:0 1
+run_wrk "$BASE/v1/pets"
+CEIL_GET=$RPS
+ROWS+=("| ceiling | - | GET /v1/pets (static 20 pets) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+run_wrk "$BASE/v1/pets" -s scripts/bench/post.lua
+CEIL_POST=$RPS
+ROWS+=("| ceiling | - | POST /v1/pets (parse and echo) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+stop_server
+
+# --- petstore --------------------------------------------------------------------------------
+seed() { # backend url n
+  "$BIN" --database-url "$2" migrate 2>/dev/null
+  local status="CASE x % 3 WHEN 0 THEN 'sold' WHEN 1 THEN 'available' ELSE 'pending' END"
+  case "$1" in
+    sqlite) sqlite3 "$2" "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $3)
+        INSERT INTO pets (name, category_id, status, created_at)
+        SELECT 'pet ' || x, 1 + x % 10, $status, 1700000000 FROM s;" ;;
+    postgres) psql -q "$2" -c "INSERT INTO pets (name, category_id, status, created_at)
+        SELECT 'pet ' || x, 1 + x % 10, $status, 1700000000 FROM generate_series(1, $3) AS x;
+        ANALYZE pets;" ;;
+  esac
+}
+
+bench_petstore() { # backend n url [extra serve args...]
+  local backend=$1 n=$2 url=$3; shift 3
+  local label=$backend
+  [ $# -gt 0 ] && label="$backend + redis limiter"
+  local key
+  key=$("$BIN" --database-url "$url" keys create --plan enterprise --per-minute 4000000000 \
+    --per-day 4000000000 --label bench 2>/dev/null)
+  local auth=(-H "Authorization: Bearer $key")
+  start_server "petstore-$backend-$n" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
+    --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false "$@"
+
+  run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
+  local full=$RPS
+  row "$label" "$n" "GET /v1/pets?limit=20" "$CEIL_GET"
+  # The same route at half that load: latency when not saturated.
+  local pause
+  pause=$(awk -v c="$CONNS" -v r="$full" 'BEGIN { printf "%d", 2 * c * 1000 / r }')
+  WRK_DELAY_MS=$pause run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}" -s scripts/bench/paced.lua
+  row "$label" "$n" "GET /v1/pets?limit=20 at half load" "$CEIL_GET"
+  [ $# -gt 0 ] && { stop_server; return; }
+
+  local deep=$(( n > 400 ? n - 400 : 0 ))
+  run_wrk "$BASE/v1/pets?limit=100&status=sold&after=$deep" "${auth[@]}"
+  row "$label" "$n" "GET /v1/pets?limit=100&status=sold (deep cursor)" "$CEIL_GET"
+  run_wrk "$BASE/v1/pets/$(( n / 2 ))" "${auth[@]}"
+  row "$label" "$n" "GET /v1/pets/{id}" "$CEIL_GET"
+  run_wrk "$BASE/v1/pets" "${auth[@]}" -s scripts/bench/post.lua
+  row "$label" "$n" "POST /v1/pets" "$CEIL_POST"
+  stop_server
+}
+
+IFS=, read -r -a SIZES <<<"$PETS"
+IFS=, read -r -a BACKEND_LIST <<<"$BACKENDS"
+for backend in "${BACKEND_LIST[@]}"; do
+  for n in "${SIZES[@]}"; do
+    case "$backend" in
+      sqlite) url=$WORK/bench-$n.db ;;
+      postgres)
+        [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
+        PG_DB=petstore_bench_$$_$n
+        psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_DB" >/dev/null
+        url=${PG_ADMIN%/*}/$PG_DB ;;
+      *) echo "unknown backend $backend" >&2; exit 2 ;;
+    esac
+    echo "bench: seeding $n pets on $backend" >&2
+    seed "$backend" "$url" "$n"
+    bench_petstore "$backend" "$n" "$url"
+    if [ "$REDIS" = 1 ] && [ "$backend" = sqlite ] && [ "$n" = "${SIZES[0]}" ] && reachable 6379; then
+      bench_petstore "$backend" "$n" "$url" --rate-limit-store "$REDIS_URL" \
+        --rate-limit-prefix "petstore-bench-$$"
+    fi
+  done
+done
+
+{
+  echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); server on CPU $SERVER_CPU with 1 worker, wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS runs of ${DURATION}s."
+  echo
+  echo "| Backend | Pets | Route | Req/s | Of ceiling | p50 ms | p99 ms | Non-2xx | Peak RSS MiB |"
+  echo "|---|---|---|---|---|---|---|---|---|"
+  printf '%s\n' "${ROWS[@]}"
+} >"$OUT"
+cat "$OUT"
