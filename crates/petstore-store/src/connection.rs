@@ -100,6 +100,12 @@ impl Backend {
     }
 }
 
+/// A pooled connection, with the store's verdict on whether it still works.
+pub(crate) struct Pooled {
+    pub(crate) connection: AnyConnection,
+    pub(crate) broken: bool,
+}
+
 /// Opens connections for the pool and applies per-connection settings.
 #[derive(Debug)]
 pub(crate) struct ConnectionManager {
@@ -109,10 +115,27 @@ pub(crate) struct ConnectionManager {
 }
 
 impl r2d2::ManageConnection for ConnectionManager {
-    type Connection = AnyConnection;
+    type Connection = Pooled;
     type Error = r2d2::Error;
 
-    fn connect(&self) -> Result<AnyConnection, r2d2::Error> {
+    fn connect(&self) -> Result<Pooled, r2d2::Error> {
+        self.open().map(|connection| Pooled {
+            connection,
+            broken: false,
+        })
+    }
+
+    fn is_valid(&self, conn: &mut Pooled) -> Result<(), r2d2::Error> {
+        conn.connection.ping().map_err(r2d2::Error::QueryError)
+    }
+
+    fn has_broken(&self, conn: &mut Pooled) -> bool {
+        conn.broken || std::thread::panicking() || conn.connection.is_broken()
+    }
+}
+
+impl ConnectionManager {
+    fn open(&self) -> Result<AnyConnection, r2d2::Error> {
         match &self.backend {
             Backend::Postgres(url) => {
                 let mut conn =
@@ -141,14 +164,6 @@ impl r2d2::ManageConnection for ConnectionManager {
                 Ok(AnyConnection::Sqlite(conn))
             }
         }
-    }
-
-    fn is_valid(&self, conn: &mut AnyConnection) -> Result<(), r2d2::Error> {
-        conn.ping().map_err(r2d2::Error::QueryError)
-    }
-
-    fn has_broken(&self, conn: &mut AnyConnection) -> bool {
-        std::thread::panicking() || conn.is_broken()
     }
 }
 

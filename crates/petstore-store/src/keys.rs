@@ -101,61 +101,65 @@ impl ApiKeyRepository for Store {
     fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StoreError> {
         let secret = random_secret()?;
         let limits = spec.custom_limits();
-        let mut conn = self.conn()?;
-        let row: KeyRow = diesel::insert_into(api_keys::table)
-            .values((
-                api_keys::key_hash.eq(secret.hash().as_str()),
-                api_keys::display_prefix.eq(secret.display_prefix()),
-                api_keys::plan.eq(spec.plan().as_str()),
-                api_keys::label.eq(spec.label()),
-                api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
-                api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
-                api_keys::created_at.eq(unix_now()),
-            ))
-            .returning(KEY_COLUMNS)
-            .get_result(&mut *conn)?;
-        Ok((row.try_into()?, secret))
+        self.with_conn(|conn| {
+            let row: KeyRow = diesel::insert_into(api_keys::table)
+                .values((
+                    api_keys::key_hash.eq(secret.hash().as_str()),
+                    api_keys::display_prefix.eq(secret.display_prefix()),
+                    api_keys::plan.eq(spec.plan().as_str()),
+                    api_keys::label.eq(spec.label()),
+                    api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
+                    api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
+                    api_keys::created_at.eq(unix_now()),
+                ))
+                .returning(KEY_COLUMNS)
+                .get_result(conn)?;
+            Ok((row.try_into()?, secret))
+        })
     }
 
     fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StoreError> {
-        let mut conn = self.conn()?;
-        api_keys::table
-            .select(KEY_COLUMNS)
-            .filter(api_keys::key_hash.eq(hash.as_str()))
-            .filter(api_keys::revoked_at.is_null())
-            .first::<KeyRow>(&mut *conn)
-            .optional()?
-            .map(ApiKey::try_from)
-            .transpose()
+        self.with_conn(|conn| {
+            api_keys::table
+                .select(KEY_COLUMNS)
+                .filter(api_keys::key_hash.eq(hash.as_str()))
+                .filter(api_keys::revoked_at.is_null())
+                .first::<KeyRow>(conn)
+                .optional()?
+                .map(ApiKey::try_from)
+                .transpose()
+        })
     }
 
     fn list_keys(&self) -> Result<Vec<ApiKey>, StoreError> {
-        let mut conn = self.conn()?;
-        api_keys::table
-            .select(KEY_COLUMNS)
-            .order(api_keys::id.asc())
-            .load::<KeyRow>(&mut *conn)?
-            .into_iter()
-            .map(ApiKey::try_from)
-            .collect()
+        self.with_conn(|conn| {
+            api_keys::table
+                .select(KEY_COLUMNS)
+                .order(api_keys::id.asc())
+                .load::<KeyRow>(conn)?
+                .into_iter()
+                .map(ApiKey::try_from)
+                .collect()
+        })
     }
 
     fn revoke_key(&self, id: i64) -> Result<bool, StoreError> {
-        let mut conn = self.conn()?;
-        let revoked = diesel::update(api_keys::table)
-            .filter(api_keys::id.eq(id))
-            .filter(api_keys::revoked_at.is_null())
-            .set(api_keys::revoked_at.eq(Some(unix_now())))
-            .execute(&mut *conn)?;
-        if revoked > 0 {
-            return Ok(true);
-        }
-        let exists = api_keys::table
-            .find(id)
-            .select(api_keys::id)
-            .first::<i64>(&mut *conn)
-            .optional()?;
-        Ok(exists.is_some())
+        self.with_conn(|conn| {
+            let revoked = diesel::update(api_keys::table)
+                .filter(api_keys::id.eq(id))
+                .filter(api_keys::revoked_at.is_null())
+                .set(api_keys::revoked_at.eq(Some(unix_now())))
+                .execute(conn)?;
+            if revoked > 0 {
+                return Ok(true);
+            }
+            let exists = api_keys::table
+                .find(id)
+                .select(api_keys::id)
+                .first::<i64>(conn)
+                .optional()?;
+            Ok(exists.is_some())
+        })
     }
 
     fn update_key_plan(
@@ -164,42 +168,45 @@ impl ApiKeyRepository for Store {
         plan: Plan,
         custom_limits: Option<RateLimits>,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.conn()?;
-        let updated = diesel::update(api_keys::table.find(id))
-            .set((
-                api_keys::plan.eq(plan.as_str()),
-                api_keys::per_minute.eq(custom_limits.map(|l| i64::from(l.per_minute))),
-                api_keys::per_day.eq(custom_limits.map(|l| i64::from(l.per_day))),
-            ))
-            .execute(&mut *conn)?;
-        Ok(updated > 0)
+        self.with_conn(|conn| {
+            let updated = diesel::update(api_keys::table.find(id))
+                .set((
+                    api_keys::plan.eq(plan.as_str()),
+                    api_keys::per_minute.eq(custom_limits.map(|l| i64::from(l.per_minute))),
+                    api_keys::per_day.eq(custom_limits.map(|l| i64::from(l.per_day))),
+                ))
+                .execute(conn)?;
+            Ok(updated > 0)
+        })
     }
 
     fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StoreError> {
         let now = i64::try_from(now).unwrap_or(i64::MAX);
-        let mut conn = self.conn()?;
-        let updated = diesel::update(api_keys::table.find(id))
-            .filter(
-                api_keys::banned_until
-                    .is_null()
-                    .or(api_keys::banned_until.le(now)),
-            )
-            .set((
-                api_keys::banned_until.eq(Some(i64::try_from(ban.until).unwrap_or(i64::MAX))),
-                api_keys::ban_level.eq(i32::try_from(ban.level).unwrap_or(i32::MAX)),
-            ))
-            .execute(&mut *conn)?;
-        Ok(updated > 0)
+        self.with_conn(|conn| {
+            let updated = diesel::update(api_keys::table.find(id))
+                .filter(
+                    api_keys::banned_until
+                        .is_null()
+                        .or(api_keys::banned_until.le(now)),
+                )
+                .set((
+                    api_keys::banned_until.eq(Some(i64::try_from(ban.until).unwrap_or(i64::MAX))),
+                    api_keys::ban_level.eq(i32::try_from(ban.level).unwrap_or(i32::MAX)),
+                ))
+                .execute(conn)?;
+            Ok(updated > 0)
+        })
     }
 
     fn unban_key(&self, id: i64) -> Result<bool, StoreError> {
-        let mut conn = self.conn()?;
-        let updated = diesel::update(api_keys::table.find(id))
-            .set((
-                api_keys::banned_until.eq(None::<i64>),
-                api_keys::ban_level.eq(0),
-            ))
-            .execute(&mut *conn)?;
-        Ok(updated > 0)
+        self.with_conn(|conn| {
+            let updated = diesel::update(api_keys::table.find(id))
+                .set((
+                    api_keys::banned_until.eq(None::<i64>),
+                    api_keys::ban_level.eq(0),
+                ))
+                .execute(conn)?;
+            Ok(updated > 0)
+        })
     }
 }

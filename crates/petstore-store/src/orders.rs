@@ -52,36 +52,37 @@ impl OrderRepository for Store {
     type Error = StoreError;
 
     fn create_order(&self, order: &NewOrder) -> Result<Order, StoreError> {
-        let mut conn = self.conn()?;
-        let row: OrderRow = diesel::insert_into(orders::table)
-            .values((
-                orders::pet_id.eq(order.pet_id()),
-                orders::quantity.eq(order.quantity()),
-                orders::status.eq(order.status().as_str()),
-                orders::created_at.eq(unix_now()),
-            ))
-            .returning(ORDER_COLUMNS)
-            .get_result(&mut *conn)?;
-        row.try_into()
+        self.with_conn(|conn| {
+            let row: OrderRow = diesel::insert_into(orders::table)
+                .values((
+                    orders::pet_id.eq(order.pet_id()),
+                    orders::quantity.eq(order.quantity()),
+                    orders::status.eq(order.status().as_str()),
+                    orders::created_at.eq(unix_now()),
+                ))
+                .returning(ORDER_COLUMNS)
+                .get_result(conn)?;
+            row.try_into()
+        })
     }
 
     fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StoreError> {
-        let mut conn = self.conn()?;
-        let mut select = orders::table
-            .select(ORDER_COLUMNS)
-            .order(orders::id.asc())
-            .limit(overfetch(query.page.limit))
-            .into_boxed();
-        if let Some(after) = query.page.after {
-            select = select.filter(orders::id.gt(after));
-        }
-        let rows = select
-            .load::<OrderRow>(&mut *conn)?
-            .into_iter()
-            .map(Order::try_from)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page::from_overfetch(rows, query.page.limit, |order| {
-            order.id
-        }))
+        self.with_conn(|conn| {
+            let all = orders::table
+                .select(ORDER_COLUMNS)
+                .order(orders::id.asc())
+                .limit(overfetch(query.page.limit));
+            let rows: Vec<OrderRow> = match query.page.after {
+                None => all.load(conn)?,
+                Some(after) => all.filter(orders::id.gt(after)).load(conn)?,
+            };
+            let orders = rows
+                .into_iter()
+                .map(Order::try_from)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Page::from_overfetch(orders, query.page.limit, |order| {
+                order.id
+            }))
+        })
     }
 }

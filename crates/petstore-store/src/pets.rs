@@ -40,48 +40,58 @@ impl PetRepository for Store {
     type Error = StoreError;
 
     fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StoreError> {
-        let mut conn = self.conn()?;
-        let row: PetRow = diesel::insert_into(pets::table)
-            .values((
-                pets::name.eq(pet.name()),
-                pets::category_id.eq(pet.category_id()),
-                pets::status.eq(pet.status().as_str()),
-                pets::created_at.eq(unix_now()),
-            ))
-            .returning(PET_COLUMNS)
-            .get_result(&mut *conn)?;
-        row.try_into()
+        self.with_conn(|conn| {
+            let row: PetRow = diesel::insert_into(pets::table)
+                .values((
+                    pets::name.eq(pet.name()),
+                    pets::category_id.eq(pet.category_id()),
+                    pets::status.eq(pet.status().as_str()),
+                    pets::created_at.eq(unix_now()),
+                ))
+                .returning(PET_COLUMNS)
+                .get_result(conn)?;
+            row.try_into()
+        })
     }
 
     fn find_pet(&self, id: i64) -> Result<Option<Pet>, StoreError> {
-        let mut conn = self.conn()?;
-        pets::table
-            .select(PET_COLUMNS)
-            .find(id)
-            .first::<PetRow>(&mut *conn)
-            .optional()?
-            .map(Pet::try_from)
-            .transpose()
+        self.with_conn(|conn| {
+            pets::table
+                .select(PET_COLUMNS)
+                .find(id)
+                .first::<PetRow>(conn)
+                .optional()?
+                .map(Pet::try_from)
+                .transpose()
+        })
     }
 
     fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StoreError> {
-        let mut conn = self.conn()?;
-        let mut select = pets::table
-            .select(PET_COLUMNS)
-            .order(pets::id.asc())
-            .limit(overfetch(query.page.limit))
-            .into_boxed();
-        if let Some(status) = query.status {
-            select = select.filter(pets::status.eq(status.as_str()));
-        }
-        if let Some(after) = query.page.after {
-            select = select.filter(pets::id.gt(after));
-        }
-        let rows = select
-            .load::<PetRow>(&mut *conn)?
-            .into_iter()
-            .map(Pet::try_from)
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page::from_overfetch(rows, query.page.limit, |pet| pet.id))
+        self.with_conn(|conn| {
+            // One static query per shape (not `into_boxed`), so Diesel keeps each one prepared.
+            let all = pets::table
+                .select(PET_COLUMNS)
+                .order(pets::id.asc())
+                .limit(overfetch(query.page.limit));
+            let after = query.page.after;
+            let rows: Vec<PetRow> = match query.status.map(PetStatus::as_str) {
+                None => match after {
+                    None => all.load(conn)?,
+                    Some(after) => all.filter(pets::id.gt(after)).load(conn)?,
+                },
+                Some(status) => {
+                    let with_status = all.filter(pets::status.eq(status));
+                    match after {
+                        None => with_status.load(conn)?,
+                        Some(after) => with_status.filter(pets::id.gt(after)).load(conn)?,
+                    }
+                }
+            };
+            let pets = rows
+                .into_iter()
+                .map(Pet::try_from)
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Page::from_overfetch(pets, query.page.limit, |pet| pet.id))
+        })
     }
 }
