@@ -107,7 +107,7 @@ pub(crate) struct Pooled {
 }
 
 /// Opens connections for the pool and applies per-connection settings.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct ConnectionManager {
     pub(crate) backend: Backend,
     pub(crate) busy_timeout: Duration,
@@ -135,7 +135,7 @@ impl r2d2::ManageConnection for ConnectionManager {
 }
 
 impl ConnectionManager {
-    fn open(&self) -> Result<AnyConnection, r2d2::Error> {
+    pub(crate) fn open(&self) -> Result<AnyConnection, r2d2::Error> {
         match &self.backend {
             Backend::Postgres(url) => {
                 let mut conn =

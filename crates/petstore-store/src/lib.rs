@@ -16,6 +16,7 @@ mod pets;
 mod schema;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod writer;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -60,6 +61,8 @@ impl StoreConfig {
 #[derive(Clone)]
 pub struct Store {
     pool: Pool<ConnectionManager>,
+    /// SQLite only: the group-commit writer that creates pets.
+    pet_writer: Option<std::sync::Arc<writer::PetWriter>>,
     backend_name: &'static str,
     statement_timeout: Duration,
 }
@@ -89,6 +92,12 @@ impl Store {
             busy_timeout: config.statement_timeout,
             statement_timeout: config.statement_timeout,
         };
+        let pet_writer = match manager.backend {
+            Backend::Sqlite(_) => Some(std::sync::Arc::new(writer::PetWriter::start(
+                manager.clone(),
+            )?)),
+            Backend::Postgres(_) => None,
+        };
         // No test query on every checkout (it doubled the cost of a read): a broken connection
         // fails its query, is answered 503, and is dropped by `has_broken`.
         let mut builder = Pool::builder()
@@ -106,6 +115,7 @@ impl Store {
         let pool = builder.build_unchecked(manager);
         Ok(Self {
             pool,
+            pet_writer,
             backend_name,
             statement_timeout: config.statement_timeout,
         })

@@ -4,15 +4,28 @@ use diesel::prelude::*;
 use petstore_domain::{Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus};
 
 use crate::schema::pets;
-use crate::{Store, StoreError, overfetch, unix_now};
+use crate::{AnyConnection, Store, StoreError, overfetch, unix_now};
 
 type PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
 // RETURNING and SELECT list the columns explicitly: `MultiConnection` cannot use
 // `Selectable::as_returning` (see shared/DEPENDENCIES.md).
 const PET_COLUMNS: PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
 
+/// Inserts one pet (the SQLite writer batches calls of this in one transaction).
+pub(crate) fn insert_pet(conn: &mut AnyConnection, pet: &PetDraft) -> QueryResult<PetRow> {
+    diesel::insert_into(pets::table)
+        .values((
+            pets::name.eq(pet.name()),
+            pets::category_id.eq(pet.category_id()),
+            pets::status.eq(pet.status().as_str()),
+            pets::created_at.eq(unix_now()),
+        ))
+        .returning(PET_COLUMNS)
+        .get_result(conn)
+}
+
 #[derive(Queryable)]
-struct PetRow {
+pub(crate) struct PetRow {
     id: i64,
     name: String,
     category_id: i64,
@@ -40,18 +53,10 @@ impl PetRepository for Store {
     type Error = StoreError;
 
     fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StoreError> {
-        self.with_conn(|conn| {
-            let row: PetRow = diesel::insert_into(pets::table)
-                .values((
-                    pets::name.eq(pet.name()),
-                    pets::category_id.eq(pet.category_id()),
-                    pets::status.eq(pet.status().as_str()),
-                    pets::created_at.eq(unix_now()),
-                ))
-                .returning(PET_COLUMNS)
-                .get_result(conn)?;
-            row.try_into()
-        })
+        if let Some(writer) = &self.pet_writer {
+            return writer.create(pet);
+        }
+        self.with_conn(|conn| insert_pet(conn, pet)?.try_into())
     }
 
     fn find_pet(&self, id: i64) -> Result<Option<Pet>, StoreError> {

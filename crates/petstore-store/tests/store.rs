@@ -48,6 +48,26 @@ for_each_backend! {
         assert_eq!(store.find_pet(created.id).expect("find"), Some(created));
     }
 
+    fn concurrent_creates_all_commit_with_distinct_ids(db) {
+        let store = db.store();
+        let threads: Vec<_> = (0..16)
+            .map(|t| {
+                let store = store.clone();
+                std::thread::spawn(move || {
+                    (0..50)
+                        .map(|i| store.create_pet(&draft(&format!("t{t} p{i}"), PetStatus::Pending)).expect("create").id)
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let ids: Vec<i64> = threads.into_iter().flat_map(|t| t.join().expect("thread")).collect();
+        let unique: HashSet<i64> = ids.iter().copied().collect();
+        assert_eq!(unique.len(), 800);
+        let mut expected: Vec<i64> = unique.into_iter().collect();
+        expected.sort_unstable();
+        assert_eq!(walk(&store, 100, None), expected, "every acknowledged pet is stored");
+    }
+
     fn a_missing_pet_is_none(db) {
         let store = db.store();
         assert_eq!(store.find_pet(424_242).expect("find"), None);

@@ -1,0 +1,120 @@
+//! Group commit for SQLite: one thread owns the connection that creates pets, and commits every
+//! insert waiting for it in one transaction. SQLite makes each commit durable with an fsync
+//! (`synchronous=FULL`); committing a batch costs one fsync instead of one per pet, and writers
+//! queue in order here instead of polling SQLite's lock. Every caller is answered only after
+//! the commit that holds its pet, so a 201 still means "on disk".
+
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::thread;
+
+use diesel::Connection;
+use petstore_domain::{Pet, PetDraft};
+
+use crate::connection::ConnectionManager;
+use crate::pets::insert_pet;
+use crate::{AnyConnection, StoreError};
+
+/// Most inserts committed together.
+const MAX_BATCH: usize = 256;
+
+struct Job {
+    draft: PetDraft,
+    reply: SyncSender<Result<Pet, StoreError>>,
+}
+
+/// The handle to the writer thread; the thread ends when the last handle is dropped.
+pub(crate) struct PetWriter {
+    jobs: Sender<Job>,
+}
+
+impl PetWriter {
+    pub(crate) fn start(manager: ConnectionManager) -> Result<Self, StoreError> {
+        let (jobs, queue) = mpsc::channel();
+        thread::Builder::new()
+            .name("petstore-sqlite-writer".into())
+            .spawn(move || run(&manager, &queue))
+            .map_err(|e| StoreError::Config(format!("cannot start the writer thread: {e}")))?;
+        Ok(Self { jobs })
+    }
+
+    /// Stores `draft` and returns once its transaction has committed.
+    pub(crate) fn create(&self, draft: &PetDraft) -> Result<Pet, StoreError> {
+        let (reply, answer) = mpsc::sync_channel(1);
+        let stopped = || StoreError::Unavailable("the SQLite writer has stopped".into());
+        self.jobs
+            .send(Job {
+                draft: draft.clone(),
+                reply,
+            })
+            .map_err(|_| stopped())?;
+        answer.recv().map_err(|_| stopped())?
+    }
+}
+
+fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
+    let mut connection: Option<AnyConnection> = None;
+    while let Ok(first) = queue.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        let conn = match connection.as_mut() {
+            Some(conn) => conn,
+            None => match manager.open() {
+                Ok(conn) => connection.insert(conn),
+                Err(error) => {
+                    let error = StoreError::Unavailable(error.to_string());
+                    for job in batch {
+                        let _ = job.reply.send(Err(clone_error(&error)));
+                    }
+                    continue;
+                }
+            },
+        };
+        match commit(conn, &batch) {
+            Ok(results) => {
+                for (job, result) in batch.into_iter().zip(results) {
+                    let _ = job.reply.send(result);
+                }
+            }
+            Err(error) => {
+                if matches!(error, StoreError::Unavailable(_)) {
+                    connection = None;
+                }
+                for job in batch {
+                    let _ = job.reply.send(Err(clone_error(&error)));
+                }
+            }
+        }
+    }
+}
+
+/// One transaction for the batch, a savepoint per pet: a pet that cannot be inserted fails
+/// alone, and nothing is answered before the commit.
+fn commit(
+    conn: &mut AnyConnection,
+    batch: &[Job],
+) -> Result<Vec<Result<Pet, StoreError>>, StoreError> {
+    let rows = conn.transaction(|conn| {
+        Ok::<_, diesel::result::Error>(
+            batch
+                .iter()
+                .map(|job| conn.transaction(|conn| insert_pet(conn, &job.draft)))
+                .collect::<Vec<_>>(),
+        )
+    })?;
+    Ok(rows
+        .into_iter()
+        .map(|row| row.map_err(StoreError::from).and_then(Pet::try_from))
+        .collect())
+}
+
+fn clone_error(error: &StoreError) -> StoreError {
+    match error {
+        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
+        other => StoreError::Database(other.to_string()),
+    }
+}
