@@ -61,10 +61,8 @@ impl PetRepository for Store {
 
     fn find_pet(&self, id: i64) -> Result<Option<Pet>, StoreError> {
         self.with_conn(|conn| {
-            pets::table
-                .select(PET_COLUMNS)
-                .find(id)
-                .first::<PetRow>(conn)
+            let query = pets::table.select(PET_COLUMNS).find(id);
+            native!(conn, |c| query.first::<PetRow>(c))
                 .optional()?
                 .map(Pet::try_from)
                 .transpose()
@@ -81,14 +79,16 @@ impl PetRepository for Store {
             let after = query.page.after;
             let rows: Vec<PetRow> = match query.status.map(PetStatus::as_str) {
                 None => match after {
-                    None => all.load(conn)?,
-                    Some(after) => all.filter(pets::id.gt(after)).load(conn)?,
+                    None => native!(conn, |c| all.load(c))?,
+                    Some(after) => native!(conn, |c| all.filter(pets::id.gt(after)).load(c))?,
                 },
                 Some(status) => {
                     let with_status = all.filter(pets::status.eq(status));
                     match after {
-                        None => with_status.load(conn)?,
-                        Some(after) => with_status.filter(pets::id.gt(after)).load(conn)?,
+                        None => native!(conn, |c| with_status.load(c))?,
+                        Some(after) => {
+                            native!(conn, |c| with_status.filter(pets::id.gt(after)).load(c))?
+                        }
                     }
                 }
             };
