@@ -49,16 +49,16 @@ pub enum KeysCommand {
     /// Issue a key; prints only the key on stdout.
     Create {
         /// free, pro, business or enterprise.
-        #[arg(long)]
+        #[arg(long, env = "PETSTORE_KEY_PLAN")]
         plan: Plan,
         /// A description, e.g. the customer's name.
-        #[arg(long, default_value = "")]
+        #[arg(long, env = "PETSTORE_KEY_LABEL", default_value = "")]
         label: String,
         /// Requests per minute (enterprise only, with --per-day).
-        #[arg(long, requires = "per_day")]
+        #[arg(long, env = "PETSTORE_KEY_PER_MINUTE", requires = "per_day")]
         per_minute: Option<u32>,
         /// Requests per day (enterprise only, with --per-minute).
-        #[arg(long, requires = "per_minute")]
+        #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires = "per_minute")]
         per_day: Option<u32>,
     },
     /// List every key (never the secrets).
@@ -73,13 +73,13 @@ pub enum KeysCommand {
         /// The key's id.
         id: i64,
         /// free, pro, business or enterprise.
-        #[arg(long)]
+        #[arg(long, env = "PETSTORE_KEY_PLAN")]
         plan: Plan,
         /// Requests per minute (enterprise only, with --per-day).
-        #[arg(long, requires = "per_day")]
+        #[arg(long, env = "PETSTORE_KEY_PER_MINUTE", requires = "per_day")]
         per_minute: Option<u32>,
         /// Requests per day (enterprise only, with --per-minute).
-        #[arg(long, requires = "per_minute")]
+        #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires = "per_minute")]
         per_day: Option<u32>,
     },
     /// Lift a key's temporary ban.
