@@ -21,9 +21,18 @@ pub(crate) fn run_pending(
 ) -> Result<Vec<String>, StoreError> {
     match conn {
         AnyConnection::Sqlite(conn) => {
-            // BEGIN IMMEDIATE would be ideal; Diesel runs each migration in its own
-            // transaction and busy_timeout serialises concurrent starts on one file.
-            applied(conn.run_pending_migrations(SQLITE))
+            // BEGIN IMMEDIATE takes the write lock before looking at what is applied, so
+            // processes starting together on a new file wait for each other (busy_timeout)
+            // instead of racing to create the same tables. Each migration's own transaction
+            // becomes a savepoint inside this one.
+            let mut names = Vec::new();
+            conn.immediate_transaction(|conn| {
+                names = applied(conn.run_pending_migrations(SQLITE))
+                    .map_err(|e| diesel::result::Error::QueryBuilderError(e.to_string().into()))?;
+                Ok::<_, diesel::result::Error>(())
+            })
+            .map_err(|e| StoreError::Migration(e.to_string()))?;
+            Ok(names)
         }
         AnyConnection::Postgresql(conn) => {
             // Waiting for another instance's migration, or a long migration, must not be cut

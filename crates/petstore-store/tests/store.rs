@@ -307,3 +307,24 @@ fn a_migration_waits_for_the_lock_longer_than_the_statement_timeout() {
         .expect("migrated after the wait");
     assert_eq!(applied.len(), 2);
 }
+
+#[test]
+fn processes_starting_together_on_a_new_sqlite_file_migrate_once() {
+    let db = petstore_store::testing::TestDatabase::sqlite();
+    let starters: Vec<_> = (0..6)
+        .map(|_| {
+            let url = db.url().to_owned();
+            std::thread::spawn(move || Store::open(&StoreConfig::new(url)).expect("open").migrate())
+        })
+        .collect();
+    let applied: usize = starters
+        .into_iter()
+        .map(|s| {
+            s.join()
+                .expect("thread")
+                .expect("every start succeeds")
+                .len()
+        })
+        .sum();
+    assert_eq!(applied, 2, "each migration applied exactly once");
+}
