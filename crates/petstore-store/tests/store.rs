@@ -328,3 +328,32 @@ fn processes_starting_together_on_a_new_sqlite_file_migrate_once() {
         .sum();
     assert_eq!(applied, 2, "each migration applied exactly once");
 }
+
+#[test]
+fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
+    use diesel::connection::SimpleConnection;
+    use diesel::{Connection, PgConnection};
+    let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
+        return;
+    };
+    db.store();
+    let mut config = StoreConfig::new(db.url());
+    config.statement_timeout = std::time::Duration::from_millis(200);
+    let store = Store::open(&config).expect("open");
+    let mut holder = PgConnection::establish(db.url()).expect("connect");
+    holder
+        .batch_execute("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
+        .expect("lock the table");
+    let started = std::time::Instant::now();
+    let result = store.list_pets(&PetListQuery::default());
+    assert!(
+        matches!(result, Err(StoreError::Unavailable(_))),
+        "{result:?}"
+    );
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    holder.batch_execute("ROLLBACK").expect("unlock");
+    assert!(
+        store.list_pets(&PetListQuery::default()).is_ok(),
+        "works again"
+    );
+}

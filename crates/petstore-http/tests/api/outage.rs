@@ -140,3 +140,47 @@ async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
         .collect();
     assert_eq!(names, ["before"], "nothing lost, nothing half-written");
 }
+
+#[actix_web::test]
+async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
+    use diesel::connection::SimpleConnection;
+    use diesel::{Connection, PgConnection};
+    const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    db.store();
+    let mut config = StoreConfig::new(db.url());
+    config.pool_size = 1;
+    config.connect_timeout = Duration::from_millis(300);
+    let mut holder = PgConnection::establish(db.url()).expect("connect");
+    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open"));
+    assert_eq!(app.get("/v1/pets").await.status, 200);
+
+    // Occupy the only connection: a migration waiting for a lock someone else holds.
+    holder
+        .batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+        .expect("lock");
+    let store = app.store.clone();
+    let occupied = thread::spawn(move || store.migrate());
+    thread::sleep(Duration::from_millis(200));
+
+    let started = Instant::now();
+    let reply = app.get("/v1/pets").await;
+    reply.assert_error(503, "service_unavailable");
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "answered within the connect timeout"
+    );
+
+    holder
+        .batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
+        .expect("unlock");
+    occupied.join().expect("thread").expect("migrate");
+    assert_eq!(
+        app.get("/v1/pets").await.status,
+        200,
+        "the connection is back"
+    );
+}
