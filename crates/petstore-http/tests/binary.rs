@@ -10,9 +10,8 @@ use serde_json::Value;
 
 #[test]
 fn keys_pets_revocation_and_restart_over_real_tcp() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("petstore.db");
-    let db = db.to_str().expect("utf-8 path");
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
 
     let key = run(
         db,
@@ -100,9 +99,8 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
 
 #[test]
 fn a_fresh_database_gets_a_working_bootstrap_key() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("petstore.db");
-    let db = db.to_str().expect("utf-8 path");
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
     let server = Server::start(db, &[]);
     let key = server
         .stdout
@@ -121,9 +119,8 @@ fn a_fresh_database_gets_a_working_bootstrap_key() {
 
 #[test]
 fn cli_mistakes_fail_with_a_message() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("petstore.db");
-    let db = db.to_str().expect("utf-8 path");
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
     let cases: [&[&str]; 4] = [
         &["keys", "create", "--plan", "gold"],
         &["keys", "create", "--plan", "enterprise"],
@@ -164,9 +161,8 @@ fn cli_mistakes_fail_with_a_message() {
 
 #[test]
 fn bans_are_listed_and_lifted_with_the_cli() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("petstore.db");
-    let db = db.to_str().expect("utf-8 path");
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
     let key = run(
         db,
         &[

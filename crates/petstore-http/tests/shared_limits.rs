@@ -17,9 +17,8 @@ fn two_instances_sharing_redis_grant_exactly_the_plan_limit() {
     let Some(redis) = TestRedis::new() else {
         return;
     };
-    let dir = tempfile::tempdir().expect("tempdir");
-    let db = dir.path().join("petstore.db");
-    let db = db.to_str().expect("utf-8 path");
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
     let key = run(db, &["keys", "create", "--plan", "free"])
         .trim()
         .to_owned();

@@ -32,6 +32,13 @@ pub fn run(db: &str, args: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("utf-8")
 }
 
+/// A SQLite database path in a temporary folder (removed when the folder is dropped).
+pub fn temp_db() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("petstore.db").display().to_string();
+    (dir, path)
+}
+
 pub struct Server {
     child: Child,
     pub base: String,
