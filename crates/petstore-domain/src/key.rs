@@ -314,6 +314,15 @@ mod tests {
     }
 
     #[test]
+    fn the_stored_hash_is_the_sha256_of_the_whole_key() {
+        let secret = ApiKeySecret::from_random_bytes([0xab; 32]);
+        assert_eq!(
+            secret.hash().as_str(),
+            "ff22e6b12154a13124ac8720e205f6edc7daf525e422b93e9e95a42c307f4725"
+        );
+    }
+
+    #[test]
     fn hashing_is_stable_and_distinguishes_keys() {
         let a = ApiKeySecret::from_random_bytes([1; 32]);
         let b = ApiKeySecret::from_random_bytes([2; 32]);

@@ -253,3 +253,31 @@ fn the_database_url_flag_takes_a_sqlite_url_anywhere_on_the_line() {
         "sqlite://PATH names the file"
     );
 }
+
+#[test]
+fn keys_never_reach_the_log() {
+    let (dir, db) = common::temp_db();
+    let key = run(&db, &["keys", "create", "--plan", "pro"]);
+    let key = key.trim();
+    let log = dir.path().join("server.log");
+    let server = Server::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
+    assert_eq!(get(&server.base, "/pets", key).0, 200);
+    assert_eq!(post(&server.base, key, r#"{"name":1}"#).0, 400);
+    let unknown = format!("pst_{}", "e".repeat(64));
+    assert_eq!(get(&server.base, "/pets", &unknown).0, 401);
+    server.stop();
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(
+        text.contains("GET /v1/pets"),
+        "one access-log line per request:\n{text}"
+    );
+    assert!(text.contains("POST /v1/pets"), "{text}");
+    assert!(
+        !text.contains(key) && !text.contains(&unknown),
+        "a key was logged:\n{text}"
+    );
+    assert!(
+        !text.contains(&key[4..20]),
+        "part of a key was logged:\n{text}"
+    );
+}

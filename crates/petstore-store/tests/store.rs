@@ -9,6 +9,31 @@ use petstore_domain::{
 use petstore_store::for_each_backend;
 use petstore_store::{Store, StoreConfig, StoreError};
 
+#[derive(diesel::QueryableByName)]
+struct RawKeyRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    key_hash: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    display_prefix: String,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    label: String,
+}
+
+/// The api_keys rows as the database holds them, read past the store.
+fn raw_key_rows(url: &str) -> Vec<RawKeyRow> {
+    use diesel::{Connection, PgConnection, RunQueryDsl, SqliteConnection};
+    let query = diesel::sql_query("SELECT key_hash, display_prefix, label FROM api_keys");
+    if url.starts_with("postgres") {
+        query
+            .load(&mut PgConnection::establish(url).expect("connect"))
+            .expect("read")
+    } else {
+        query
+            .load(&mut SqliteConnection::establish(url).expect("connect"))
+            .expect("read")
+    }
+}
+
 fn draft(name: &str, status: PetStatus) -> PetDraft {
     PetDraft::new(name, 1, status).expect("valid draft")
 }
@@ -161,8 +186,14 @@ for_each_backend! {
         let (_, secret) = store.create_key(&KeySpec::new(Plan::Free, "", None).expect("spec")).expect("create");
         let unknown = ApiKeySecret::from_random_bytes([9; 32]);
         assert_eq!(store.find_active_key(&unknown.hash()).expect("find"), None);
-        let listed = format!("{:?}", store.list_keys().expect("list"));
-        assert!(!listed.contains(secret.expose()));
+        let rows = raw_key_rows(db.url());
+        assert_eq!(rows.len(), 1);
+        let row = &rows[0];
+        assert_eq!(row.key_hash, secret.hash().as_str(), "the stored value is the hash");
+        assert_eq!(row.display_prefix, &secret.expose()[..12]);
+        for column in [&row.key_hash, &row.display_prefix, &row.label] {
+            assert!(!column.contains(secret.expose()), "a column holds the secret: {column}");
+        }
     }
 
     fn every_key_is_distinct_and_enterprise_limits_persist(db) {

@@ -47,11 +47,24 @@ pub struct Server {
 
 impl Server {
     pub fn start(db: &str, extra: &[&str]) -> Self {
-        let mut child = petstore(db)
+        Self::start_logging(db, extra, None)
+    }
+
+    /// Starts the server with `RUST_LOG=info` and its stderr in `log` when one is given.
+    pub fn start_logging(db: &str, extra: &[&str], log: Option<&std::path::Path>) -> Self {
+        let mut command = petstore(db);
+        let stderr = match log {
+            Some(path) => {
+                command.env("RUST_LOG", "info");
+                Stdio::from(std::fs::File::create(path).expect("log file"))
+            }
+            None => Stdio::inherit(),
+        };
+        let mut child = command
             .args(["serve", "--bind", "127.0.0.1:0", "--key-cache-ttl", "1s"])
             .args(extra)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(stderr)
             .spawn()
             .expect("start petstore");
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
