@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
-use actix_web::middleware::{Logger, from_fn};
+use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::{App, HttpRequest, web};
 use petstore_store::{Store, StoreError};
 
@@ -28,6 +28,9 @@ pub use auth::{ApiClient, KeyCache};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{ApiError, ErrorCode};
 pub use server::{RateLimitConfig, ServeConfig, serve};
+
+/// The `log` target of the access log (one line per request, at `info`).
+pub const ACCESS_LOG: &str = "actix_web::middleware::logger";
 
 /// Settings of the HTTP layer itself.
 #[derive(Debug, Clone)]
@@ -92,8 +95,8 @@ pub struct AppState {
     pub trusted_proxies: ratelimit::TrustedProxies,
 }
 
-/// Runs a blocking store call on actix's blocking thread pool; the only way handlers and
-/// middleware reach the database.
+/// Runs a blocking store call on actix's blocking thread pool. With [`db_read`], the only way
+/// handlers and middleware reach the database.
 pub async fn db<T, F>(state: &web::Data<AppState>, f: F) -> Result<T, ApiError>
 where
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
@@ -104,6 +107,19 @@ where
         .await
         .map_err(ApiError::internal)?
         .map_err(ApiError::from)
+}
+
+/// Runs a store read, on the calling worker when the store can answer it without waiting
+/// ([`Store::try_inline`]: SQLite with an idle connection), else like [`db`].
+pub async fn db_read<T, F>(state: &web::Data<AppState>, f: F) -> Result<T, ApiError>
+where
+    F: Fn(&Store) -> Result<T, StoreError> + Send + 'static,
+    T: Send + 'static,
+{
+    match state.store.try_inline(&f) {
+        Some(result) => result.map_err(ApiError::from),
+        None => db(state, f).await,
+    }
 }
 
 /// The application: routes, middleware and error handling. Production and tests build it
@@ -131,7 +147,11 @@ pub fn app(
         )
         .default_service(web::to(routes::not_found))
         .wrap(from_fn(ratelimit::gate))
-        // Outermost last: the access log sees the final response, error bodies included.
+        // Outermost last: the access log sees the final response, error bodies included. It is
+        // left out when its lines would be filtered anyway (it renders every request first).
         .wrap(from_fn(middleware::json_errors))
-        .wrap(Logger::new(r#"%a "%r" %s %b %Dms"#))
+        .wrap(Condition::new(
+            log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
+            Logger::new(r#"%a "%r" %s %b %Dms"#).log_target(ACCESS_LOG),
+        ))
 }

@@ -4,7 +4,7 @@
 //! queue in order here instead of polling SQLite's lock. Every caller is answered only after
 //! the commit that holds its pet, so a 201 still means "on disk".
 
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
 
 use diesel::Connection;
@@ -17,9 +17,12 @@ use crate::{AnyConnection, StoreError};
 /// Most inserts committed together.
 const MAX_BATCH: usize = 256;
 
+/// Called on the writer thread with a pet's outcome, after the commit that holds it.
+pub(crate) type Reply = Box<dyn FnOnce(Result<Pet, StoreError>) + Send>;
+
 struct Job {
     draft: PetDraft,
-    reply: SyncSender<Result<Pet, StoreError>>,
+    reply: Reply,
 }
 
 /// The handle to the writer thread; the thread ends when the last handle is dropped.
@@ -40,15 +43,30 @@ impl PetWriter {
     /// Stores `draft` and returns once its transaction has committed.
     pub(crate) fn create(&self, draft: &PetDraft) -> Result<Pet, StoreError> {
         let (reply, answer) = mpsc::sync_channel(1);
-        let stopped = || StoreError::Unavailable("the SQLite writer has stopped".into());
-        self.jobs
-            .send(Job {
-                draft: draft.clone(),
-                reply,
-            })
-            .map_err(|_| stopped())?;
+        self.submit(
+            draft,
+            Box::new(move |result| {
+                let _ = reply.send(result);
+            }),
+        );
         answer.recv().map_err(|_| stopped())?
     }
+
+    /// Queues `draft` and returns at once; `reply` gets the outcome after the commit (or at
+    /// once if the writer has stopped).
+    pub(crate) fn submit(&self, draft: &PetDraft, reply: Reply) {
+        let job = Job {
+            draft: draft.clone(),
+            reply,
+        };
+        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+            (job.reply)(Err(stopped()));
+        }
+    }
+}
+
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the SQLite writer has stopped".into())
 }
 
 fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
@@ -68,7 +86,7 @@ fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
                 Err(error) => {
                     let error = StoreError::Unavailable(error.to_string());
                     for job in batch {
-                        let _ = job.reply.send(Err(clone_error(&error)));
+                        (job.reply)(Err(clone_error(&error)));
                     }
                     continue;
                 }
@@ -77,7 +95,7 @@ fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
         match commit(conn, &batch) {
             Ok(results) => {
                 for (job, result) in batch.into_iter().zip(results) {
-                    let _ = job.reply.send(result);
+                    (job.reply)(result);
                 }
             }
             Err(error) => {
@@ -85,7 +103,7 @@ fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
                     connection = None;
                 }
                 for job in batch {
-                    let _ = job.reply.send(Err(clone_error(&error)));
+                    (job.reply)(Err(clone_error(&error)));
                 }
             }
         }

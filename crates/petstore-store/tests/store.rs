@@ -388,3 +388,45 @@ fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
         "works again"
     );
 }
+
+for_each_backend! {
+    fn reads_run_inline_only_on_sqlite_and_only_with_an_idle_connection(db) {
+        let store = db.store();
+        let pet = store.create_pet(&draft("Inline", PetStatus::Sold)).expect("create");
+        // One connection, none opened ahead of time: nothing is idle until a read returns one.
+        let mut config = StoreConfig::new(db.url());
+        config.pool_size = 1;
+        config.keep_warm = false;
+        let store = Store::open(&config).expect("open");
+        let sqlite = store.backend_name() == "sqlite";
+        assert!(
+            store.try_inline(|s| s.find_pet(pet.id)).is_none(),
+            "no idle connection (or PostgreSQL): not run, so the caller can run it elsewhere"
+        );
+        // The refusal did not stick: an ordinary read still waits for (and opens) a connection.
+        assert_eq!(store.find_pet(pet.id).expect("find"), Some(pet.clone()));
+        let inline = store.try_inline(|s| s.find_pet(pet.id));
+        if sqlite {
+            assert_eq!(inline.expect("idle connection").expect("find"), Some(pet));
+        } else {
+            assert!(inline.is_none(), "every PostgreSQL query is a round trip: never inline");
+        }
+    }
+
+    fn a_pet_handed_to_the_writer_is_answered_once_committed(db) {
+        let store = db.store();
+        let (sender, answer) = std::sync::mpsc::channel();
+        let queued = store.create_pet_then(&draft("Queued", PetStatus::Pending), move |result| {
+            sender.send(result).expect("the test is waiting");
+        });
+        if store.backend_name() == "sqlite" {
+            assert!(queued.is_ok());
+            let pet = answer.recv().expect("answered").expect("created");
+            assert_eq!(pet.name, "Queued");
+            assert_eq!(store.find_pet(pet.id).expect("find"), Some(pet), "committed before the answer");
+        } else {
+            assert!(queued.is_err(), "no writer on PostgreSQL: the callback comes back unused");
+            assert!(answer.try_recv().is_err());
+        }
+    }
+}

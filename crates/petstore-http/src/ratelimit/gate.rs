@@ -10,7 +10,7 @@ use petstore_domain::{ApiKey, ApiKeyRepository, Ban, KeyHash, RateDecision, Rate
 use super::{Subject, Verdict, headers};
 use crate::auth::bearer_secret;
 use crate::error::{ErrorCode, error_response};
-use crate::{ApiClient, ApiError, AppState, db};
+use crate::{ApiClient, ApiError, AppState, db, db_read};
 
 /// Paths that are never limited: load balancers poll them.
 const UNLIMITED: [&str; 2] = ["/healthz", "/readyz"];
@@ -66,7 +66,7 @@ async fn admit(state: &web::Data<AppState>, req: &ServiceRequest, now: u64) -> A
                 Some(known) => known,
                 None => {
                     let lookup = key_hash.clone();
-                    match db(state, move |store| store.find_active_key(&lookup)).await {
+                    match db_read(state, move |store| store.find_active_key(&lookup)).await {
                         Ok(found) => {
                             state.keys.put(key_hash, found.clone());
                             found

@@ -7,9 +7,9 @@ use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use petstore_domain::{OrderListQuery, OrderRepository};
 
-use super::next_link;
+use super::{json_body, next_link};
 use crate::extract::query_pairs;
-use crate::{ApiError, AppState, db};
+use crate::{ApiError, AppState, db_read};
 
 /// `listOrders`: orders in ascending id order, paged like pets (`limit`, `after`).
 pub async fn list_orders(
@@ -18,7 +18,7 @@ pub async fn list_orders(
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let query = OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let page = db(&state, move |store| store.list_orders(&query)).await?;
+    let page = db_read(&state, move |store| store.list_orders(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let params = [
@@ -28,7 +28,7 @@ pub async fn list_orders(
         let base = state.settings.public_base(&req);
         response.insert_header((header::LINK, next_link(&base, "/store/orders", &params)));
     }
-    Ok(response.json(page.items))
+    Ok(json_body(response, &page.items, page.items.len()))
 }
 
 /// `X-API-Stability: experimental` on every response of the orders area: its shape may change

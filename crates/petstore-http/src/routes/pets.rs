@@ -4,10 +4,10 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{NewPet, PetListQuery, PetRepository};
 
-use super::next_link;
+use super::{json_body, next_link};
 use crate::extract::{JsonBody, query_pairs};
 use crate::middleware::{SUNSET, SUNSET_UNIX};
-use crate::{ApiError, AppState, db};
+use crate::{ApiError, AppState, db, db_read};
 
 /// `listPets`: a page in ascending id order; `Link: rel="next"` when more follow.
 pub async fn list_pets(
@@ -16,7 +16,7 @@ pub async fn list_pets(
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let query = PetListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let page = db(&state, move |store| store.list_pets(&query)).await?;
+    let page = db_read(&state, move |store| store.list_pets(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let mut params = vec![("limit", query.page.limit.get().to_string())];
@@ -27,7 +27,7 @@ pub async fn list_pets(
         let base = state.settings.public_base(&req);
         response.insert_header((header::LINK, next_link(&base, "/pets", &params)));
     }
-    Ok(response.json(page.items))
+    Ok(json_body(response, &page.items, page.items.len()))
 }
 
 /// `createPet`: `201`, the pet, and its `Location`.
@@ -37,7 +37,16 @@ pub async fn create_pet(
     body: JsonBody<NewPet>,
 ) -> Result<HttpResponse, ApiError> {
     let draft = body.0.validate_into()?;
-    let pet = db(&state, move |store| store.create_pet(&draft)).await?;
+    // SQLite: the writer thread answers when the pet is committed; no blocking thread waits.
+    let (sender, committed) = tokio::sync::oneshot::channel();
+    let pet = match state.store.create_pet_then(&draft, move |result| {
+        let _ = sender.send(result);
+    }) {
+        Ok(()) => committed
+            .await
+            .map_err(|_| ApiError::Unavailable("the pet writer stopped".into()))??,
+        Err(_) => db(&state, move |store| store.create_pet(&draft)).await?,
+    };
     let location = format!("{}/pets/{}", state.settings.public_base(&req), pet.id);
     Ok(HttpResponse::Created()
         .insert_header((header::LOCATION, location))
@@ -56,7 +65,7 @@ pub async fn get_pet(
         });
     }
     let id = parse_id(req.match_info().get("petId").unwrap_or_default())?;
-    let pet = db(&state, move |store| store.find_pet(id))
+    let pet = db_read(&state, move |store| store.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
     Ok(HttpResponse::Ok().json(pet))
