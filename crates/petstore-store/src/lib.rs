@@ -4,8 +4,9 @@
 //!
 //! This crate is synchronous and knows nothing of HTTP; callers in an async runtime run it on a
 //! blocking pool, except for what cannot block them: SQLite reads with an idle connection
-//! ([`Store::try_inline`]) and queued pet creation ([`Store::create_pet_then`]). Start with [`Store::open`]; the trait implementations live in one module per
-//! aggregate (`pets`, `orders`, `keys`). Row types stay private; only domain types come out.
+//! ([`Store::try_inline`]) and queued pet creation ([`Store::create_pet_then`]). Start with
+//! [`Store::open`]; the trait implementations live in one module per aggregate (`pets`,
+//! `orders`, `keys`). Row types stay private; only domain types come out.
 #![warn(missing_docs)]
 
 /// Runs a read on the concrete connection inside an [`AnyConnection`]: the same query, without
