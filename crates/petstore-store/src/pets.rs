@@ -1,6 +1,10 @@
 //! `PetRepository` for both backends.
 
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::pg::{Pg, PgValue};
 use diesel::prelude::*;
+use diesel::sql_types::Text;
+use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::{Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus};
 
 use crate::schema::pets;
@@ -13,15 +17,15 @@ const PET_COLUMNS: PetColumns = (pets::id, pets::name, pets::category_id, pets::
 
 /// Inserts one pet (the SQLite writer batches calls of this in one transaction).
 pub(crate) fn insert_pet(conn: &mut AnyConnection, pet: &PetDraft) -> QueryResult<PetRow> {
-    diesel::insert_into(pets::table)
+    let insert = diesel::insert_into(pets::table)
         .values((
             pets::name.eq(pet.name()),
             pets::category_id.eq(pet.category_id()),
             pets::status.eq(pet.status().as_str()),
             pets::created_at.eq(unix_now()),
         ))
-        .returning(PET_COLUMNS)
-        .get_result(conn)
+        .returning(PET_COLUMNS);
+    native!(conn, |c| insert.get_result(c))
 }
 
 #[derive(Queryable)]
@@ -29,17 +33,50 @@ pub(crate) struct PetRow {
     id: i64,
     name: String,
     category_id: i64,
-    status: String,
+    status: StoredStatus,
+}
+
+/// The `status` column, read in place: a `String` per row would be allocated only to be
+/// parsed and dropped (a list page reads up to 101 of them).
+#[derive(Debug, FromSqlRow)]
+pub(crate) enum StoredStatus {
+    Known(PetStatus),
+    /// Not a status the service writes: the row was changed outside it.
+    Unknown(String),
+}
+
+impl StoredStatus {
+    fn parse(text: &str) -> Self {
+        text.parse()
+            .map_or_else(|_| Self::Unknown(text.to_owned()), Self::Known)
+    }
+}
+
+impl FromSql<Text, Sqlite> for StoredStatus {
+    fn from_sql(mut value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
+        Ok(Self::parse(value.read_text()))
+    }
+}
+
+impl FromSql<Text, Pg> for StoredStatus {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        Ok(Self::parse(std::str::from_utf8(value.as_bytes())?))
+    }
 }
 
 impl TryFrom<PetRow> for Pet {
     type Error = StoreError;
 
     fn try_from(row: PetRow) -> Result<Self, StoreError> {
-        let status: PetStatus = row.status.parse().map_err(|_| StoreError::Corrupt {
-            table: "pets",
-            reason: format!("pet {} has unknown status {:?}", row.id, row.status),
-        })?;
+        let status = match row.status {
+            StoredStatus::Known(status) => status,
+            StoredStatus::Unknown(text) => {
+                return Err(StoreError::Corrupt {
+                    table: "pets",
+                    reason: format!("pet {} has unknown status {text:?}", row.id),
+                });
+            }
+        };
         Ok(Pet {
             id: row.id,
             name: row.name,
