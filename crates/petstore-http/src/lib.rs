@@ -61,8 +61,15 @@ impl HttpSettings {
     /// listener's scheme; `X-Forwarded-*`/`Forwarded` are deliberately ignored, since any client
     /// can send them and links must not point where a client chose.
     pub fn public_base(&self, req: &HttpRequest) -> String {
+        let mut base = String::new();
+        self.write_public_base(req, &mut base);
+        base
+    }
+
+    /// Appends [`Self::public_base`] to `out` (links are built in one buffer).
+    pub fn write_public_base(&self, req: &HttpRequest, out: &mut String) {
         match &self.public_base_url {
-            Some(url) => url.clone(),
+            Some(url) => out.push_str(url),
             None => {
                 let config = req.app_config();
                 let scheme = if config.secure() { "https" } else { "http" };
@@ -72,7 +79,10 @@ impl HttpSettings {
                     .and_then(|h| h.to_str().ok())
                     .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
                     .unwrap_or_else(|| config.host());
-                format!("{scheme}://{host}{}", self.base_path)
+                out.push_str(scheme);
+                out.push_str("://");
+                out.push_str(host);
+                out.push_str(&self.base_path);
             }
         }
     }

@@ -61,10 +61,11 @@ pub async fn deprecation_headers(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let successor = req.app_data::<web::Data<AppState>>().map(|state| {
-        format!(
-            "<{}/pets>; rel=\"successor-version\"",
-            state.settings.public_base(req.request())
-        )
+        let mut link = String::with_capacity(64);
+        link.push('<');
+        state.settings.write_public_base(req.request(), &mut link);
+        link.push_str("/pets>; rel=\"successor-version\"");
+        link
     });
     let mut response = next.call(req).await?;
     let headers = response.headers_mut();

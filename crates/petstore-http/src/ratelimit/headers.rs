@@ -80,8 +80,8 @@ fn set(
     headers.insert(LIMIT, value(digits.format(limit).as_bytes()));
     headers.insert(REMAINING, value(digits.format(remaining).as_bytes()));
     headers.insert(RESET, value(digits.format(reset_at).as_bytes()));
-    let mut policy = Vec::with_capacity(48);
-    let mut state = Vec::with_capacity(48);
+    let mut policy = Vec::with_capacity(64);
+    let mut state = Vec::with_capacity(64);
     for (i, (window, limit, remaining, reset_in)) in windows.into_iter().enumerate() {
         if i > 0 {
             policy.extend_from_slice(b", ");

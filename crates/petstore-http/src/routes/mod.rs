@@ -8,7 +8,7 @@ use actix_web::http::header::ContentType;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError, web};
 
-use crate::{ApiError, auth, middleware};
+use crate::{ApiError, HttpSettings, auth, middleware};
 
 /// Registers the API's resources. Each resource authenticates (so `401` precedes `405`), and
 /// answers a wrong method with `405` and `Allow`.
@@ -72,8 +72,29 @@ fn json_body<T: serde::Serialize>(
     }
 }
 
-/// `<{base}/{path}?{query}>; rel="next"` (RFC 8288).
-fn next_link(base: &str, path: &str, query: &[(&str, String)]) -> String {
-    let query = serde_urlencoded::to_string(query).unwrap_or_default();
-    format!("<{base}{path}?{query}>; rel=\"next\"")
+/// `<{base}{path}?limit=…[&status=…]&after=…>; rel="next"` (RFC 8288), the link to the page
+/// after `after`. Every value is digits or a status name, so nothing needs percent-encoding.
+fn next_link(
+    settings: &HttpSettings,
+    req: &HttpRequest,
+    path: &str,
+    limit: u32,
+    status: Option<&str>,
+    after: i64,
+) -> String {
+    let mut digits = itoa::Buffer::new();
+    let mut link = String::with_capacity(96);
+    link.push('<');
+    settings.write_public_base(req, &mut link);
+    link.push_str(path);
+    link.push_str("?limit=");
+    link.push_str(digits.format(limit));
+    if let Some(status) = status {
+        link.push_str("&status=");
+        link.push_str(status);
+    }
+    link.push_str("&after=");
+    link.push_str(digits.format(after));
+    link.push_str(">; rel=\"next\"");
+    link
 }

@@ -21,12 +21,9 @@ pub async fn list_orders(
     let page = db_read(&state, move |store| store.list_orders(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
-        let params = [
-            ("limit", query.page.limit.get().to_string()),
-            ("after", after.to_string()),
-        ];
-        let base = state.settings.public_base(&req);
-        response.insert_header((header::LINK, next_link(&base, "/store/orders", &params)));
+        let limit = query.page.limit.get();
+        let link = next_link(&state.settings, &req, "/store/orders", limit, None, after);
+        response.insert_header((header::LINK, link));
     }
     Ok(json_body(response, &page.items, page.items.len()))
 }

@@ -2,7 +2,7 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{NewPet, PetListQuery, PetRepository};
+use petstore_domain::{NewPet, PetListQuery, PetRepository, PetStatus};
 
 use super::{json_body, next_link};
 use crate::extract::{JsonBody, query_pairs};
@@ -19,13 +19,10 @@ pub async fn list_pets(
     let page = db_read(&state, move |store| store.list_pets(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
-        let mut params = vec![("limit", query.page.limit.get().to_string())];
-        if let Some(status) = query.status {
-            params.push(("status", status.as_str().to_owned()));
-        }
-        params.push(("after", after.to_string()));
-        let base = state.settings.public_base(&req);
-        response.insert_header((header::LINK, next_link(&base, "/pets", &params)));
+        let status = query.status.map(PetStatus::as_str);
+        let limit = query.page.limit.get();
+        let link = next_link(&state.settings, &req, "/pets", limit, status, after);
+        response.insert_header((header::LINK, link));
     }
     Ok(json_body(response, &page.items, page.items.len()))
 }
