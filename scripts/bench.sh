@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # End-to-end load benchmark: petstore (release build) on a seeded catalogue against a minimal
 # actix-web ceiling (crates/petstore-http/examples/ceiling.rs), server and load generator (wrk)
-# pinned to different cores, each figure the median of several runs and reported as a ratio to
-# the ceiling measured in the same run. Writes a markdown table (see docs/performance.md).
+# pinned to different cores. Every run of a route is paired with a run of the ceiling just
+# before it, and each figure is the median over several such pairs, reported as a ratio to its
+# ceiling. Writes a markdown table (see docs/performance.md).
 #
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
 #
 # PostgreSQL (and Redis with --redis) are used when reachable on 127.0.0.1 (PETSTORE_BENCH_PG,
-# PETSTORE_BENCH_REDIS override the URLs); a database of its own is created and dropped.
+# PETSTORE_BENCH_REDIS override the URLs); a database of its own is created and dropped, and
+# reached with PETSTORE_BENCH_PG_PARAMS (default sslmode=disable: TLS on loopback would measure
+# OpenSSL, not the service). On PostgreSQL the CPU time its own backends spend per list request
+# is reported too: on a machine this small it shares the cores with the server and wrk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -32,6 +36,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 PG_ADMIN=${PETSTORE_BENCH_PG:-postgres://postgres@127.0.0.1:5432/test}
+PG_PARAMS=${PETSTORE_BENCH_PG_PARAMS-sslmode=disable}
 REDIS_URL=${PETSTORE_BENCH_REDIS:-redis://127.0.0.1:6379}
 
 reachable() { timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$1" 2>/dev/null; }
@@ -58,9 +63,11 @@ if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; LOAD_CPU=1; else SERVER_CPU=0; LOAD_
 
 WORK=$(mktemp -d)
 SERVER_PID=""
+CEILING_PID=""
 PG_DB=""
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
+  [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null && wait "$CEILING_PID" 2>/dev/null
   [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -81,6 +88,13 @@ start_server() { # logname command...
 }
 stop_server() { kill -TERM "$SERVER_PID"; wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
 peak_rss_mib() { awk '/VmHWM/ { printf "%.1f", $2 / 1024 }' "/proc/$SERVER_PID/status"; }
+cpu_ticks() { # pid... -> user + system clock ticks used so far, summed
+  local total=0 pid
+  for pid in "$@"; do
+    total=$((total + $(awk '{ print $14 + $15 }' "/proc/$pid/stat" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
 
 # --- load ------------------------------------------------------------------------------------
 to_ms() { # "1.23ms" | "850.00us" | "1.20s" -> milliseconds
@@ -91,41 +105,59 @@ to_ms() { # "1.23ms" | "850.00us" | "1.20s" -> milliseconds
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-# run_wrk URL [wrk args...] -> sets RPS P50 P99 NON2XX (medians over $RUNS runs)
+wrk_rps() { # URL [wrk args...] -> requests/s of one run
+  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" | awk '/^Requests\/sec/ { print $2 }'
+}
+
+# run_wrk URL [wrk args...] -> sets RPS P50 P99 NON2XX (medians over $RUNS runs) and RATIO.
+# With PAIR=get or PAIR=post, each run is preceded by a run of the ceiling's matching route
+# (the ceiling server stays up, idle, on the same core), and RATIO is the median of the runs'
+# own ratios: both halves of a pair saw the machine in the same state, where a ceiling measured
+# minutes earlier may not have (its speed moves by a third between quarter-hours here).
 run_wrk() {
   local url=$1; shift
-  local rps=() p50=() p99=() bad=0
+  local rps=() p50=() p99=() ratios=() bad=0
   for _ in $(seq 1 "$RUNS"); do
-    local out
+    local out ceiling=""
+    case "${PAIR:-}" in
+      get) ceiling=$(wrk_rps "$CEILING_BASE/v1/pets") ;;
+      post) ceiling=$(wrk_rps "$CEILING_BASE/v1/pets" -s scripts/bench/post.lua) ;;
+    esac
     out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$@" "$url")
     rps+=("$(awk '/^Requests\/sec/ { print $2 }' <<<"$out")")
     p50+=("$(to_ms "$(awk '$1 == "50%" { print $2 }' <<<"$out")")")
     p99+=("$(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")")
     bad=$((bad + $(awk '/Non-2xx/ { print $NF }' <<<"$out" | tail -n1 | grep -E '^[0-9]+$' || echo 0)))
+    if [ -n "$ceiling" ]; then
+      ratios+=("$(awk -v a="${rps[-1]}" -v b="$ceiling" 'BEGIN { printf "%.4f", a / b }')")
+    fi
   done
   RPS=$(printf '%s\n' "${rps[@]}" | median)
   P50=$(printf '%s\n' "${p50[@]}" | median)
   P99=$(printf '%s\n' "${p99[@]}" | median)
   NON2XX=$bad
+  RATIO=""
+  if [ ${#ratios[@]} -gt 0 ]; then RATIO=$(printf '%s\n' "${ratios[@]}" | median); fi
 }
 
 ROWS=()
-row() { # backend pets route ceiling_rps
-  local ratio
-  ratio=$(awk -v a="$RPS" -v b="$4" 'BEGIN { printf "%.0f%%", 100 * a / b }')
+row() { # backend pets route
+  local ratio=-
+  [ -n "$RATIO" ] && ratio=$(awk -v r="$RATIO" 'BEGIN { printf "%.0f%%", 100 * r }')
   ROWS+=("| $1 | $2 | $3 | $(printf '%.0f' "$RPS") | $ratio | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
   echo "bench: $1 N=$2 $3: $(printf '%.0f' "$RPS") req/s ($ratio of ceiling), p50 $P50 ms, p99 $P99 ms, non-2xx $NON2XX, RSS $(peak_rss_mib) MiB" >&2
 }
 
 # --- ceiling ---------------------------------------------------------------------------------
+# Measured on its own first (for its latency and memory), then kept running for the pairs.
 start_server ceiling "$CEILING" 127.0.0.1:0 1
+CEILING_PID=$SERVER_PID
+CEILING_BASE=$BASE
 run_wrk "$BASE/v1/pets"
-CEIL_GET=$RPS
 ROWS+=("| ceiling | - | GET /v1/pets (static 20 pets) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
 run_wrk "$BASE/v1/pets" -s scripts/bench/post.lua
-CEIL_POST=$RPS
 ROWS+=("| ceiling | - | POST /v1/pets (parse and echo) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
-stop_server
+SERVER_PID=""
 
 # --- petstore --------------------------------------------------------------------------------
 seed() { # backend url n
@@ -152,23 +184,36 @@ bench_petstore() { # backend n url [extra serve args...]
   start_server "petstore-$backend-$n" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
     --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false "$@"
 
-  run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
+  local backends=() before=0
+  if [ "$backend" = postgres ]; then
+    # The pool's connections, opened at start-up and kept: their backends' CPU time.
+    mapfile -t backends < <(psql -Atq "$PG_ADMIN" -c \
+      "SELECT pid FROM pg_stat_activity WHERE datname = '$PG_DB' AND pid <> pg_backend_pid()")
+    before=$(cpu_ticks "${backends[@]}")
+  fi
+  PAIR=get run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
   local full=$RPS
-  row "$label" "$n" "GET /v1/pets?limit=20" "$CEIL_GET"
-  # The same route at half that load: latency when not saturated.
+  row "$label" "$n" "GET /v1/pets?limit=20"
+  if [ ${#backends[@]} -gt 0 ]; then
+    local ticks
+    ticks=$(( $(cpu_ticks "${backends[@]}") - before ))
+    echo "bench: PostgreSQL's backends used $(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" \
+      -v r="$full" -v d="$DURATION" -v n="$RUNS" 'BEGIN { printf "%.1f", 1e6 * t / hz / (r * d * n) }') µs of CPU per list request" >&2
+  fi
+  # The same route at half that load: latency when not saturated (no ratio: paced on purpose).
   local pause
   pause=$(awk -v c="$CONNS" -v r="$full" 'BEGIN { printf "%d", 2 * c * 1000 / r }')
   WRK_DELAY_MS=$pause run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}" -s scripts/bench/paced.lua
-  row "$label" "$n" "GET /v1/pets?limit=20 at half load" "$CEIL_GET"
+  row "$label" "$n" "GET /v1/pets?limit=20 at half load"
   [ $# -gt 0 ] && { stop_server; return; }
 
   local deep=$(( n > 400 ? n - 400 : 0 ))
-  run_wrk "$BASE/v1/pets?limit=100&status=sold&after=$deep" "${auth[@]}"
-  row "$label" "$n" "GET /v1/pets?limit=100&status=sold (deep cursor)" "$CEIL_GET"
-  run_wrk "$BASE/v1/pets/$(( n / 2 ))" "${auth[@]}"
-  row "$label" "$n" "GET /v1/pets/{id}" "$CEIL_GET"
-  run_wrk "$BASE/v1/pets" "${auth[@]}" -s scripts/bench/post.lua
-  row "$label" "$n" "POST /v1/pets" "$CEIL_POST"
+  PAIR=get run_wrk "$BASE/v1/pets?limit=100&status=sold&after=$deep" "${auth[@]}"
+  row "$label" "$n" "GET /v1/pets?limit=100&status=sold (deep cursor)"
+  PAIR=get run_wrk "$BASE/v1/pets/$(( n / 2 ))" "${auth[@]}"
+  row "$label" "$n" "GET /v1/pets/{id}"
+  PAIR=post run_wrk "$BASE/v1/pets" "${auth[@]}" -s scripts/bench/post.lua
+  row "$label" "$n" "POST /v1/pets"
   stop_server
 }
 
@@ -182,7 +227,8 @@ for backend in "${BACKEND_LIST[@]}"; do
         [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null
         PG_DB=petstore_bench_$$_$n
         psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_DB" >/dev/null
-        url=${PG_ADMIN%/*}/$PG_DB ;;
+        url=${PG_ADMIN%%\?*}
+        url=${url%/*}/$PG_DB${PG_PARAMS:+?$PG_PARAMS} ;;
       *) echo "unknown backend $backend" >&2; exit 2 ;;
     esac
     echo "bench: seeding $n pets on $backend" >&2
@@ -196,7 +242,7 @@ for backend in "${BACKEND_LIST[@]}"; do
 done
 
 {
-  echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); server on CPU $SERVER_CPU with 1 worker, wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS runs of ${DURATION}s."
+  echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); server on CPU $SERVER_CPU with 1 worker, wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS runs of ${DURATION}s, each paired with a ceiling run just before it (the ratio is the median of the pairs' ratios)."
   echo
   echo "| Backend | Pets | Route | Req/s | Of ceiling | p50 ms | p99 ms | Non-2xx | Peak RSS MiB |"
   echo "|---|---|---|---|---|---|---|---|---|"
