@@ -105,9 +105,11 @@ to_ms() { # "1.23ms" | "850.00us" | "1.20s" -> milliseconds
 }
 median() { sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
 
-wrk_rps() { # URL [wrk args...] -> requests/s of one run
-  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" "$@" | awk '/^Requests\/sec/ { print $2 }'
+# One wrk run, the same for the ceiling and the service: pinned, 1 thread, $CONNS connections.
+wrk_once() { # [wrk args...] URL -> wrk's report
+  taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$@"
 }
+rps_of() { awk '/^Requests\/sec/ { print $2 }'; }
 
 # run_wrk URL [wrk args...] -> sets RPS P50 P99 NON2XX (medians over $RUNS runs) and RATIO.
 # With PAIR=get or PAIR=post, each run is preceded by a run of the ceiling's matching route
@@ -120,11 +122,11 @@ run_wrk() {
   for _ in $(seq 1 "$RUNS"); do
     local out ceiling=""
     case "${PAIR:-}" in
-      get) ceiling=$(wrk_rps "$CEILING_BASE/v1/pets") ;;
-      post) ceiling=$(wrk_rps "$CEILING_BASE/v1/pets" -s scripts/bench/post.lua) ;;
+      get) ceiling=$(wrk_once "$CEILING_BASE/v1/pets" | rps_of) ;;
+      post) ceiling=$(wrk_once -s scripts/bench/post.lua "$CEILING_BASE/v1/pets" | rps_of) ;;
     esac
-    out=$(taskset -c "$LOAD_CPU" wrk -t1 -c"$CONNS" -d"${DURATION}s" --latency "$@" "$url")
-    rps+=("$(awk '/^Requests\/sec/ { print $2 }' <<<"$out")")
+    out=$(wrk_once "$@" "$url")
+    rps+=("$(rps_of <<<"$out")")
     p50+=("$(to_ms "$(awk '$1 == "50%" { print $2 }' <<<"$out")")")
     p99+=("$(to_ms "$(awk '$1 == "99%" { print $2 }' <<<"$out")")")
     bad=$((bad + $(awk '/Non-2xx/ { print $NF }' <<<"$out" | tail -n1 | grep -E '^[0-9]+$' || echo 0)))
