@@ -1,12 +1,16 @@
 //! Micro-benchmarks of the per-request pure work: the in-process rate-limit decision, input
-//! validation, API-key hashing and a page's JSON. `cargo bench -p petstore-http`; figures and
+//! validation, API-key hashing and cached lookup, and a page's JSON. `cargo bench -p petstore-http`; figures and
 //! method in docs/performance.md. `cargo test --benches` runs each once as a smoke test.
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use petstore_domain::{ApiKeySecret, NewPet, Pet, PetStatus, RateDecision, RateLimits};
+use petstore_domain::{
+    ApiKey, ApiKeySecret, NewPet, Pet, PetStatus, Plan, RateDecision, RateLimits,
+};
 use petstore_http::ratelimit::{Hit, MemoryCounters, Subject};
+use petstore_http::{ApiClient, KeyCache};
 
 const KEYS: i64 = 10_000;
 // 2026-11-21T12:34:00Z
@@ -57,6 +61,40 @@ fn key_hashing(c: &mut Criterion) {
     });
 }
 
+/// What a request with a known key pays instead of the hash above: its fingerprint and a hit in
+/// a cache of 10,000 keys.
+fn key_lookup(c: &mut Criterion) {
+    let cache = KeyCache::new(Duration::from_secs(3_600), 100_000);
+    let secrets: Vec<ApiKeySecret> = (0..KEYS)
+        .map(|id| {
+            let mut bytes = [0; 32];
+            bytes[..8].copy_from_slice(&id.to_le_bytes());
+            ApiKeySecret::from_random_bytes(bytes)
+        })
+        .collect();
+    for (id, secret) in (0..).zip(&secrets) {
+        let key = ApiKey {
+            id,
+            display_prefix: secret.display_prefix().to_owned(),
+            plan: Plan::Pro,
+            label: String::new(),
+            custom_limits: None,
+            created_at: 0,
+            revoked_at: None,
+            ban: None,
+        };
+        let fingerprint = cache.fingerprint(secret.expose().as_bytes());
+        cache.put(fingerprint, Some(ApiClient::new(key)));
+    }
+    let header = secrets[KEYS as usize / 2].expose().to_owned();
+    c.bench_function("look up a cached API key, 10,000 keys", |b| {
+        b.iter(|| {
+            let fingerprint = cache.fingerprint(black_box(header.as_bytes()));
+            black_box(cache.get(fingerprint).flatten().expect("cached"))
+        })
+    });
+}
+
 fn page_json(c: &mut Criterion) {
     let page: Vec<Pet> = (1..=20)
         .map(|id| Pet {
@@ -71,5 +109,12 @@ fn page_json(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, limiter, validation, key_hashing, page_json);
+criterion_group!(
+    benches,
+    limiter,
+    validation,
+    key_hashing,
+    key_lookup,
+    page_json
+);
 criterion_main!(benches);

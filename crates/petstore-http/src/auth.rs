@@ -2,7 +2,8 @@
 //! a busy key costs one database query per cache period, not one per request.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use actix_web::HttpMessage;
@@ -10,15 +11,38 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::middleware::Next;
-use petstore_domain::{ApiKey, ApiKeySecret, KeyHash};
+use petstore_domain::ApiKey;
 
 use crate::ApiError;
+use crate::ratelimit::LimitHeaders;
 
-/// The authenticated caller, put in the request extensions by the rate-limit gate.
+/// The authenticated caller, put in the request extensions by the rate-limit gate. A shared
+/// handle: the key cache holds the same one, so a request copies no part of the key.
 #[derive(Debug, Clone)]
-pub struct ApiClient {
+pub struct ApiClient(Arc<Caller>);
+
+#[derive(Debug)]
+struct Caller {
+    key: ApiKey,
+    limit_headers: LimitHeaders,
+}
+
+impl ApiClient {
+    /// The caller with this key.
+    pub fn new(key: ApiKey) -> Self {
+        let limit_headers = LimitHeaders::new(key.limits());
+        Self(Arc::new(Caller { key, limit_headers }))
+    }
+
     /// The caller's key.
-    pub key: ApiKey,
+    pub fn key(&self) -> &ApiKey {
+        &self.0.key
+    }
+
+    /// The rate-limit header values fixed by the key's limits.
+    pub(crate) fn limit_headers(&self) -> &LimitHeaders {
+        &self.0.limit_headers
+    }
 }
 
 /// Rejects with `401` a request for which the rate-limit gate found no valid key. (The gate,
@@ -36,20 +60,38 @@ pub async fn require_key(
     }
 }
 
-/// The key of a single well-formed `Authorization: Bearer <key>` header (scheme
-/// case-insensitive, RFC 7235); anything else is no key at all.
-pub(crate) fn bearer_secret(headers: &HeaderMap) -> Option<ApiKeySecret> {
+/// The token of a single `Authorization: Bearer <token>` header (scheme case-insensitive,
+/// RFC 7235), borrowed from the request; anything else is no token at all. Whether the token
+/// has the form of a key is checked only when it is looked up: a cached token is a known one.
+pub(crate) fn bearer_token(headers: &HeaderMap) -> Option<&[u8]> {
     let mut values = headers.get_all(header::AUTHORIZATION);
-    let value = values.next()?;
+    let value = values.next()?.as_bytes();
     if values.next().is_some() {
         return None;
     }
-    let (scheme, token) = value.to_str().ok()?.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
+    let space = value.iter().position(|&b| b == b' ')?;
+    let (scheme, mut token) = (&value[..space], &value[space..]);
+    if !scheme.eq_ignore_ascii_case(b"bearer") {
         return None;
     }
-    ApiKeySecret::parse(token.trim_matches(' '))
+    while let [b' ', rest @ ..] = token {
+        token = rest;
+    }
+    while let [rest @ .., b' '] = token {
+        token = rest;
+    }
+    (!token.is_empty()).then_some(token)
 }
+
+/// What the key cache files a key under: 128 bits of two SipHash functions keyed at random when
+/// the cache is built. Computing it costs a small fraction of the key's SHA-256 (the stored
+/// hash), which a request therefore only pays on a cache miss; and like that hash it does not
+/// reveal the secret, while no one outside the process can aim a collision at it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyFingerprint(u64, u64);
+
+/// One cached lookup: the key (`None`: known not to be a valid key) and when it was read.
+type CacheEntry = (Option<ApiClient>, Instant);
 
 /// Recent key lookups, positive and negative, each trusted for `ttl`. Revoking a key therefore
 /// takes effect on every instance within `ttl`. Bounded: when full, expired entries go first,
@@ -58,7 +100,8 @@ pub(crate) fn bearer_secret(headers: &HeaderMap) -> Option<ApiKeySecret> {
 pub struct KeyCache {
     ttl: Duration,
     capacity: usize,
-    entries: Mutex<HashMap<KeyHash, (Option<ApiKey>, Instant)>>,
+    seeds: (RandomState, RandomState),
+    entries: Mutex<HashMap<KeyFingerprint, CacheEntry>>,
 }
 
 impl KeyCache {
@@ -67,19 +110,25 @@ impl KeyCache {
         Self {
             ttl,
             capacity,
+            seeds: (RandomState::new(), RandomState::new()),
             entries: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The cached answer for `hash`: `Some(None)` means "known not to be a valid key".
-    pub fn get(&self, hash: &KeyHash) -> Option<Option<ApiKey>> {
+    /// The fingerprint of a presented key, under which its lookups are cached.
+    pub fn fingerprint(&self, token: &[u8]) -> KeyFingerprint {
+        KeyFingerprint(self.seeds.0.hash_one(token), self.seeds.1.hash_one(token))
+    }
+
+    /// The cached answer for `fingerprint`: `Some(None)` means "known not to be a valid key".
+    pub fn get(&self, fingerprint: KeyFingerprint) -> Option<Option<ApiClient>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let (key, fetched) = entries.get(hash)?;
+        let (key, fetched) = entries.get(&fingerprint)?;
         (fetched.elapsed() < self.ttl).then(|| key.clone())
     }
 
     /// Records a lookup.
-    pub fn put(&self, hash: KeyHash, key: Option<ApiKey>) {
+    pub fn put(&self, fingerprint: KeyFingerprint, key: Option<ApiClient>) {
         if self.ttl.is_zero() || self.capacity == 0 {
             return;
         }
@@ -90,7 +139,7 @@ impl KeyCache {
                 entries.clear();
             }
         }
-        entries.insert(hash, (key, Instant::now()));
+        entries.insert(fingerprint, (key, Instant::now()));
     }
 }
 
@@ -98,6 +147,7 @@ impl KeyCache {
 mod tests {
     use super::*;
     use actix_web::http::header::HeaderValue;
+    use petstore_domain::ApiKeySecret;
 
     fn headers(values: &[&str]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -111,51 +161,77 @@ mod tests {
     }
 
     #[test]
-    fn only_one_well_formed_bearer_header_carries_a_key() {
+    fn only_one_bearer_header_carries_a_token() {
         let secret = ApiKeySecret::from_random_bytes([3; 32]);
         let key = secret.expose().to_owned();
-        assert_eq!(
-            bearer_secret(&headers(&[&format!("Bearer {key}")])),
-            Some(secret.clone())
-        );
-        assert_eq!(
-            bearer_secret(&headers(&[&format!("bearer  {key}")])),
-            Some(secret)
-        );
+        for good in [
+            format!("Bearer {key}"),
+            format!("bearer  {key}"),
+            format!("BEARER {key} "),
+        ] {
+            assert_eq!(
+                bearer_token(&headers(&[&good])),
+                Some(key.as_bytes()),
+                "{good:?}"
+            );
+        }
         for bad in [
             String::new(),
             key.to_owned(),
             format!("Basic {key}"),
             format!("Bearer{key}"),
             "Bearer ".to_owned(),
-            format!("Bearer {key}x"),
+            "Bearer    ".to_owned(),
         ] {
-            assert_eq!(bearer_secret(&headers(&[&bad])), None, "{bad:?}");
+            assert_eq!(bearer_token(&headers(&[&bad])), None, "{bad:?}");
         }
         let twice = format!("Bearer {key}");
-        assert_eq!(bearer_secret(&headers(&[&twice, &twice])), None);
-        assert_eq!(bearer_secret(&HeaderMap::new()), None);
+        assert_eq!(bearer_token(&headers(&[&twice, &twice])), None);
+        assert_eq!(bearer_token(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn fingerprints_tell_keys_apart_and_differ_between_caches() {
+        let a = ApiKeySecret::from_random_bytes([1; 32]);
+        let b = ApiKeySecret::from_random_bytes([2; 32]);
+        let cache = KeyCache::new(Duration::from_secs(60), 10);
+        assert_eq!(
+            cache.fingerprint(a.expose().as_bytes()),
+            cache.fingerprint(a.expose().as_bytes())
+        );
+        assert_ne!(
+            cache.fingerprint(a.expose().as_bytes()),
+            cache.fingerprint(b.expose().as_bytes())
+        );
+        // Keyed at random per cache: nothing outside the process can predict them.
+        let other = KeyCache::new(Duration::from_secs(60), 10);
+        assert_ne!(
+            cache.fingerprint(a.expose().as_bytes()),
+            other.fingerprint(a.expose().as_bytes())
+        );
     }
 
     #[test]
     fn the_cache_forgets_after_its_ttl_and_stays_bounded() {
-        let hash = |n: u8| ApiKeySecret::from_random_bytes([n; 32]).hash();
         let cache = KeyCache::new(Duration::from_secs(60), 2);
-        cache.put(hash(1), None);
-        assert_eq!(cache.get(&hash(1)), Some(None));
-        assert_eq!(cache.get(&hash(2)), None);
-        cache.put(hash(2), None);
-        cache.put(hash(3), None);
+        let fp = |cache: &KeyCache, n: u8| {
+            cache.fingerprint(ApiKeySecret::from_random_bytes([n; 32]).expose().as_bytes())
+        };
+        cache.put(fp(&cache, 1), None);
+        assert!(matches!(cache.get(fp(&cache, 1)), Some(None)));
+        assert!(cache.get(fp(&cache, 2)).is_none());
+        cache.put(fp(&cache, 2), None);
+        cache.put(fp(&cache, 3), None);
         assert!(cache.entries.lock().expect("lock").len() <= 2);
 
         let short = KeyCache::new(Duration::from_millis(30), 10);
-        short.put(hash(1), None);
-        assert_eq!(short.get(&hash(1)), Some(None));
+        short.put(fp(&short, 1), None);
+        assert!(matches!(short.get(fp(&short, 1)), Some(None)));
         std::thread::sleep(Duration::from_millis(50));
-        assert_eq!(short.get(&hash(1)), None, "expired after its TTL");
+        assert!(short.get(fp(&short, 1)).is_none(), "expired after its TTL");
 
         let disabled = KeyCache::new(Duration::ZERO, 10);
-        disabled.put(hash(1), None);
-        assert_eq!(disabled.get(&hash(1)), None);
+        disabled.put(fp(&disabled, 1), None);
+        assert!(disabled.get(fp(&disabled, 1)).is_none());
     }
 }

@@ -5,10 +5,10 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, ResponseError, web};
-use petstore_domain::{ApiKey, ApiKeyRepository, Ban, KeyHash, RateDecision, RateLimits};
+use petstore_domain::{ApiKeyRepository, ApiKeySecret, Ban, RateDecision, RateLimits};
 
 use super::{Subject, Verdict, headers};
-use crate::auth::bearer_secret;
+use crate::auth::{KeyFingerprint, bearer_token};
 use crate::error::{ErrorCode, error_response};
 use crate::{ApiClient, ApiError, AppState, db, db_read};
 
@@ -17,7 +17,7 @@ const UNLIMITED: [&str; 2] = ["/healthz", "/readyz"];
 
 enum Admission {
     Pass {
-        key: Option<ApiKey>,
+        client: Option<ApiClient>,
         decision: RateDecision,
     },
     Reject(HttpResponse),
@@ -41,12 +41,15 @@ pub async fn gate(
         .clone();
     let now = state.clock.unix_seconds();
     match admit(&state, &req, now).await {
-        Admission::Pass { key, decision } => {
-            if let Some(key) = key {
-                req.extensions_mut().insert(ApiClient { key });
+        Admission::Pass { client, decision } => {
+            if let Some(client) = &client {
+                req.extensions_mut().insert(client.clone());
             }
             let mut response = next.call(req).await?;
-            headers::write(response.headers_mut(), &decision, now);
+            let limit_headers = client
+                .as_ref()
+                .map_or(&state.limiter.anonymous_headers, ApiClient::limit_headers);
+            headers::write(response.headers_mut(), &decision, limit_headers, now);
             Ok(response.map_into_left_body())
         }
         Admission::Reject(response) => Ok(req.into_response(response).map_into_right_body()),
@@ -56,46 +59,37 @@ pub async fn gate(
 async fn admit(state: &web::Data<AppState>, req: &ServiceRequest, now: u64) -> Admission {
     let limiter = &state.limiter;
     let address = state.trusted_proxies.client_address(req);
-    let mut hash = None;
-    let key = match bearer_secret(req.headers()) {
+    let token = bearer_token(req.headers());
+    let fingerprint = token.map(|token| state.keys.fingerprint(token));
+    let client = match token.zip(fingerprint) {
         None => None,
-        Some(secret) => {
-            let key_hash = secret.hash();
-            hash = Some(key_hash.clone());
-            match state.keys.get(&key_hash) {
-                Some(known) => known,
-                None => {
-                    let lookup = key_hash.clone();
-                    match db_read(state, move |store| store.find_active_key(&lookup)).await {
-                        Ok(found) => {
-                            state.keys.put(key_hash, found.clone());
-                            found
-                        }
-                        Err(error) => {
-                            let mut response = error.error_response();
-                            headers::write_unknown(response.headers_mut(), limiter.anonymous, now);
-                            return Admission::Reject(response);
-                        }
-                    }
+        Some((token, fingerprint)) => match state.keys.get(fingerprint) {
+            Some(known) => known,
+            None => match look_up_key(state, token, fingerprint).await {
+                Ok(found) => found,
+                Err(error) => {
+                    let mut response = error.error_response();
+                    headers::write_unknown(response.headers_mut(), limiter.anonymous, now);
+                    return Admission::Reject(response);
                 }
-            }
-        }
+            },
+        },
     };
-    let (subject, limits) = match &key {
-        Some(key) => (Subject::Key(key.id), key.limits()),
+    let (subject, limits) = match &client {
+        Some(client) => (Subject::Key(client.key().id), client.key().limits()),
         None => (Subject::Address(address), limiter.anonymous),
     };
-    if let Some(ban) = key.as_ref().and_then(|key| key.ban_at(now)) {
+    if let Some(ban) = client.as_ref().and_then(|c| c.key().ban_at(now)) {
         return Admission::Reject(banned(ban, limits, now));
     }
     match limiter.check(subject, limits, now).await {
-        Ok(Verdict::Allowed(decision)) => Admission::Pass { key, decision },
+        Ok(Verdict::Allowed(decision)) => Admission::Pass { client, decision },
         Ok(Verdict::Banned(ban)) => Admission::Reject(banned(ban, limits, now)),
         Ok(Verdict::Limited {
             decision,
             previous_ban,
         }) => {
-            let known = key.zip(hash);
+            let known = client.zip(token.zip(fingerprint));
             refuse(state, subject, known, limits, decision, previous_ban, now).await
         }
         Err(error) => {
@@ -110,13 +104,17 @@ async fn admit(state: &web::Data<AppState>, req: &ServiceRequest, now: u64) -> A
 async fn refuse(
     state: &web::Data<AppState>,
     subject: Subject,
-    key: Option<(ApiKey, KeyHash)>,
+    key: Option<(ApiClient, (&[u8], KeyFingerprint))>,
     limits: RateLimits,
     decision: RateDecision,
     previous_ban: Option<Ban>,
     now: u64,
 ) -> Admission {
     let policy = state.limiter.bans;
+    let limit_headers = match &key {
+        Some((client, _)) => client.limit_headers().clone(),
+        None => state.limiter.anonymous_headers.clone(),
+    };
     if !policy.triggers(&decision) {
         let message = format!(
             "rate limit exceeded ({} requests per minute, {} per day); retry after {} s",
@@ -125,13 +123,13 @@ async fn refuse(
             decision.retry_after(now)
         );
         let mut response = error_response(ErrorCode::RateLimited, &message);
-        headers::write(response.headers_mut(), &decision, now);
+        headers::write(response.headers_mut(), &decision, &limit_headers, now);
         return Admission::Reject(response);
     }
     let ban = match key {
-        Some((key, hash)) => {
+        Some((client, (token, fingerprint))) => {
             state.limiter.start_ban(subject, None, now).await;
-            ban_key(state, key, hash, now).await
+            ban_key(state, client.key(), token, fingerprint, now).await
         }
         None => {
             let ban = policy.next_ban(previous_ban, now);
@@ -151,28 +149,52 @@ async fn refuse(
         None => {
             let mut response =
                 ApiError::Unavailable("could not record a ban".into()).error_response();
-            headers::write(response.headers_mut(), &decision, now);
+            headers::write(response.headers_mut(), &decision, &limit_headers, now);
             Admission::Reject(response)
         }
     }
 }
 
+/// Reads the key presented as `token` from the database (the one per-request database read
+/// on the way in, which the key cache saves on all but one request per key and cache period),
+/// and caches the answer.
+async fn look_up_key(
+    state: &web::Data<AppState>,
+    token: &[u8],
+    fingerprint: KeyFingerprint,
+) -> Result<Option<ApiClient>, ApiError> {
+    // A token that is not even shaped like a key is not worth a query, nor a cache entry.
+    let secret = std::str::from_utf8(token)
+        .ok()
+        .and_then(ApiKeySecret::parse);
+    let Some(hash) = secret.map(|secret| secret.hash()) else {
+        return Ok(None);
+    };
+    let found = db_read(state, move |store| store.find_active_key(&hash))
+        .await?
+        .map(ApiClient::new);
+    state.keys.put(fingerprint, found.clone());
+    Ok(found)
+}
+
 /// Bans a key in the database (where `petstore keys` sees and lifts it), unless another
 /// instance just did, and refreshes this instance's cached copy. Returns the ban in force.
-async fn ban_key(state: &web::Data<AppState>, key: ApiKey, hash: KeyHash, now: u64) -> Option<Ban> {
+async fn ban_key(
+    state: &web::Data<AppState>,
+    key: &petstore_domain::ApiKey,
+    token: &[u8],
+    fingerprint: KeyFingerprint,
+    now: u64,
+) -> Option<Ban> {
     let ban = state.limiter.bans.next_ban(key.ban, now);
-    let lookup = hash.clone();
-    let stored = db(state, move |store| {
-        store.ban_key(key.id, ban, now)?;
-        store.find_active_key(&lookup)
-    })
-    .await;
-    match stored {
-        Ok(found) => {
-            let in_force = found.as_ref().and_then(|k| k.ban_at(now));
-            state.keys.put(hash, found);
-            in_force
-        }
+    let id = key.id;
+    let stored = db(state, move |store| store.ban_key(id, ban, now)).await;
+    let found = match stored {
+        Ok(_) => look_up_key(state, token, fingerprint).await,
+        Err(error) => Err(error),
+    };
+    match found {
+        Ok(found) => found.and_then(|client| client.key().ban_at(now)),
         Err(error) => {
             log::error!("could not record a ban of key {}: {error}", key.id);
             None

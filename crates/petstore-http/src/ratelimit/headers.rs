@@ -3,6 +3,7 @@
 //! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows, and `Retry-After`.
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use actix_web::web::Bytes;
 use petstore_domain::{Ban, RateDecision, RateLimits, Window};
 
 const LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
@@ -11,23 +12,65 @@ const RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
 const POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
 const STATE: HeaderName = HeaderName::from_static("ratelimit");
 
-/// Headers for a counted request (allowed or refused).
-pub fn write(headers: &mut HeaderMap, decision: &RateDecision, now: u64) {
+/// The header values that depend only on a caller's limits (`X-RateLimit-Limit` for either
+/// window, and `RateLimit-Policy`): built once per key, kept with it in the key cache, and once
+/// for anonymous callers, instead of on every response. Cloning one is a reference count.
+#[derive(Debug, Clone)]
+pub struct LimitHeaders {
+    per_minute: HeaderValue,
+    per_day: HeaderValue,
+    policy: HeaderValue,
+}
+
+impl LimitHeaders {
+    /// The values for `limits`.
+    pub fn new(limits: RateLimits) -> Self {
+        let mut policy = Vec::with_capacity(64);
+        for (i, (window, limit)) in [
+            (Window::Minute, limits.per_minute),
+            (Window::Day, limits.per_day),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            if i > 0 {
+                policy.extend_from_slice(b", ");
+            }
+            push_item(
+                &mut policy,
+                window,
+                b"q",
+                limit.into(),
+                b"w",
+                window.seconds(),
+            );
+        }
+        Self {
+            per_minute: limits.per_minute.into(),
+            per_day: limits.per_day.into(),
+            policy: value(policy),
+        }
+    }
+
+    fn limit(&self, window: Window) -> &HeaderValue {
+        match window {
+            Window::Minute => &self.per_minute,
+            Window::Day => &self.per_day,
+        }
+    }
+}
+
+/// Headers for a counted request (allowed or refused), under the caller's `limits`.
+pub fn write(headers: &mut HeaderMap, decision: &RateDecision, limits: &LimitHeaders, now: u64) {
     let binding = decision.binding();
-    let windows = [decision.minute, decision.day];
     set(
         headers,
-        binding.limit,
+        limits,
+        binding.window,
         binding.remaining(),
         binding.reset_at,
-        windows.map(|w| {
-            (
-                w.window,
-                w.limit,
-                w.remaining(),
-                w.reset_at.saturating_sub(now),
-            )
-        }),
+        [decision.minute, decision.day]
+            .map(|w| (w.window, w.remaining(), w.reset_at.saturating_sub(now))),
     );
     if !decision.allowed {
         headers.insert(header::RETRY_AFTER, decision.retry_after(now).into());
@@ -39,13 +82,11 @@ pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: RateLimits, now: u64
     let wait = ban.until.saturating_sub(now).max(1);
     set(
         headers,
-        limits.per_minute,
+        &LimitHeaders::new(limits),
+        Window::Minute,
         0,
         ban.until,
-        [
-            (Window::Minute, limits.per_minute, 0, wait),
-            (Window::Day, limits.per_day, 0, wait),
-        ],
+        [(Window::Minute, 0, wait), (Window::Day, 0, wait)],
     );
     headers.insert(header::RETRY_AFTER, wait.into());
 }
@@ -57,59 +98,64 @@ pub fn write_unknown(headers: &mut HeaderMap, limits: RateLimits, now: u64) {
     let wait = reset - now;
     set(
         headers,
-        limits.per_minute,
+        &LimitHeaders::new(limits),
+        Window::Minute,
         0,
         reset,
-        [
-            (Window::Minute, limits.per_minute, 0, wait),
-            (Window::Day, limits.per_day, 0, wait),
-        ],
+        [(Window::Minute, 0, wait), (Window::Day, 0, wait)],
     );
 }
 
+/// Writes the five fields: `binding` is the window the `X-RateLimit-*` fields describe, and
+/// `windows` holds each window's remaining requests and seconds to its reset.
 fn set(
     headers: &mut HeaderMap,
-    limit: u32,
+    limits: &LimitHeaders,
+    binding: Window,
     remaining: u32,
     reset_at: u64,
-    windows: [(Window, u32, u32, u64); 2],
+    windows: [(Window, u32, u64); 2],
 ) {
-    // Written with `itoa` into one buffer per field: `format!` machinery was most of the cost
-    // of these headers, which every response carries.
+    // Digits are written with `itoa`: `format!` machinery (and `HeaderValue::from` an integer,
+    // which grows a buffer from empty) was most of the cost of these headers.
     let mut digits = itoa::Buffer::new();
-    headers.insert(LIMIT, value(digits.format(limit).as_bytes()));
-    headers.insert(REMAINING, value(digits.format(remaining).as_bytes()));
-    headers.insert(RESET, value(digits.format(reset_at).as_bytes()));
-    let mut policy = Vec::with_capacity(64);
+    headers.insert(LIMIT, limits.limit(binding).clone());
+    headers.insert(
+        REMAINING,
+        value(digits.format(remaining).as_bytes().to_vec()),
+    );
+    headers.insert(RESET, value(digits.format(reset_at).as_bytes().to_vec()));
+    headers.insert(POLICY, limits.policy.clone());
     let mut state = Vec::with_capacity(64);
-    for (i, (window, limit, remaining, reset_in)) in windows.into_iter().enumerate() {
+    for (i, (window, remaining, reset_in)) in windows.into_iter().enumerate() {
         if i > 0 {
-            policy.extend_from_slice(b", ");
             state.extend_from_slice(b", ");
         }
-        for (out, field, count, last_field, last) in [
-            (&mut policy, "q", u64::from(limit), "w", window.seconds()),
-            (&mut state, "r", u64::from(remaining), "t", reset_in),
-        ] {
-            out.push(b'"');
-            out.extend_from_slice(window.name().as_bytes());
-            out.extend_from_slice(b"\";");
-            out.extend_from_slice(field.as_bytes());
-            out.push(b'=');
-            out.extend_from_slice(digits.format(count).as_bytes());
-            out.push(b';');
-            out.extend_from_slice(last_field.as_bytes());
-            out.push(b'=');
-            out.extend_from_slice(digits.format(last).as_bytes());
-        }
+        push_item(&mut state, window, b"r", remaining.into(), b"t", reset_in);
     }
-    headers.insert(POLICY, value(&policy));
-    headers.insert(STATE, value(&state));
+    headers.insert(STATE, value(state));
 }
 
-/// A header value of ASCII digits and punctuation, which is always valid.
-fn value(bytes: &[u8]) -> HeaderValue {
-    HeaderValue::from_bytes(bytes).unwrap_or_else(|_| HeaderValue::from_static(""))
+/// `"<window>";<first>=<a>;<second>=<b>`: one item of a structured-field list.
+fn push_item(out: &mut Vec<u8>, window: Window, first: &[u8], a: u64, second: &[u8], b: u64) {
+    let mut digits = itoa::Buffer::new();
+    out.push(b'"');
+    out.extend_from_slice(window.name().as_bytes());
+    out.extend_from_slice(b"\";");
+    out.extend_from_slice(first);
+    out.push(b'=');
+    out.extend_from_slice(digits.format(a).as_bytes());
+    out.push(b';');
+    out.extend_from_slice(second);
+    out.push(b'=');
+    out.extend_from_slice(digits.format(b).as_bytes());
+}
+
+/// A header value of ASCII digits and punctuation, which is always valid; it takes over the
+/// buffer rather than copying it.
+fn value(bytes: Vec<u8>) -> HeaderValue {
+    HeaderValue::from_maybe_shared(Bytes::from(bytes))
+        .unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 #[cfg(test)]
@@ -131,7 +177,8 @@ mod tests {
             rejected: 0,
         };
         let mut headers = HeaderMap::new();
-        write(&mut headers, &RateDecision::new(counts, limits, now), now);
+        let decision = RateDecision::new(counts, limits, now);
+        write(&mut headers, &decision, &LimitHeaders::new(limits), now);
         let get = |name: &str| {
             headers
                 .get(name)

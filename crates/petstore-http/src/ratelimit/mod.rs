@@ -21,6 +21,7 @@ use petstore_domain::{Ban, BanPolicy, Counts, RateDecision, RateLimits};
 
 pub use address::TrustedProxies;
 pub use gate::gate;
+pub(crate) use headers::LimitHeaders;
 pub use memory::MemoryCounters;
 pub use redis::RedisCounters;
 
@@ -121,8 +122,9 @@ pub struct Limiter {
     on_failure: FailurePolicy,
     /// When a client is banned, and for how long.
     pub bans: BanPolicy,
-    /// Limits for requests without a valid key (per client address).
-    pub anonymous: RateLimits,
+    /// Limits for requests without a valid key (per client address), and their fixed headers.
+    anonymous: RateLimits,
+    anonymous_headers: LimitHeaders,
     failures: AtomicU64,
     last_warning: AtomicU64,
 }
@@ -136,6 +138,7 @@ impl Limiter {
             on_failure: FailurePolicy::Closed,
             bans,
             anonymous,
+            anonymous_headers: LimitHeaders::new(anonymous),
             failures: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
         }
@@ -155,6 +158,7 @@ impl Limiter {
             on_failure,
             bans,
             anonymous,
+            anonymous_headers: LimitHeaders::new(anonymous),
             failures: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
         }
