@@ -156,10 +156,9 @@ pub fn app(
                 .default_service(web::to(routes::not_found)),
         )
         .default_service(web::to(routes::not_found))
-        .wrap(from_fn(ratelimit::gate))
         // Outermost last: the access log sees the final response, error bodies included. It is
         // left out when its lines would be filtered anyway (it renders every request first).
-        .wrap(from_fn(middleware::json_errors))
+        .wrap(from_fn(middleware::admission))
         .wrap(Condition::new(
             log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
             Logger::new(r#"%a "%r" %s %b %Dms"#).log_target(ACCESS_LOG),

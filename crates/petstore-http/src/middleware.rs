@@ -6,26 +6,32 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpResponse, web};
 
-use crate::AppState;
 use crate::error::{ErrorBody, ErrorCode};
+use crate::{AppState, auth, ratelimit};
+
+/// The application-wide middleware, outside routing: admission ([`ratelimit::gate`]: who is
+/// calling, within their limits, the rate-limit headers) inside the JSON-error safety net. The
+/// two are one layer because each layer costs a boxed future per request.
+pub async fn admission(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // Inner services answer errors as responses, so an `Err` here is not expected.
+    let response = ratelimit::gate(req, next).await?.map_into_boxed_body();
+    Ok(json_errors(response))
+}
 
 /// The safety net behind "every error is an Error object": any error response that is not
 /// already JSON (one produced by actix itself, say) is replaced by the Error object for its
 /// status. Headers the original carried (`Allow`, ...) are kept.
-pub async fn json_errors(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    // No clone of the request may be held across `next.call`: routing needs sole ownership.
-    // Inner services answer errors as responses, so an `Err` here is not expected.
-    let response = next.call(req).await?.map_into_boxed_body();
+fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
-        return Ok(response);
+        return response;
     }
     let code = ErrorCode::for_status(status);
     let message = status.canonical_reason().unwrap_or("error").to_lowercase();
@@ -43,8 +49,57 @@ pub async fn json_errors(
                 .insert(name.clone(), value.clone());
         }
     }
-    Ok(ServiceResponse::new(request, replacement))
+    ServiceResponse::new(request, replacement)
 }
+
+/// What a resource adds to every one of its responses, errors included.
+#[derive(Debug, Clone, Copy)]
+pub enum Marks {
+    /// `Deprecation`, `Sunset`, and a `Link` to the replacement (`GET /pets` with a `status`
+    /// filter): `GET /pets/{petId}`.
+    Deprecated,
+    /// `X-API-Stability: experimental`: the orders area, whose shape may change without a new
+    /// version.
+    Experimental,
+}
+
+/// A resource's middleware: [`auth::require_key`], and the resource's [`Marks`] on whatever
+/// comes back. One layer rather than two, for the same reason as [`admission`].
+pub async fn require_key_and_mark(
+    marks: Marks,
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let successor = match marks {
+        Marks::Deprecated => req.app_data::<web::Data<AppState>>().map(|state| {
+            let mut link = String::with_capacity(64);
+            link.push('<');
+            state.settings.write_public_base(req.request(), &mut link);
+            link.push_str("/pets>; rel=\"successor-version\"");
+            link
+        }),
+        Marks::Experimental => None,
+    };
+    let mut response = auth::require_key(req, next).await?;
+    let headers = response.headers_mut();
+    match marks {
+        Marks::Deprecated => {
+            headers.insert(DEPRECATION, HeaderValue::from_static(DEPRECATED_AT));
+            headers.insert(SUNSET_HEADER, HeaderValue::from_static(SUNSET));
+            if let Some(link) = successor.and_then(|l| HeaderValue::from_str(&l).ok()) {
+                headers.append(header::LINK, link);
+            }
+        }
+        Marks::Experimental => {
+            headers.insert(STABILITY, HeaderValue::from_static("experimental"));
+        }
+    }
+    Ok(response)
+}
+
+const DEPRECATION: HeaderName = HeaderName::from_static("deprecation");
+const SUNSET_HEADER: HeaderName = HeaderName::from_static("sunset");
+const STABILITY: HeaderName = HeaderName::from_static("x-api-stability");
 
 /// RFC 9745 date (as a structured-field date) on which `GET /pets/{petId}` was deprecated:
 /// 2026-01-01T00:00:00Z, the publication of interface 1.0.0 with the deprecation notice.
@@ -53,32 +108,3 @@ pub const DEPRECATED_AT: &str = "@1767225600";
 pub const SUNSET: &str = "Thu, 05 Dec 2030 00:00:00 GMT";
 /// The sunset instant in Unix seconds.
 pub const SUNSET_UNIX: u64 = 1_922_659_200;
-
-/// Marks every response of a deprecated endpoint, errors included: `Deprecation`, `Sunset`, and
-/// a `Link` to the replacement (`GET /pets` with a `status` filter).
-pub async fn deprecation_headers(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let successor = req.app_data::<web::Data<AppState>>().map(|state| {
-        let mut link = String::with_capacity(64);
-        link.push('<');
-        state.settings.write_public_base(req.request(), &mut link);
-        link.push_str("/pets>; rel=\"successor-version\"");
-        link
-    });
-    let mut response = next.call(req).await?;
-    let headers = response.headers_mut();
-    headers.insert(
-        HeaderName::from_static("deprecation"),
-        HeaderValue::from_static(DEPRECATED_AT),
-    );
-    headers.insert(
-        HeaderName::from_static("sunset"),
-        HeaderValue::from_static(SUNSET),
-    );
-    if let Some(link) = successor.and_then(|l| HeaderValue::from_str(&l).ok()) {
-        headers.append(header::LINK, link);
-    }
-    Ok(response)
-}

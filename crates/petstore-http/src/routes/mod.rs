@@ -8,7 +8,8 @@ use actix_web::http::header::ContentType;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError, web};
 
-use crate::{ApiError, HttpSettings, auth, middleware};
+use crate::middleware::{self, Marks};
+use crate::{ApiError, HttpSettings, auth};
 
 /// Registers the API's resources. Each resource authenticates (so `401` precedes `405`), and
 /// answers a wrong method with `405` and `Allow`.
@@ -26,16 +27,18 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .name("getPet")
             .route(web::get().to(pets::get_pet))
             .default_service(web::to(method_not_allowed("GET")))
-            .wrap(from_fn(auth::require_key))
-            .wrap(from_fn(middleware::deprecation_headers)),
+            .wrap(from_fn(|req, next| {
+                middleware::require_key_and_mark(Marks::Deprecated, req, next)
+            })),
     )
     .service(
         web::resource("/store/orders")
             .name("listOrders")
             .route(web::get().to(orders::list_orders))
             .default_service(web::to(method_not_allowed("GET")))
-            .wrap(from_fn(auth::require_key))
-            .wrap(from_fn(orders::stability_header)),
+            .wrap(from_fn(|req, next| {
+                middleware::require_key_and_mark(Marks::Experimental, req, next)
+            })),
     );
 }
 

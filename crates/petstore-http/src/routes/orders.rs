@@ -1,9 +1,5 @@
 //! `GET /store/orders` (experimental).
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{HeaderName, HeaderValue};
-use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use petstore_domain::{OrderListQuery, OrderRepository};
 
@@ -26,18 +22,4 @@ pub async fn list_orders(
         response.insert_header((header::LINK, link));
     }
     Ok(json_body(response, &page.items, page.items.len()))
-}
-
-/// `X-API-Stability: experimental` on every response of the orders area: its shape may change
-/// without a new version.
-pub async fn stability_header(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let mut response = next.call(req).await?;
-    response.headers_mut().insert(
-        HeaderName::from_static("x-api-stability"),
-        HeaderValue::from_static("experimental"),
-    );
-    Ok(response)
 }
