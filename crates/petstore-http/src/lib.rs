@@ -150,11 +150,7 @@ pub fn app(
         .app_data(state)
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
-        .service(
-            web::scope(&base_path)
-                .configure(routes::configure)
-                .default_service(web::to(routes::not_found)),
-        )
+        .configure(|cfg| routes::configure(cfg, &base_path))
         .default_service(web::to(routes::not_found))
         // Outermost last: the access log sees the final response, error bodies included. It is
         // left out when its lines would be filtered anyway (it renders every request first).

@@ -11,11 +11,13 @@ use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError, w
 use crate::middleware::{self, Marks};
 use crate::{ApiError, HttpSettings, auth};
 
-/// Registers the API's resources. Each resource authenticates (so `401` precedes `405`), and
-/// answers a wrong method with `405` and `Allow`.
-pub fn configure(cfg: &mut web::ServiceConfig) {
+/// Registers the API's resources under `base` (the base path, e.g. `/v1`). Each resource
+/// authenticates (so `401` precedes `405`), and answers a wrong method with `405` and `Allow`.
+/// They are registered with their full paths rather than in a `/v1` scope, which would be one
+/// more service (and boxed future) on every request.
+pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     cfg.service(
-        web::resource("/pets")
+        web::resource(format!("{base}/pets"))
             .name("pets")
             .route(web::get().to(pets::list_pets))
             .route(web::post().to(pets::create_pet))
@@ -23,7 +25,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .wrap(from_fn(auth::require_key)),
     )
     .service(
-        web::resource("/pets/{petId}")
+        web::resource(format!("{base}/pets/{{petId}}"))
             .name("getPet")
             .route(web::get().to(pets::get_pet))
             .default_service(web::to(method_not_allowed("GET")))
@@ -32,7 +34,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             })),
     )
     .service(
-        web::resource("/store/orders")
+        web::resource(format!("{base}/store/orders"))
             .name("listOrders")
             .route(web::get().to(orders::list_orders))
             .default_service(web::to(method_not_allowed("GET")))

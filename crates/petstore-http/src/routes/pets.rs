@@ -65,7 +65,7 @@ pub async fn get_pet(
     let pet = db_read(&state, move |store| store.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
-    Ok(HttpResponse::Ok().json(pet))
+    Ok(json_body(HttpResponse::Ok(), &pet, 1))
 }
 
 /// An int64 in plain decimal (an optional `-` and digits).
