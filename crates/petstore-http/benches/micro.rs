@@ -9,6 +9,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use petstore_domain::{
     ApiKey, ApiKeySecret, NewPet, Pet, PetStatus, Plan, RateDecision, RateLimits,
 };
+use petstore_http::encode::EncodeJson;
 use petstore_http::ratelimit::{Hit, MemoryCounters, Subject};
 use petstore_http::{ApiClient, KeyCache};
 
@@ -104,8 +105,15 @@ fn page_json(c: &mut Criterion) {
             status: PetStatus::Available,
         })
         .collect();
-    c.bench_function("serialise a page of 20 pets", |b| {
+    c.bench_function("serialise a page of 20 pets (serde)", |b| {
         b.iter(|| black_box(serde_json::to_vec(black_box(&page)).expect("serialises")))
+    });
+    c.bench_function("encode a page of 20 pets (as served)", |b| {
+        b.iter(|| {
+            let mut out = Vec::with_capacity(2 + 96 * page.len());
+            black_box(&page).encode_json(&mut out).expect("encodes");
+            black_box(out)
+        })
     });
 }
 

@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod cli;
 pub mod clock;
+pub mod encode;
 pub mod error;
 pub mod extract;
 mod middleware;

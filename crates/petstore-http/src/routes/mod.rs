@@ -8,6 +8,7 @@ use actix_web::http::header::ContentType;
 use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError, web};
 
+use crate::encode::EncodeJson;
 use crate::middleware::{self, Marks};
 use crate::{ApiError, HttpSettings, auth};
 
@@ -60,18 +61,36 @@ pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::RouteNotFound(req.path().to_owned()))
 }
 
-/// A `200` JSON body of `items` resources. Encoded into a buffer sized for them up front:
-/// growing one from empty (what `HttpResponseBuilder::json` does) reallocated and copied it
-/// several times per page.
+/// A JSON body of `items` resources, through serde.
 fn json_body<T: serde::Serialize>(
-    mut response: HttpResponseBuilder,
+    response: HttpResponseBuilder,
     value: &T,
     items: usize,
+) -> HttpResponse {
+    body_of(response, items, |out| serde_json::to_writer(out, value))
+}
+
+/// A JSON body of `items` resources with a direct encoding ([`EncodeJson`]: pets).
+fn encoded_body<T: EncodeJson + ?Sized>(
+    response: HttpResponseBuilder,
+    value: &T,
+    items: usize,
+) -> HttpResponse {
+    body_of(response, items, |out| value.encode_json(out))
+}
+
+/// The JSON that `write` produces, encoded into a buffer sized for `items` resources up front:
+/// growing one from empty (what `HttpResponseBuilder::json` does) reallocated and copied it
+/// several times per page.
+fn body_of(
+    mut response: HttpResponseBuilder,
+    items: usize,
+    write: impl FnOnce(&mut Vec<u8>) -> Result<(), serde_json::Error>,
 ) -> HttpResponse {
     /// A typical resource's JSON (a pet with a short name is about 70 bytes).
     const PER_ITEM: usize = 96;
     let mut body = Vec::with_capacity(2 + PER_ITEM * items);
-    match serde_json::to_writer(&mut body, value) {
+    match write(&mut body) {
         Ok(()) => response.content_type(ContentType::json()).body(body),
         Err(error) => ApiError::internal(error).error_response(),
     }

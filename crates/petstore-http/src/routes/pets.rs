@@ -4,7 +4,7 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{NewPet, PetListQuery, PetRepository, PetStatus};
 
-use super::{json_body, next_link};
+use super::{encoded_body, next_link};
 use crate::extract::{JsonBody, query_pairs};
 use crate::middleware::{SUNSET, SUNSET_UNIX};
 use crate::{ApiError, AppState, db, db_read};
@@ -24,7 +24,11 @@ pub async fn list_pets(
         let link = next_link(&state.settings, &req, "/pets", limit, status, after);
         response.insert_header((header::LINK, link));
     }
-    Ok(json_body(response, &page.items, page.items.len()))
+    Ok(encoded_body(
+        response,
+        page.items.as_slice(),
+        page.items.len(),
+    ))
 }
 
 /// `createPet`: `201`, the pet, and its `Location`.
@@ -45,9 +49,9 @@ pub async fn create_pet(
         Err(_) => db(&state, move |store| store.create_pet(&draft)).await?,
     };
     let location = format!("{}/pets/{}", state.settings.public_base(&req), pet.id);
-    Ok(HttpResponse::Created()
-        .insert_header((header::LOCATION, location))
-        .json(pet))
+    let mut response = HttpResponse::Created();
+    response.insert_header((header::LOCATION, location));
+    Ok(encoded_body(response, &pet, 1))
 }
 
 /// `getPet` (deprecated): the pet, `404`, or `410` once past the sunset.
@@ -65,7 +69,7 @@ pub async fn get_pet(
     let pet = db_read(&state, move |store| store.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
-    Ok(json_body(HttpResponse::Ok(), &pet, 1))
+    Ok(encoded_body(HttpResponse::Ok(), &pet, 1))
 }
 
 /// An int64 in plain decimal (an optional `-` and digits).
