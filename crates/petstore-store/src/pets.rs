@@ -98,8 +98,9 @@ impl PetRepository for Store {
 
     fn find_pet(&self, id: i64) -> Result<Option<Pet>, StoreError> {
         self.with_conn(|conn| {
+            // `get_result`, not `first`: a primary-key lookup needs no `LIMIT ?` to bind.
             let query = pets::table.select(PET_COLUMNS).find(id);
-            native!(conn, |c| query.first::<PetRow>(c))
+            native!(conn, |c| query.get_result::<PetRow>(c))
                 .optional()?
                 .map(Pet::try_from)
                 .transpose()
