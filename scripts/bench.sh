@@ -7,6 +7,13 @@
 #
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
+#   scripts/bench.sh --instructions [--out FILE]
+#
+# --instructions counts instead of timing: the user-space instructions per request of the
+# ceiling and of petstore's GET routes on SQLite (1,000 pets), under valgrind's callgrind, for a
+# fixed number of keep-alive requests. Repeatable to a fraction of a percent whatever the machine
+# is doing, where the timed runs move by a third; blind to the kernel, and to CPU features that
+# valgrind hides (SHA extensions, say).
 #
 # PostgreSQL (and Redis with --redis) are used when reachable on 127.0.0.1 (PETSTORE_BENCH_PG,
 # PETSTORE_BENCH_REDIS override the URLs); a database of its own is created and dropped, and
@@ -22,7 +29,8 @@ REDIS=0
 DURATION=10
 RUNS=3
 CONNS=32
-OUT=target/bench/results.md
+OUT=""
+INSTRUCTIONS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --pets) PETS=$2; shift 2 ;;
@@ -32,9 +40,14 @@ while [ $# -gt 0 ]; do
     --runs) RUNS=$2; shift 2 ;;
     --connections) CONNS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --instructions) INSTRUCTIONS=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
+if [ -z "$OUT" ]; then
+  OUT=target/bench/results.md
+  [ "$INSTRUCTIONS" = 1 ] && OUT=target/bench/instructions.md
+fi
 PG_ADMIN=${PETSTORE_BENCH_PG:-postgres://postgres@127.0.0.1:5432/test}
 PG_PARAMS=${PETSTORE_BENCH_PG_PARAMS-sslmode=disable}
 REDIS_URL=${PETSTORE_BENCH_REDIS:-redis://127.0.0.1:6379}
@@ -79,7 +92,7 @@ start_server() { # logname command...
   local log=$WORK/$1.out; shift
   taskset -c "$SERVER_CPU" "$@" >"$log" 2>"$log.err" &
   SERVER_PID=$!
-  for _ in $(seq 1 200); do
+  for _ in $(seq 1 1200); do # up to a minute: valgrind starts slowly
     grep -q '^listening on ' "$log" 2>/dev/null && break
     kill -0 "$SERVER_PID" 2>/dev/null || { cat "$log.err" >&2; exit 1; }
     sleep 0.05
@@ -150,18 +163,7 @@ row() { # backend pets route
   echo "bench: $1 N=$2 $3: $(printf '%.0f' "$RPS") req/s ($ratio of ceiling), p50 $P50 ms, p99 $P99 ms, non-2xx $NON2XX, RSS $(peak_rss_mib) MiB" >&2
 }
 
-# --- ceiling ---------------------------------------------------------------------------------
-# Measured on its own first (for its latency and memory), then kept running for the pairs.
-start_server ceiling "$CEILING" 127.0.0.1:0 1
-CEILING_PID=$SERVER_PID
-CEILING_BASE=$BASE
-run_wrk "$BASE/v1/pets"
-ROWS+=("| ceiling | - | GET /v1/pets (static 20 pets) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
-run_wrk "$BASE/v1/pets" -s scripts/bench/post.lua
-ROWS+=("| ceiling | - | POST /v1/pets (parse and echo) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
-SERVER_PID=""
-
-# --- petstore --------------------------------------------------------------------------------
+# --- catalogue -------------------------------------------------------------------------------
 seed() { # backend url n
   "$BIN" --database-url "$2" migrate 2>/dev/null
   local status="CASE x % 3 WHEN 0 THEN 'sold' WHEN 1 THEN 'available' ELSE 'pending' END"
@@ -175,13 +177,84 @@ seed() { # backend url n
   esac
 }
 
+# An enterprise key whose limits the benchmark never reaches.
+bench_key() { # url -> the key's secret
+  "$BIN" --database-url "$1" keys create --plan enterprise --per-minute 4000000000 \
+    --per-day 4000000000 --label bench 2>/dev/null
+}
+
+# --- instructions (--instructions) -----------------------------------------------------------
+if [ "$INSTRUCTIONS" = 1 ]; then
+  install_missing valgrind valgrind
+  install_missing ab apache2-utils
+  REQUESTS=5000
+  # count LABEL PATH [ab args...] -- server command...: instructions per request of PATH.
+  count() {
+    local label=$1 path=$2; shift 2
+    local ab_args=()
+    while [ "$1" != -- ]; do ab_args+=("$1"); shift; done
+    shift
+    local out=$WORK/callgrind.$label
+    start_server "callgrind-$label" env RUST_LOG=warn \
+      valgrind --tool=callgrind --callgrind-out-file="$out" "$@"
+    # Warm up (statement cache, key cache, allocator), then count a fixed number of requests.
+    ab -q -k -n 500 -c 4 "${ab_args[@]}" "$BASE$path" >/dev/null
+    callgrind_control -z "$SERVER_PID" >/dev/null
+    local report
+    report=$(ab -q -k -n "$REQUESTS" -c 4 "${ab_args[@]}" "$BASE$path")
+    callgrind_control -d "$SERVER_PID" >/dev/null
+    stop_server
+    if grep -q 'Non-2xx' <<<"$report"; then
+      echo "bench: $path answered non-2xx responses" >&2
+      exit 1
+    fi
+    local total
+    total=$(awk '/^totals:/ { print $2 }' "$out.1" 2>/dev/null)
+    if [ -z "$total" ]; then
+      echo "bench: callgrind wrote no counts for $label" >&2
+      exit 1
+    fi
+    IR=$((total / REQUESTS))
+  }
+  db=$WORK/instructions.db
+  seed sqlite "$db" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
+  count ceiling /v1/pets -- "$CEILING" 127.0.0.1:0 1
+  ceiling=$IR
+  {
+    echo "User-space instructions per request (callgrind), $REQUESTS keep-alive requests at 4 connections after 500 to warm up; SQLite, 1,000 pets; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| Route | Instructions per request | Ceiling's share |"
+    echo "|---|---|---|"
+    echo "| ceiling: GET /v1/pets (static 20 pets) | $ceiling | 100% |"
+    for path in "/v1/pets?limit=20" "/v1/pets/500" "/v1/pets?limit=100&status=sold&after=600"; do
+      count route "$path" "${auth[@]}" -- "${serve[@]}"
+      echo "| GET $path | $IR | $(awk -v c="$ceiling" -v r="$IR" 'BEGIN { printf "%.0f%%", 100 * c / r }') |"
+    done
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# --- ceiling ---------------------------------------------------------------------------------
+# Measured on its own first (for its latency and memory), then kept running for the pairs.
+start_server ceiling "$CEILING" 127.0.0.1:0 1
+CEILING_PID=$SERVER_PID
+CEILING_BASE=$BASE
+run_wrk "$BASE/v1/pets"
+ROWS+=("| ceiling | - | GET /v1/pets (static 20 pets) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+run_wrk "$BASE/v1/pets" -s scripts/bench/post.lua
+ROWS+=("| ceiling | - | POST /v1/pets (parse and echo) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+SERVER_PID=""
+
+# --- petstore --------------------------------------------------------------------------------
 bench_petstore() { # backend n url [extra serve args...]
   local backend=$1 n=$2 url=$3; shift 3
   local label=$backend
   [ $# -gt 0 ] && label="$backend + redis limiter"
   local key
-  key=$("$BIN" --database-url "$url" keys create --plan enterprise --per-minute 4000000000 \
-    --per-day 4000000000 --label bench 2>/dev/null)
+  key=$(bench_key "$url")
   local auth=(-H "Authorization: Bearer $key")
   start_server "petstore-$backend-$n" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
     --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false "$@"
