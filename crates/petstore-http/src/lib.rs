@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::header::HeaderValue;
 use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::{App, HttpRequest, web};
 use petstore_store::{Store, StoreError};
@@ -36,24 +37,48 @@ pub const ACCESS_LOG: &str = "actix_web::middleware::logger";
 /// Settings of the HTTP layer itself.
 #[derive(Debug, Clone)]
 pub struct HttpSettings {
-    /// Path prefix of the API, e.g. `/v1`: a leading slash and no trailing one.
-    pub base_path: String,
-    /// The public base address (e.g. `https://api.example.com/v1`) used in `Link` and
-    /// `Location`. When `None`, it is derived from each request's scheme and `Host`.
-    pub public_base_url: Option<String>,
+    base_path: String,
+    public_base_url: Option<String>,
+    /// The deprecated endpoint's `Link` to its successor, when it does not depend on the request.
+    successor_link: Option<HeaderValue>,
 }
 
 impl HttpSettings {
     /// Normalises `base_path` to `/segment...` without a trailing slash (`""` for the root).
     pub fn new(base_path: &str, public_base_url: Option<String>) -> Self {
         let trimmed = base_path.trim_matches('/');
-        Self {
+        let mut settings = Self {
             base_path: if trimmed.is_empty() {
                 String::new()
             } else {
                 format!("/{trimmed}")
             },
             public_base_url: public_base_url.map(|url| url.trim_end_matches('/').to_owned()),
+            successor_link: None,
+        };
+        if let Some(base) = &settings.public_base_url {
+            settings.successor_link = HeaderValue::from_str(&successor_link(base)).ok();
+        }
+        settings
+    }
+
+    /// Path prefix of the API, e.g. `/v1`: a leading slash and no trailing one.
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// The public base address (e.g. `https://api.example.com/v1`) used in `Link` and
+    /// `Location`. When `None`, it is derived from each request's scheme and `Host`.
+    pub fn public_base_url(&self) -> Option<&str> {
+        self.public_base_url.as_deref()
+    }
+
+    /// The `Link` from the deprecated `GET /pets/{petId}` to its successor, `GET /pets`: built
+    /// once when the public base URL is configured, else from `req`.
+    pub fn successor_link(&self, req: &HttpRequest) -> Option<HeaderValue> {
+        match &self.successor_link {
+            Some(link) => Some(link.clone()),
+            None => HeaderValue::from_str(&successor_link(&self.public_base(req))).ok(),
         }
     }
 
@@ -87,6 +112,11 @@ impl HttpSettings {
             }
         }
     }
+}
+
+/// `<{base}/pets>; rel="successor-version"` (RFC 8288).
+fn successor_link(base: &str) -> String {
+    format!("<{base}/pets>; rel=\"successor-version\"")
 }
 
 /// Everything the handlers share. Built once, outside `HttpServer::new`, so that every worker
@@ -146,7 +176,7 @@ pub fn app(
         InitError = (),
     >,
 > {
-    let base_path = state.settings.base_path.clone();
+    let base_path = state.settings.base_path().to_owned();
     App::new()
         .app_data(state)
         .route("/healthz", web::get().to(routes::health::healthz))

@@ -71,13 +71,9 @@ pub async fn require_key_and_mark(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let successor = match marks {
-        Marks::Deprecated => req.app_data::<web::Data<AppState>>().map(|state| {
-            let mut link = String::with_capacity(64);
-            link.push('<');
-            state.settings.write_public_base(req.request(), &mut link);
-            link.push_str("/pets>; rel=\"successor-version\"");
-            link
-        }),
+        Marks::Deprecated => req
+            .app_data::<web::Data<AppState>>()
+            .and_then(|state| state.settings.successor_link(req.request())),
         Marks::Experimental => None,
     };
     let mut response = auth::require_key(req, next).await?;
@@ -86,7 +82,7 @@ pub async fn require_key_and_mark(
         Marks::Deprecated => {
             headers.insert(DEPRECATION, HeaderValue::from_static(DEPRECATED_AT));
             headers.insert(SUNSET_HEADER, HeaderValue::from_static(SUNSET));
-            if let Some(link) = successor.and_then(|l| HeaderValue::from_str(&l).ok()) {
+            if let Some(link) = successor {
                 headers.append(header::LINK, link);
             }
         }

@@ -127,11 +127,10 @@ fn bootstrap_key(store: &Store, config: &ServeConfig) -> Result<(), Box<dyn Erro
     }
     let spec = KeySpec::new(Plan::Free, "bootstrap", None)?;
     let (key, secret) = store.create_key(&spec)?;
-    let base = config
-        .settings
-        .public_base_url
-        .clone()
-        .unwrap_or_else(|| format!("http://{}{}", config.bind, config.settings.base_path));
+    let base = match config.settings.public_base_url() {
+        Some(url) => url.to_owned(),
+        None => format!("http://{}{}", config.bind, config.settings.base_path()),
+    };
     println!(
         "No API key existed, so a free-plan key (id {}) was created. It is shown only this once:\n\n    {}\n\nTry:  curl -H 'Authorization: Bearer {}' {base}/pets\n(Manage keys with `petstore keys`; turn this off with --bootstrap-key=false.)\n",
         key.id,

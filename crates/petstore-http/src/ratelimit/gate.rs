@@ -5,7 +5,7 @@ use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, ResponseError, web};
-use petstore_domain::{ApiKeyRepository, ApiKeySecret, Ban, RateDecision, RateLimits};
+use petstore_domain::{ApiKey, ApiKeyRepository, ApiKeySecret, Ban, RateDecision, RateLimits};
 
 use super::{Subject, Verdict, headers};
 use crate::auth::{KeyFingerprint, bearer_token};
@@ -181,7 +181,7 @@ async fn look_up_key(
 /// instance just did, and refreshes this instance's cached copy. Returns the ban in force.
 async fn ban_key(
     state: &web::Data<AppState>,
-    key: &petstore_domain::ApiKey,
+    key: &ApiKey,
     token: &[u8],
     fingerprint: KeyFingerprint,
     now: u64,

@@ -1,7 +1,8 @@
 use actix_web::test::TestRequest;
+use petstore_http::HttpSettings;
 
 use crate::api_tests;
-use crate::helpers::Reply;
+use crate::helpers::{Reply, TestApp};
 
 const SUNSET_UNIX: u64 = 1_922_659_200; // 2030-12-05T00:00:00Z
 
@@ -20,6 +21,29 @@ fn assert_deprecated(reply: &Reply) {
     assert!(
         links.contains(&"<https://api.example.com/v1/pets>; rel=\"successor-version\""),
         "{links:?}"
+    );
+}
+
+#[actix_web::test]
+async fn without_a_public_base_url_the_successor_link_follows_the_host_header() {
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None));
+    let reply = app
+        .send(
+            TestRequest::get()
+                .uri("/api/v1/pets/424242")
+                .insert_header(("authorization", format!("Bearer {}", app.key)))
+                .insert_header(("host", "pets.example.org:8443")),
+        )
+        .await;
+    reply.assert_error(404, "pet_not_found");
+    let links: Vec<&str> = reply
+        .headers
+        .get_all("link")
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    assert_eq!(
+        links,
+        ["<http://pets.example.org:8443/api/v1/pets>; rel=\"successor-version\""]
     );
 }
 
