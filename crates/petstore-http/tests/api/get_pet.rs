@@ -6,6 +6,14 @@ use crate::helpers::{Reply, TestApp};
 
 const SUNSET_UNIX: u64 = 1_922_659_200; // 2030-12-05T00:00:00Z
 
+fn links(reply: &Reply) -> Vec<&str> {
+    reply
+        .headers
+        .get_all("link")
+        .filter_map(|v| v.to_str().ok())
+        .collect()
+}
+
 #[track_caller]
 fn assert_deprecated(reply: &Reply) {
     assert_eq!(reply.header("deprecation"), Some("@1767225600"));
@@ -13,11 +21,7 @@ fn assert_deprecated(reply: &Reply) {
         reply.header("sunset"),
         Some("Thu, 05 Dec 2030 00:00:00 GMT")
     );
-    let links: Vec<&str> = reply
-        .headers
-        .get_all("link")
-        .filter_map(|v| v.to_str().ok())
-        .collect();
+    let links = links(reply);
     assert!(
         links.contains(&"<https://api.example.com/v1/pets>; rel=\"successor-version\""),
         "{links:?}"
@@ -36,13 +40,8 @@ async fn without_a_public_base_url_the_successor_link_follows_the_host_header() 
         )
         .await;
     reply.assert_error(404, "pet_not_found");
-    let links: Vec<&str> = reply
-        .headers
-        .get_all("link")
-        .filter_map(|v| v.to_str().ok())
-        .collect();
     assert_eq!(
-        links,
+        links(&reply),
         ["<http://pets.example.org:8443/api/v1/pets>; rel=\"successor-version\""]
     );
 }
