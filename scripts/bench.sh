@@ -195,6 +195,7 @@ if [ "$INSTRUCTIONS" = 1 ]; then
     while [ "$1" != -- ]; do ab_args+=("$1"); shift; done
     shift
     local out=$WORK/callgrind.$label
+    rm -f "$out" "$out".* # never read a previous route's counts
     start_server "callgrind-$label" env RUST_LOG=warn \
       valgrind --tool=callgrind --callgrind-out-file="$out" "$@"
     # Warm up (statement cache, key cache, allocator), then count a fixed number of requests.

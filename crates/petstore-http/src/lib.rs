@@ -47,19 +47,18 @@ impl HttpSettings {
     /// Normalises `base_path` to `/segment...` without a trailing slash (`""` for the root).
     pub fn new(base_path: &str, public_base_url: Option<String>) -> Self {
         let trimmed = base_path.trim_matches('/');
-        let mut settings = Self {
+        let public_base_url = public_base_url.map(|url| url.trim_end_matches('/').to_owned());
+        Self {
             base_path: if trimmed.is_empty() {
                 String::new()
             } else {
                 format!("/{trimmed}")
             },
-            public_base_url: public_base_url.map(|url| url.trim_end_matches('/').to_owned()),
-            successor_link: None,
-        };
-        if let Some(base) = &settings.public_base_url {
-            settings.successor_link = HeaderValue::from_str(&successor_link(base)).ok();
+            successor_link: public_base_url
+                .as_deref()
+                .and_then(|base| HeaderValue::from_str(&successor_link(base)).ok()),
+            public_base_url,
         }
-        settings
     }
 
     /// Path prefix of the API, e.g. `/v1`: a leading slash and no trailing one.
