@@ -17,7 +17,7 @@ pub mod ratelimit;
 mod routes;
 mod server;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
@@ -39,8 +39,28 @@ pub const ACCESS_LOG: &str = "actix_web::middleware::logger";
 pub struct HttpSettings {
     base_path: String,
     public_base_url: Option<String>,
-    /// The deprecated endpoint's `Link` to its successor, when it does not depend on the request.
-    successor_link: Option<HeaderValue>,
+    /// The deprecated endpoint's `Link` to its successor.
+    successor_link: SuccessorLink,
+}
+
+/// How [`HttpSettings::successor_link`] gets its value.
+#[derive(Debug, Clone)]
+enum SuccessorLink {
+    /// Built once from the configured public base URL.
+    Fixed(HeaderValue),
+    /// Built from each request's scheme and `Host`, keeping the last one built: behind one
+    /// public name every request carries the same `Host`, so it is built once, not per request.
+    /// Shared by clones of the settings.
+    PerHost(Arc<Mutex<Option<HostLink>>>),
+}
+
+/// A successor `Link` and what it was built from.
+#[derive(Debug)]
+struct HostLink {
+    secure: bool,
+    /// A copy of the request's `Host` value, not a slice of that request's read buffer.
+    host: HeaderValue,
+    link: HeaderValue,
 }
 
 impl HttpSettings {
@@ -54,9 +74,13 @@ impl HttpSettings {
             } else {
                 format!("/{trimmed}")
             },
-            successor_link: public_base_url
+            successor_link: match public_base_url
                 .as_deref()
-                .and_then(|base| HeaderValue::from_str(&successor_link(base)).ok()),
+                .and_then(|base| HeaderValue::from_str(&successor_link(base)).ok())
+            {
+                Some(link) => SuccessorLink::Fixed(link),
+                None => SuccessorLink::PerHost(Arc::default()),
+            },
             public_base_url,
         }
     }
@@ -73,12 +97,32 @@ impl HttpSettings {
     }
 
     /// The `Link` from the deprecated `GET /pets/{petId}` to its successor, `GET /pets`: built
-    /// once when the public base URL is configured, else from `req`.
+    /// once when the public base URL is configured, else from `req` (see [`Self::public_base`]),
+    /// and then again only when the scheme or `Host` differs from the last request's.
     pub fn successor_link(&self, req: &HttpRequest) -> Option<HeaderValue> {
-        match &self.successor_link {
-            Some(link) => Some(link.clone()),
-            None => HeaderValue::from_str(&successor_link(&self.public_base(req))).ok(),
+        let last = match &self.successor_link {
+            SuccessorLink::Fixed(link) => return Some(link.clone()),
+            SuccessorLink::PerHost(last) => last,
+        };
+        let secure = req.app_config().secure();
+        let host = req.headers().get(actix_web::http::header::HOST);
+        let mut last = last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let (Some(built), Some(host)) = (last.as_ref(), host)
+            && built.secure == secure
+            && built.host == host
+        {
+            return Some(built.link.clone());
         }
+        // Anything but the scheme and `Host` that the link depends on is fixed for the server.
+        let link = HeaderValue::from_str(&successor_link(&self.public_base(req))).ok()?;
+        if let Some(host) = host.and_then(|h| HeaderValue::from_bytes(h.as_bytes()).ok()) {
+            *last = Some(HostLink {
+                secure,
+                host,
+                link: link.clone(),
+            });
+        }
+        Some(link)
     }
 
     /// The base address clients should use, for links in responses to `req`. Without a

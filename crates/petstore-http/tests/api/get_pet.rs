@@ -46,6 +46,33 @@ async fn without_a_public_base_url_the_successor_link_follows_the_host_header() 
     );
 }
 
+#[actix_web::test]
+async fn a_successor_link_built_for_one_host_is_never_sent_to_another() {
+    // The link is kept for the last `Host` seen; alternating names must each get their own.
+    let app = TestApp::with_settings(HttpSettings::new("/v1", None));
+    for host in [
+        "a.example.org",
+        "b.example.org",
+        "b.example.org",
+        "a.example.org",
+    ] {
+        let reply = app
+            .send(
+                TestRequest::get()
+                    .uri("/v1/pets/424242")
+                    .insert_header(("authorization", format!("Bearer {}", app.key)))
+                    .insert_header(("host", host)),
+            )
+            .await;
+        assert_eq!(
+            links(&reply),
+            [format!(
+                "<http://{host}/v1/pets>; rel=\"successor-version\""
+            )],
+        );
+    }
+}
+
 api_tests! {
     async fn get_pet_returns_the_pet_with_deprecation_headers(app) {
         let pet = app.create_pet("Rex", "sold").await;
