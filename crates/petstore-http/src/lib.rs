@@ -18,6 +18,7 @@ mod routes;
 mod server;
 
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
@@ -177,15 +178,52 @@ pub struct AppState {
     pub limiter: ratelimit::Limiter,
     /// Proxies whose forwarding headers name the client address.
     pub trusted_proxies: ratelimit::TrustedProxies,
+    /// The store calls [`db`] may have running at once.
+    pub db_slots: DbSlots,
 }
 
-/// Runs a blocking store call on actix's blocking thread pool. With [`db_read`], the only way
-/// handlers and middleware reach the database.
+/// Bounds the blocking store calls in flight to the pool's size: a call beyond it waits here,
+/// as a future on the worker, instead of on a blocking thread of its own that would only wait
+/// for a connection. Under load that kept dozens of threads (each with its allocator heap, and
+/// a context switch per hand-over) for 8 connections. The wait is bounded by the pool's checkout
+/// timeout, after which the call answers `503` as an exhausted pool does.
+#[derive(Debug)]
+pub struct DbSlots {
+    permits: tokio::sync::Semaphore,
+    wait: Duration,
+}
+
+impl DbSlots {
+    /// As many slots as `store` has connections, waited for as long as a connection would be.
+    pub fn for_store(store: &Store) -> Self {
+        Self {
+            permits: tokio::sync::Semaphore::new(store.max_connections() as usize),
+            wait: store.checkout_timeout(),
+        }
+    }
+
+    async fn acquire(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
+        match actix_web::rt::time::timeout(self.wait, self.permits.acquire()).await {
+            Ok(Ok(permit)) => Ok(permit),
+            // The semaphore is never closed.
+            Ok(Err(closed)) => Err(ApiError::internal(closed)),
+            Err(_) => Err(ApiError::Unavailable(format!(
+                "no database connection free within {:?}",
+                self.wait
+            ))),
+        }
+    }
+}
+
+/// Runs a blocking store call on actix's blocking thread pool, once one of the
+/// [`AppState::db_slots`] is free. With [`db_read`], the only way handlers and middleware reach
+/// the database.
 pub async fn db<T, F>(state: &web::Data<AppState>, f: F) -> Result<T, ApiError>
 where
     F: FnOnce(&Store) -> Result<T, StoreError> + Send + 'static,
     T: Send + 'static,
 {
+    let _slot = state.db_slots.acquire().await?;
     let state = state.clone();
     web::block(move || f(&state.store))
         .await

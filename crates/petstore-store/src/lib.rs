@@ -165,6 +165,17 @@ impl Store {
         self.backend_name
     }
 
+    /// The most connections the pool opens (`StoreConfig::pool_size`).
+    pub fn max_connections(&self) -> u32 {
+        self.pool.max_size()
+    }
+
+    /// How long a call waits for a pooled connection before it answers
+    /// [`StoreError::Unavailable`] (`StoreConfig::connect_timeout`).
+    pub fn checkout_timeout(&self) -> std::time::Duration {
+        self.pool.connection_timeout()
+    }
+
     /// Applies pending migrations and returns their names. On PostgreSQL this holds an
     /// advisory lock, so instances starting together apply each migration exactly once.
     pub fn migrate(&self) -> Result<Vec<String>, StoreError> {

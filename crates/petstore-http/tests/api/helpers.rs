@@ -9,7 +9,7 @@ use actix_web::test as atest;
 use actix_web::web::{self, Bytes};
 use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan, RateLimits};
 use petstore_http::ratelimit::{Limiter, TrustedProxies};
-use petstore_http::{AppState, HttpSettings, KeyCache, ManualClock, app};
+use petstore_http::{AppState, DbSlots, HttpSettings, KeyCache, ManualClock, app};
 use petstore_store::testing::{TestBackend, TestDatabase};
 use petstore_store::{Store, StoreConfig};
 use serde_json::Value;
@@ -135,6 +135,7 @@ impl TestApp {
             .map(|(_, secret)| secret.expose().to_owned())
             .unwrap_or_default();
         let state = web::Data::new(AppState {
+            db_slots: DbSlots::for_store(&store),
             store: store.clone(),
             clock: clock.clone(),
             // No caching: revocations in these tests must take effect at once.

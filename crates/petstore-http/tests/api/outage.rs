@@ -184,3 +184,68 @@ async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
         "the connection is back"
     );
 }
+
+/// An app on a new SQLite database whose pool has `size` connections.
+fn app_with_pool(size: u32, connect_timeout: Duration) -> TestApp {
+    let db = TestDatabase::sqlite();
+    db.store(); // migrated
+    let mut config = StoreConfig::new(db.url());
+    config.pool_size = size;
+    config.connect_timeout = connect_timeout;
+    let store = Store::open(&config).expect("open");
+    TestApp::with_store(Some(db), store)
+}
+
+#[actix_web::test]
+async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
+    use std::sync::atomic::AtomicUsize;
+    let app = app_with_pool(2, Duration::from_secs(30));
+    let running = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let calls = (0..8).map(|_| {
+        let (running, most) = (running.clone(), most.clone());
+        petstore_http::db(&app.state, move |store| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            thread::sleep(Duration::from_millis(50));
+            running.fetch_sub(1, Ordering::SeqCst);
+            store.check_ready()
+        })
+    });
+    for result in futures_util::future::join_all(calls).await {
+        result.expect("every call runs, in turn");
+    }
+    let most = most.load(Ordering::SeqCst);
+    assert!((1..=2).contains(&most), "{most} calls ran at once");
+}
+
+#[actix_web::test]
+async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
+    let app = app_with_pool(1, Duration::from_millis(200));
+    let state = app.state.clone();
+    let holder = actix_web::rt::spawn(async move {
+        petstore_http::db(&state, |_| {
+            thread::sleep(Duration::from_millis(1_500));
+            Ok(())
+        })
+        .await
+    });
+    actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+
+    let started = Instant::now();
+    let refused = petstore_http::db(&app.state, |_| Ok(())).await;
+    assert!(
+        matches!(refused, Err(petstore_http::ApiError::Unavailable(_))),
+        "{refused:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+
+    holder.await.expect("task").expect("the holder's call");
+    petstore_http::db(&app.state, |_| Ok(()))
+        .await
+        .expect("a slot is free again");
+}
