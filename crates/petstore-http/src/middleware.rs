@@ -26,11 +26,14 @@ pub async fn admission(
 /// status. Headers the original carried (`Allow`, ...) are kept.
 fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
+    if !(status.is_client_error() || status.is_server_error()) {
+        return response;
+    }
     let is_json = response
         .headers()
         .get(header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    if is_json {
         return response;
     }
     let code = ErrorCode::for_status(status);
