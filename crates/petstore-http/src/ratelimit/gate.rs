@@ -7,7 +7,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, HttpResponse, ResponseError, web};
 use petstore_domain::{ApiKey, ApiKeyRepository, ApiKeySecret, Ban, RateDecision, RateLimits};
 
-use super::{Subject, Verdict, headers};
+use super::{LimitHeaders, Subject, Verdict, headers};
 use crate::auth::{KeyFingerprint, bearer_token};
 use crate::error::{ErrorCode, error_response};
 use crate::{ApiClient, ApiError, AppState, db, db_read};
@@ -69,52 +69,72 @@ async fn admit(state: &web::Data<AppState>, req: &ServiceRequest, now: u64) -> A
                 Ok(found) => found,
                 Err(error) => {
                     let mut response = error.error_response();
-                    headers::write_unknown(response.headers_mut(), limiter.anonymous, now);
+                    headers::write_unknown(response.headers_mut(), &limiter.anonymous_headers, now);
                     return Admission::Reject(response);
                 }
             },
         },
     };
-    let (subject, limits) = match &client {
-        Some(client) => (Subject::Key(client.key().id), client.key().limits()),
-        None => (Subject::Address(address), limiter.anonymous),
+    let (subject, limits, limit_headers) = match &client {
+        Some(client) => (
+            Subject::Key(client.key().id),
+            client.key().limits(),
+            client.limit_headers(),
+        ),
+        None => (
+            Subject::Address(address),
+            limiter.anonymous,
+            &limiter.anonymous_headers,
+        ),
     };
     if let Some(ban) = client.as_ref().and_then(|c| c.key().ban_at(now)) {
-        return Admission::Reject(banned(ban, limits, now));
+        return Admission::Reject(banned(ban, limit_headers, now));
     }
     match limiter.check(subject, limits, now).await {
         Ok(Verdict::Allowed(decision)) => Admission::Pass { client, decision },
-        Ok(Verdict::Banned(ban)) => Admission::Reject(banned(ban, limits, now)),
+        Ok(Verdict::Banned(ban)) => Admission::Reject(banned(ban, limit_headers, now)),
         Ok(Verdict::Limited {
             decision,
             previous_ban,
         }) => {
-            let known = client.zip(token.zip(fingerprint));
-            refuse(state, subject, known, limits, decision, previous_ban, now).await
+            let refused = Refused {
+                key: client.as_ref().zip(token.zip(fingerprint)),
+                limits,
+                limit_headers,
+            };
+            refuse(state, subject, refused, decision, previous_ban, now).await
         }
         Err(error) => {
             let mut response = error.error_response();
-            headers::write_unknown(response.headers_mut(), limits, now);
+            headers::write_unknown(response.headers_mut(), limit_headers, now);
             Admission::Reject(response)
         }
     }
+}
+
+/// Who a refused request came from: its key (with the token and fingerprint it was presented
+/// and cached under), if any, and the limits it was counted against.
+struct Refused<'a> {
+    key: Option<(&'a ApiClient, (&'a [u8], KeyFingerprint))>,
+    limits: RateLimits,
+    limit_headers: &'a LimitHeaders,
 }
 
 /// `429`: over a limit (and banned if this refusal crosses the ban threshold), or banned.
 async fn refuse(
     state: &web::Data<AppState>,
     subject: Subject,
-    key: Option<(ApiClient, (&[u8], KeyFingerprint))>,
-    limits: RateLimits,
+    refused: Refused<'_>,
     decision: RateDecision,
     previous_ban: Option<Ban>,
     now: u64,
 ) -> Admission {
     let policy = state.limiter.bans;
-    let limit_headers = match &key {
-        Some((client, _)) => client.limit_headers().clone(),
-        None => state.limiter.anonymous_headers.clone(),
-    };
+    let Refused {
+        key,
+        limits,
+        limit_headers,
+    } = refused;
     if !policy.triggers(&decision) {
         let message = format!(
             "rate limit exceeded ({} requests per minute, {} per day); retry after {} s",
@@ -123,7 +143,7 @@ async fn refuse(
             decision.retry_after(now)
         );
         let mut response = error_response(ErrorCode::RateLimited, &message);
-        headers::write(response.headers_mut(), &decision, &limit_headers, now);
+        headers::write(response.headers_mut(), &decision, limit_headers, now);
         return Admission::Reject(response);
     }
     let ban = match key {
@@ -144,12 +164,12 @@ async fn refuse(
                 ban.until,
                 ban.level
             );
-            Admission::Reject(banned(ban, limits, now))
+            Admission::Reject(banned(ban, limit_headers, now))
         }
         None => {
             let mut response =
                 ApiError::Unavailable("could not record a ban".into()).error_response();
-            headers::write(response.headers_mut(), &decision, &limit_headers, now);
+            headers::write(response.headers_mut(), &decision, limit_headers, now);
             Admission::Reject(response)
         }
     }
@@ -202,7 +222,7 @@ async fn ban_key(
     }
 }
 
-fn banned(ban: Ban, limits: RateLimits, now: u64) -> HttpResponse {
+fn banned(ban: Ban, limits: &LimitHeaders, now: u64) -> HttpResponse {
     let wait = ban.until.saturating_sub(now).max(1);
     let message = format!(
         "temporarily banned for continuing to send requests after being rate limited; retry after {wait} s"

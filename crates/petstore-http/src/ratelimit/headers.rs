@@ -78,11 +78,11 @@ pub fn write(headers: &mut HeaderMap, decision: &RateDecision, limits: &LimitHea
 }
 
 /// Headers for a banned client: nothing remains until the ban ends.
-pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: RateLimits, now: u64) {
+pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: &LimitHeaders, now: u64) {
     let wait = ban.until.saturating_sub(now).max(1);
     set(
         headers,
-        &LimitHeaders::new(limits),
+        limits,
         Window::Minute,
         0,
         ban.until,
@@ -93,12 +93,12 @@ pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: RateLimits, now: u64
 
 /// Headers when the counts cannot be known (the shared counter store is down and the service
 /// fails closed): no request is available until the store answers again.
-pub fn write_unknown(headers: &mut HeaderMap, limits: RateLimits, now: u64) {
+pub fn write_unknown(headers: &mut HeaderMap, limits: &LimitHeaders, now: u64) {
     let reset = Window::Minute.reset_at(now);
     let wait = reset - now;
     set(
         headers,
-        &LimitHeaders::new(limits),
+        limits,
         Window::Minute,
         0,
         reset,
