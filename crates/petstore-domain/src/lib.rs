@@ -7,6 +7,9 @@
 //! (list parameters and keyset paging) and [`repository`] (the traits `petstore-store` implements).
 #![warn(missing_docs)]
 
+#[macro_use]
+mod string_enum;
+
 pub mod error;
 pub mod key;
 pub mod order;

@@ -1,56 +1,23 @@
 //! Store orders: the read-only `GET /store/orders` listing.
 
-use std::fmt;
-use std::str::FromStr;
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::ValidationError;
 
-/// Where an order is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OrderStatus {
-    /// Placed by a customer.
-    #[default]
-    Placed,
-    /// Accepted by the store.
-    Approved,
-    /// Handed over.
-    Delivered,
-}
-
-impl OrderStatus {
-    /// Every status.
-    pub const ALL: [OrderStatus; 3] = [Self::Placed, Self::Approved, Self::Delivered];
-
-    /// The wire (and storage) spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Placed => "placed",
-            Self::Approved => "approved",
-            Self::Delivered => "delivered",
-        }
-    }
-}
-
-impl fmt::Display for OrderStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl FromStr for OrderStatus {
-    type Err = ValidationError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| {
-                ValidationError::invalid("status", "must be one of placed, approved, delivered")
-            })
+string_enum! {
+    /// Where an order is in its life.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum OrderStatus in "status" {
+        /// Placed by a customer.
+        #[default]
+        Placed = "placed",
+        /// Accepted by the store.
+        Approved = "approved",
+        /// Handed over.
+        Delivered = "delivered",
     }
 }
 

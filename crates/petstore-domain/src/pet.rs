@@ -1,8 +1,5 @@
 //! Pets: the wire types of the interface (`Pet`, `NewPet`, `PetStatus`) and their rules.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::{Deserialize, Deserializer, Serialize};
 use validator::Validate;
 
@@ -11,49 +8,18 @@ use crate::ValidationError;
 /// Longest accepted pet name, in characters (Unicode scalar values).
 pub const MAX_NAME_CHARS: usize = 255;
 
-/// Availability of a pet. Serialised in lower case, as the interface lists it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PetStatus {
-    /// The pet can be bought. The status a new pet gets when none is sent.
-    #[default]
-    Available,
-    /// A sale is in progress.
-    Pending,
-    /// The pet has been sold.
-    Sold,
-}
-
-impl PetStatus {
-    /// Every status, in the interface's order.
-    pub const ALL: [PetStatus; 3] = [Self::Available, Self::Pending, Self::Sold];
-
-    /// The wire (and storage) spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Available => "available",
-            Self::Pending => "pending",
-            Self::Sold => "sold",
-        }
-    }
-}
-
-impl fmt::Display for PetStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl FromStr for PetStatus {
-    type Err = ValidationError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|status| status.as_str() == s)
-            .ok_or_else(|| {
-                ValidationError::invalid("status", "must be one of available, pending, sold")
-            })
+string_enum! {
+    /// Availability of a pet. Serialised in lower case, as the interface lists it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum PetStatus in "status" {
+        /// The pet can be bought. The status a new pet gets when none is sent.
+        #[default]
+        Available = "available",
+        /// A sale is in progress.
+        Pending = "pending",
+        /// The pet has been sold.
+        Sold = "sold",
     }
 }
 

@@ -93,23 +93,18 @@ impl PetListQuery {
     pub fn from_pairs<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, ValidationError> {
-        let mut query = Self::default();
-        let mut seen = Seen::default();
-        for (name, value) in pairs {
-            match name {
-                "status" => {
-                    seen.first("status")?;
-                    query.status = Some(value.parse().map_err(|_| {
-                        ValidationError::parameter(
-                            "status",
-                            "must be one of available, pending, sold",
-                        )
-                    })?);
-                }
-                _ => parse_page_parameter(&mut query.page, &mut seen, name, value)?,
+        let mut status = None;
+        let page = parse_list(pairs, |seen, name, value| {
+            if name != "status" {
+                return Ok(false);
             }
-        }
-        Ok(query)
+            seen.first("status")?;
+            status = Some(value.parse().map_err(|_| {
+                ValidationError::parameter("status", "must be one of available, pending, sold")
+            })?);
+            Ok(true)
+        })?;
+        Ok(Self { page, status })
     }
 }
 
@@ -125,13 +120,26 @@ impl OrderListQuery {
     pub fn from_pairs<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, ValidationError> {
-        let mut query = Self::default();
-        let mut seen = Seen::default();
-        for (name, value) in pairs {
-            parse_page_parameter(&mut query.page, &mut seen, name, value)?;
-        }
-        Ok(query)
+        let page = parse_list(pairs, |_, _, _| Ok(false))?;
+        Ok(Self { page })
     }
+}
+
+/// The loop every list query shares: each pair is offered to `own` first (the list's own
+/// parameters: it returns whether it took the pair), then read as a paging parameter
+/// (`limit`, `after`); any other name is an unknown parameter.
+fn parse_list<'a>(
+    pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    mut own: impl FnMut(&mut Seen, &str, &str) -> Result<bool, ValidationError>,
+) -> Result<PageRequest, ValidationError> {
+    let mut page = PageRequest::default();
+    let mut seen = Seen::default();
+    for (name, value) in pairs {
+        if !own(&mut seen, name, value)? {
+            parse_page_parameter(&mut page, &mut seen, name, value)?;
+        }
+    }
+    Ok(page)
 }
 
 #[derive(Default)]
