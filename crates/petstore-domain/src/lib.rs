@@ -4,7 +4,8 @@
 //! This crate does no I/O and knows no web framework or database: another Rust service can
 //! depend on it alone to speak the same language (JSON shapes included, through `serde`).
 //! Start with [`pet`] (the `Pet`/`NewPet` wire types and their validation), then [`query`]
-//! (list parameters and keyset paging) and [`repository`] (the traits `petstore-store` implements).
+//! (list parameters and keyset paging) and [`repository`] (the traits a storage backend implements,
+//! and [`Storage`], the one interface the HTTP layer calls).
 #![warn(missing_docs)]
 
 #[macro_use]
@@ -24,4 +25,7 @@ pub use order::{NewOrder, Order, OrderStatus};
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
 pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
 pub use rate_limit::{Ban, BanPolicy, Counts, RateDecision, Window, WindowUsage};
-pub use repository::{ApiKeyRepository, OrderRepository, PetRepository};
+pub use repository::{
+    ApiKeyRepository, Capacity, OrderRepository, PetReply, PetRepository, Storage, StorageError,
+    StorageErrorKind,
+};

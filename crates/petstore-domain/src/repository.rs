@@ -1,55 +1,109 @@
-//! The storage traits a backend implements. They are synchronous: callers in an async runtime
-//! run them on a blocking thread pool. Each backend brings its own error type.
+//! The storage interface: the traits a backend implements, and [`Storage`], which gathers them
+//! into the one object the HTTP layer calls (`Arc<dyn Storage>`). A backend is a crate or module
+//! that implements these for its own type; nothing above it changes (`docs/architecture.md`).
+//!
+//! The repository methods are synchronous: an async caller runs them where blocking is allowed,
+//! except where the backend says it can do better ([`Storage::nonblocking`],
+//! [`Storage::queue_create_pet`]). Every method fails with [`StorageError`], which keeps the
+//! backend's own error as its source and says, in [`StorageErrorKind`], the one thing a caller
+//! acts on: whether a retry may help.
+
+use std::error::Error;
+use std::fmt;
+use std::time::Duration;
 
 use crate::{
     ApiKey, ApiKeySecret, Ban, KeyHash, KeySpec, NewOrder, Order, OrderListQuery, Page, Pet,
     PetDraft, PetListQuery, Plan, RateLimits,
 };
 
+/// What a failed storage call means to its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StorageErrorKind {
+    /// The backend cannot answer now (unreachable, lost connection, timed out, busy): a retry
+    /// later may succeed.
+    Unavailable,
+    /// The call was made on a [`Storage::nonblocking`] view and would have had to wait; nothing
+    /// was done. Run it again on the storage itself, where waiting is allowed.
+    WouldBlock,
+    /// Anything else: a fault that a retry will not fix (a rejected statement, a corrupt row).
+    Failed,
+}
+
+impl fmt::Display for StorageErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Unavailable => "storage unavailable",
+            Self::WouldBlock => "storage call would block",
+            Self::Failed => "storage failed",
+        })
+    }
+}
+
+/// A failed storage call: its [`StorageErrorKind`] and the backend's own error as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
+pub struct StorageError {
+    kind: StorageErrorKind,
+    #[source]
+    source: Box<dyn Error + Send + Sync>,
+}
+
+impl StorageError {
+    /// A failure of `kind` caused by `source` (the backend's error).
+    pub fn new(kind: StorageErrorKind, source: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        Self {
+            kind,
+            source: source.into(),
+        }
+    }
+
+    /// What the failure means to the caller.
+    pub fn kind(&self) -> StorageErrorKind {
+        self.kind
+    }
+
+    /// The backend's error, for a caller that knows the backend (its tests, say).
+    pub fn backend_error(&self) -> &(dyn Error + Send + Sync + 'static) {
+        &*self.source
+    }
+}
+
 /// Pets: create, read one, list a page.
 pub trait PetRepository {
-    /// The backend's error.
-    type Error: std::error::Error + Send + Sync + 'static;
-
     /// Stores a validated pet and returns it with its new id. Returns only once the pet is
     /// durably stored.
-    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, Self::Error>;
+    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StorageError>;
 
     /// The pet with this id, if any.
-    fn find_pet(&self, id: i64) -> Result<Option<Pet>, Self::Error>;
+    fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError>;
 
     /// A page of pets in ascending id order, filtered by status when asked.
-    fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, Self::Error>;
+    fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError>;
 }
 
 /// Store orders.
 pub trait OrderRepository {
-    /// The backend's error.
-    type Error: std::error::Error + Send + Sync + 'static;
-
     /// Stores an order placed now.
-    fn create_order(&self, order: &NewOrder) -> Result<Order, Self::Error>;
+    fn create_order(&self, order: &NewOrder) -> Result<Order, StorageError>;
 
     /// A page of orders in ascending id order.
-    fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, Self::Error>;
+    fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError>;
 }
 
 /// API keys. Only hashes are stored; the secret is returned once, by `create_key`.
 pub trait ApiKeyRepository {
-    /// The backend's error.
-    type Error: std::error::Error + Send + Sync + 'static;
-
     /// Issues a new random key.
-    fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), Self::Error>;
+    fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError>;
 
     /// The non-revoked key with this hash, if any.
-    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, Self::Error>;
+    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StorageError>;
 
     /// Every key, revoked ones included, in id order.
-    fn list_keys(&self) -> Result<Vec<ApiKey>, Self::Error>;
+    fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError>;
 
     /// Revokes a key; `false` when no key has this id. Revoking twice keeps the first time.
-    fn revoke_key(&self, id: i64) -> Result<bool, Self::Error>;
+    fn revoke_key(&self, id: i64) -> Result<bool, StorageError>;
 
     /// Changes a key's plan and custom limits (validate them with `KeySpec` first); `false`
     /// when no key has this id.
@@ -58,12 +112,55 @@ pub trait ApiKeyRepository {
         id: i64,
         plan: Plan,
         custom_limits: Option<RateLimits>,
-    ) -> Result<bool, Self::Error>;
+    ) -> Result<bool, StorageError>;
 
     /// Bans a key unless a ban is already in force at `now` (so that instances noticing the same
     /// abuse together impose one ban, not several). Returns whether this call imposed it.
-    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, Self::Error>;
+    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StorageError>;
 
     /// Lifts a key's ban and forgets its history; `false` when no key has this id.
-    fn unban_key(&self, id: i64) -> Result<bool, Self::Error>;
+    fn unban_key(&self, id: i64) -> Result<bool, StorageError>;
+}
+
+/// How many calls a backend serves at once, and how long a call may wait for its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capacity {
+    /// Most calls running at once (a pool's connections). At least 1.
+    pub max_calls: u32,
+    /// Longest a call waits for one of those before it fails as unavailable.
+    pub wait: Duration,
+}
+
+/// Receives the outcome of [`Storage::queue_create_pet`].
+pub type PetReply = Box<dyn FnOnce(Result<Pet, StorageError>) + Send>;
+
+/// A complete storage backend: every repository, readiness, and how its calls are best run.
+/// The HTTP layer holds one as `Arc<dyn Storage>` and knows nothing else of the backend.
+pub trait Storage:
+    PetRepository + OrderRepository + ApiKeyRepository + Send + Sync + 'static
+{
+    /// Ready to serve: reachable, with the schema this version expects.
+    fn check_ready(&self) -> Result<(), StorageError>;
+
+    /// How many calls may run at once; a caller bounds its concurrent calls by this.
+    fn capacity(&self) -> Capacity;
+
+    /// A view of this storage whose calls never wait: each one runs at once, or fails with
+    /// [`StorageErrorKind::WouldBlock`] without doing anything. For a backend whose reads are
+    /// local and short (an embedded database with a free connection), an async caller answers
+    /// reads on its own thread through it, and falls back to a blocking thread on `WouldBlock`.
+    /// `None` (the default) for a backend where every call may wait (a network round trip).
+    fn nonblocking(&self) -> Option<&dyn Storage> {
+        None
+    }
+
+    /// Starts creating `pet` and returns at once, if the backend queues writes: `done` then
+    /// receives the outcome, on a thread of the backend's, once the pet is durable (as
+    /// [`PetRepository::create_pet`] would have returned it). Gives `done` back unused when the
+    /// backend does not queue (the default): the caller then calls `create_pet` where blocking is
+    /// allowed.
+    fn queue_create_pet(&self, pet: &PetDraft, done: PetReply) -> Result<(), PetReply> {
+        let _ = pet;
+        Err(done)
+    }
 }

@@ -9,9 +9,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use petstore_domain::{
     ApiKey, ApiKeySecret, NewPet, Pet, PetStatus, Plan, RateDecision, RateLimits,
 };
+use petstore_http::auth::{ApiClient, KeyCache};
 use petstore_http::encode::EncodeJson;
 use petstore_http::ratelimit::{Hit, MemoryCounters, Subject};
-use petstore_http::{ApiClient, KeyCache};
 
 const KEYS: i64 = 10_000;
 // 2026-11-21T12:34:00Z

@@ -8,10 +8,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info")).init();
-    match petstore_http::cli::run() {
+    match petstore_http::commands::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", petstore_http::error::Chain(error.as_ref()));
             std::process::ExitCode::FAILURE
         }
     }

@@ -9,6 +9,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{Server, agent, get, post, run};
+use petstore_domain::Storage;
 use petstore_store::testing::TestDatabase;
 
 const CLIENTS: usize = 8;

@@ -1,16 +1,48 @@
-//! The one error type of the store. Diesel, r2d2 and migration errors never leave the crate.
+//! The one error type of the store. Diesel, r2d2 and migration errors never leave the crate
+//! except as the `source` of a [`StoreError`], and a `StoreError` leaves through the storage
+//! traits as the source of a [`StorageError`] whose kind says whether a retry may help.
+
+use std::error::Error;
+use std::sync::Arc;
+use std::time::Duration;
 
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
+use petstore_domain::{StorageError, StorageErrorKind};
+
+type BoxError = Box<dyn Error + Send + Sync>;
 
 /// What went wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// The database cannot be reached or is too busy to answer now; retrying later may work.
-    #[error("database unavailable: {0}")]
-    Unavailable(String),
+    /// No connection could be had: none became free within the checkout timeout, or opening
+    /// one failed (the database is down, refusing, or starting).
+    #[error("no database connection could be had")]
+    Connect(#[source] BoxError),
+    /// The connection broke during the call (the server closed it, or a command could not be
+    /// sent).
+    #[error("the database connection was lost")]
+    ConnectionLost(#[source] BoxError),
+    /// The database gave up on the call after the statement (PostgreSQL) or lock (SQLite)
+    /// timeout had passed.
+    #[error("the database did not complete the call within {0:?}")]
+    TimedOut(Duration, #[source] BoxError),
+    /// A transaction lost a race with another one (a serialization failure); running it again
+    /// may succeed.
+    #[error("the transaction conflicted with another one")]
+    Conflict(#[source] BoxError),
+    /// The call was made through [`Storage::nonblocking`](petstore_domain::Storage) and no
+    /// connection was idle; nothing was done.
+    #[error("no idle database connection")]
+    NoIdleConnection,
+    /// The SQLite writer thread is gone (it only stops when the store is dropped).
+    #[error("the SQLite writer has stopped")]
+    WriterStopped,
+    /// The transaction holding this write failed as a whole (SQLite group commit).
+    #[error("the batch holding this write failed")]
+    Batch(#[source] Arc<StoreError>),
     /// The database answered with an error that retrying will not fix.
-    #[error("database error: {0}")]
-    Database(String),
+    #[error("database error")]
+    Database(#[source] BoxError),
     /// A stored row does not fit the domain (e.g. an unknown status): the data was changed
     /// outside the service.
     #[error("corrupt row in `{table}`: {reason}")]
@@ -20,15 +52,46 @@ pub enum StoreError {
         /// What does not fit.
         reason: String,
     },
-    /// The schema could not be brought up to date.
+    /// The schema is not current: migrations are pending or could not be applied.
     #[error("migration failed: {0}")]
-    Migration(String),
+    Migration(String, #[source] Option<BoxError>),
     /// The database URL or settings are unusable.
     #[error("invalid store configuration: {0}")]
     Config(String),
     /// The operating system's random source failed (key generation).
-    #[error("random source failed: {0}")]
-    Random(String),
+    #[error("the random source failed")]
+    Random(#[source] getrandom::Error),
+}
+
+impl StoreError {
+    /// What the failure means to a caller: whether a retry may help.
+    pub fn kind(&self) -> StorageErrorKind {
+        match self {
+            Self::Connect(_)
+            | Self::ConnectionLost(_)
+            | Self::TimedOut(..)
+            | Self::Conflict(_)
+            | Self::WriterStopped => StorageErrorKind::Unavailable,
+            Self::NoIdleConnection => StorageErrorKind::WouldBlock,
+            Self::Batch(inner) => inner.kind(),
+            Self::Database(_)
+            | Self::Corrupt { .. }
+            | Self::Migration(..)
+            | Self::Config(_)
+            | Self::Random(_) => StorageErrorKind::Failed,
+        }
+    }
+
+    /// A database error of a call that ran for the whole `timeout`, read as that timeout. Diesel
+    /// reports SQLite's `SQLITE_BUSY` (after `busy_timeout`) and PostgreSQL's `query_canceled`
+    /// (after `statement_timeout`) as errors of no particular kind; what sets them apart from
+    /// a fault is that they come only once the timeout has passed.
+    pub(crate) fn after(self, elapsed: Duration, timeout: Duration) -> Self {
+        match self {
+            Self::Database(source) if elapsed >= timeout => Self::TimedOut(timeout, source),
+            other => other,
+        }
+    }
 }
 
 impl From<DieselError> for StoreError {
@@ -37,32 +100,23 @@ impl From<DieselError> for StoreError {
             DieselError::DatabaseError(
                 DatabaseErrorKind::ClosedConnection | DatabaseErrorKind::UnableToSendCommand,
                 _,
-            ) => Self::Unavailable(error.to_string()),
-            DieselError::DatabaseError(_, info) if is_transient(info.message()) => {
-                Self::Unavailable(error.to_string())
+            ) => Self::ConnectionLost(error.into()),
+            DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => {
+                Self::Conflict(error.into())
             }
-            _ => Self::Database(error.to_string()),
+            _ => Self::Database(error.into()),
         }
     }
 }
 
 impl From<diesel::r2d2::PoolError> for StoreError {
     fn from(error: diesel::r2d2::PoolError) -> Self {
-        Self::Unavailable(error.to_string())
+        Self::Connect(error.into())
     }
 }
 
-/// Errors that mean "try again later" rather than "this request is wrong": SQLite's busy and
-/// locked answers, PostgreSQL's statement timeout, shutdown and connection failures.
-fn is_transient(message: &str) -> bool {
-    const TRANSIENT: [&str; 7] = [
-        "database is locked",
-        "database table is locked",
-        "canceling statement due to statement timeout",
-        "terminating connection",
-        "server closed the connection",
-        "the database system is",
-        "could not connect",
-    ];
-    TRANSIENT.iter().any(|needle| message.contains(needle))
+impl From<StoreError> for StorageError {
+    fn from(error: StoreError) -> Self {
+        StorageError::new(error.kind(), error)
+    }
 }

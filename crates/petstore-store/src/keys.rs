@@ -2,7 +2,7 @@
 
 use diesel::prelude::*;
 use petstore_domain::{
-    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, KeyHash, KeySpec, Plan, RateLimits,
+    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, KeyHash, KeySpec, Plan, RateLimits, StorageError,
 };
 
 use crate::schema::api_keys;
@@ -91,17 +91,15 @@ impl TryFrom<KeyRow> for ApiKey {
 
 fn random_secret() -> Result<ApiKeySecret, StoreError> {
     let mut bytes = [0u8; 32];
-    getrandom::fill(&mut bytes).map_err(|e| StoreError::Random(e.to_string()))?;
+    getrandom::fill(&mut bytes).map_err(StoreError::Random)?;
     Ok(ApiKeySecret::from_random_bytes(bytes))
 }
 
 impl ApiKeyRepository for Store {
-    type Error = StoreError;
-
-    fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StoreError> {
+    fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError> {
         let secret = random_secret()?;
         let limits = spec.custom_limits();
-        self.with_conn(|conn| {
+        self.call(|conn| {
             let row: KeyRow = diesel::insert_into(api_keys::table)
                 .values((
                     api_keys::key_hash.eq(secret.hash().as_str()),
@@ -118,8 +116,8 @@ impl ApiKeyRepository for Store {
         })
     }
 
-    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StoreError> {
-        self.with_conn(|conn| {
+    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StorageError> {
+        self.call(|conn| {
             api_keys::table
                 .select(KEY_COLUMNS)
                 .filter(api_keys::key_hash.eq(hash.as_str()))
@@ -131,8 +129,8 @@ impl ApiKeyRepository for Store {
         })
     }
 
-    fn list_keys(&self) -> Result<Vec<ApiKey>, StoreError> {
-        self.with_conn(|conn| {
+    fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
+        self.call(|conn| {
             api_keys::table
                 .select(KEY_COLUMNS)
                 .order(api_keys::id.asc())
@@ -143,8 +141,8 @@ impl ApiKeyRepository for Store {
         })
     }
 
-    fn revoke_key(&self, id: i64) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
+    fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
+        self.call(|conn| {
             let revoked = diesel::update(api_keys::table)
                 .filter(api_keys::id.eq(id))
                 .filter(api_keys::revoked_at.is_null())
@@ -167,8 +165,8 @@ impl ApiKeyRepository for Store {
         id: i64,
         plan: Plan,
         custom_limits: Option<RateLimits>,
-    ) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
+    ) -> Result<bool, StorageError> {
+        self.call(|conn| {
             let updated = diesel::update(api_keys::table.find(id))
                 .set((
                     api_keys::plan.eq(plan.as_str()),
@@ -180,9 +178,9 @@ impl ApiKeyRepository for Store {
         })
     }
 
-    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StoreError> {
+    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StorageError> {
         let now = i64::try_from(now).unwrap_or(i64::MAX);
-        self.with_conn(|conn| {
+        self.call(|conn| {
             let updated = diesel::update(api_keys::table.find(id))
                 .filter(
                     api_keys::banned_until
@@ -198,8 +196,8 @@ impl ApiKeyRepository for Store {
         })
     }
 
-    fn unban_key(&self, id: i64) -> Result<bool, StoreError> {
-        self.with_conn(|conn| {
+    fn unban_key(&self, id: i64) -> Result<bool, StorageError> {
+        self.call(|conn| {
             let updated = diesel::update(api_keys::table.find(id))
                 .set((
                     api_keys::banned_until.eq(None::<i64>),

@@ -1,12 +1,14 @@
-//! Persistence for the Animal Store Service: the `petstore-domain` storage traits implemented
-//! with Diesel over an r2d2 pool, for SQLite (embedded, the default) and PostgreSQL (many
-//! instances on one database). Every query is written once against [`AnyConnection`].
+//! Persistence for the Animal Store Service: the `petstore-domain` storage interface
+//! ([`petstore_domain::Storage`] and its repository traits) implemented with Diesel over an r2d2
+//! pool, for SQLite (embedded, the default) and PostgreSQL (many instances on one database).
+//! Every query is written once against [`AnyConnection`].
 //!
-//! This crate is synchronous and knows nothing of HTTP; callers in an async runtime run it on a
-//! blocking pool, except for what cannot block them: SQLite reads with an idle connection
-//! ([`Store::try_inline`]) and queued pet creation ([`Store::create_pet_then`]). Start with
-//! [`Store::open`]; the trait implementations live in one module per aggregate (`pets`,
-//! `orders`, `keys`). Row types stay private; only domain types come out.
+//! This crate is synchronous and knows nothing of HTTP. What makes SQLite fast stays in here,
+//! behind the interface: reads answered on the caller's thread when a connection is idle
+//! ([`Storage::nonblocking`](petstore_domain::Storage::nonblocking)) and pets created by a
+//! group-commit writer thread ([`Storage::queue_create_pet`](petstore_domain::Storage)).
+//! Start with [`Store::open`]; the trait implementations live in one module per aggregate
+//! (`pets`, `orders`, `keys`). Row types stay private; only domain types come out.
 #![warn(missing_docs)]
 
 /// Runs a read on the concrete connection inside an [`AnyConnection`]: the same query, without
@@ -32,10 +34,11 @@ mod schema;
 pub mod testing;
 mod writer;
 
-use std::cell::Cell;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use diesel::r2d2::Pool;
+use petstore_domain::{Capacity, PetDraft, PetReply, Storage, StorageError, StorageErrorKind};
 
 use connection::ConnectionManager;
 pub use connection::{AnyConnection, Backend};
@@ -77,33 +80,23 @@ impl StoreConfig {
 pub struct Store {
     pool: Pool<ConnectionManager>,
     /// SQLite only: the group-commit writer that creates pets.
-    pet_writer: Option<std::sync::Arc<writer::PetWriter>>,
+    pet_writer: Option<Arc<writer::PetWriter>>,
     backend_name: &'static str,
     statement_timeout: Duration,
+    /// How this value's calls get their connection.
+    checkout: Checkout,
+    /// SQLite only: the same pool with [`Checkout::IdleOnly`], handed out by
+    /// [`Storage::nonblocking`].
+    nonblocking: Option<Arc<Store>>,
 }
 
-/// How [`Store::with_conn`] gets its connection on this thread (see [`Store::try_inline`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// How [`Store::with_conn`] gets its connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Checkout {
     /// Wait for a connection, up to the connect timeout.
     Wait,
-    /// Take an idle connection or give up at once.
+    /// Take an idle connection or fail at once with [`StoreError::NoIdleConnection`].
     IdleOnly,
-    /// `IdleOnly` found none: the call was not made.
-    NoneIdle,
-}
-
-thread_local! {
-    static CHECKOUT: Cell<Checkout> = const { Cell::new(Checkout::Wait) };
-}
-
-/// Restores [`Checkout::Wait`] however the inline call ends.
-struct CheckoutGuard;
-
-impl Drop for CheckoutGuard {
-    fn drop(&mut self) {
-        CHECKOUT.set(Checkout::Wait);
-    }
 }
 
 impl std::fmt::Debug for Store {
@@ -117,7 +110,8 @@ impl std::fmt::Debug for Store {
 
 impl Store {
     /// Builds the pool. Connections are opened lazily, so a database that is down now does
-    /// not stop the process: operations answer [`StoreError::Unavailable`] until it is back.
+    /// not stop the process: operations fail as unavailable ([`StoreError::Connect`]) until it
+    /// is back.
     pub fn open(config: &StoreConfig) -> Result<Self, StoreError> {
         if config.pool_size == 0 {
             return Err(StoreError::Config(
@@ -126,6 +120,7 @@ impl Store {
         }
         let backend = Backend::from_url(&config.url)?.with_timeouts(config);
         let backend_name = backend.name();
+        let embedded = matches!(backend, Backend::Sqlite(_));
         let manager = ConnectionManager {
             backend,
             busy_timeout: config.statement_timeout,
@@ -152,28 +147,32 @@ impl Store {
                 .max_lifetime(None)
         };
         let pool = builder.build_unchecked(manager);
-        Ok(Self {
+        let store = Self {
             pool,
             pet_writer,
             backend_name,
             statement_timeout: config.statement_timeout,
+            checkout: Checkout::Wait,
+            nonblocking: None,
+        };
+        // SQLite reads are local and short (no network round trip): with an idle connection a
+        // caller may run them on its own thread rather than hand each one to a blocking thread
+        // and back (two context switches, measured at a third of a read's cost).
+        let nonblocking = embedded.then(|| {
+            Arc::new(Self {
+                checkout: Checkout::IdleOnly,
+                ..store.clone()
+            })
+        });
+        Ok(Self {
+            nonblocking,
+            ..store
         })
     }
 
     /// `sqlite` or `postgres`.
     pub fn backend_name(&self) -> &'static str {
         self.backend_name
-    }
-
-    /// The most connections the pool opens (`StoreConfig::pool_size`).
-    pub fn max_connections(&self) -> u32 {
-        self.pool.max_size()
-    }
-
-    /// How long a call waits for a pooled connection before it answers
-    /// [`StoreError::Unavailable`] (`StoreConfig::connect_timeout`).
-    pub fn checkout_timeout(&self) -> std::time::Duration {
-        self.pool.connection_timeout()
     }
 
     /// Applies pending migrations and returns their names. On PostgreSQL this holds an
@@ -183,70 +182,68 @@ impl Store {
         self.with_conn(|conn| migrations::run_pending(conn, timeout))
     }
 
-    /// Ready to serve: the database answers and no migration is pending.
-    pub fn check_ready(&self) -> Result<(), StoreError> {
-        self.with_conn(migrations::check_applied)
-    }
-
-    /// Creates a pet without blocking the caller, where the backend allows it: on SQLite the pet
-    /// is queued for the group-commit writer, and `done` is called on the writer's thread with
-    /// the outcome once the transaction holding it has committed (a durable pet, as with
-    /// [`create_pet`](petstore_domain::PetRepository::create_pet)). Returns `done` unused on
-    /// a backend without a writer (PostgreSQL), whose caller runs `create_pet` instead.
-    pub fn create_pet_then<F>(&self, pet: &petstore_domain::PetDraft, done: F) -> Result<(), F>
-    where
-        F: FnOnce(Result<petstore_domain::Pet, StoreError>) + Send + 'static,
-    {
-        match &self.pet_writer {
-            Some(writer) => {
-                writer.submit(pet, Box::new(done));
-                Ok(())
-            }
-            None => Err(done),
-        }
-    }
-
-    /// Runs the read `f` on the calling thread, if that cannot make it wait: only on SQLite,
-    /// whose reads are local and short (no network round trip), and only when the pool has an
-    /// idle connection. Returns `None` without calling the database otherwise; the caller then
-    /// runs `f` where blocking is allowed. An async server uses this to answer reads without
-    /// handing each one to a blocking thread and back (two context switches, measured at a
-    /// third of a read's cost). `f` must be a read: one store call, one connection checkout.
-    pub fn try_inline<T>(
-        &self,
-        f: impl FnOnce(&Self) -> Result<T, StoreError>,
-    ) -> Option<Result<T, StoreError>> {
-        if self.backend_name != "sqlite" {
-            return None; // PostgreSQL: every query is a network round trip.
-        }
-        let _guard = CheckoutGuard;
-        CHECKOUT.set(Checkout::IdleOnly);
-        let result = f(self);
-        (CHECKOUT.get() != Checkout::NoneIdle).then_some(result)
-    }
-
-    /// Runs `f` on a pooled connection. A connection whose operation failed as unavailable (lost,
+    /// Runs `f` on a pooled connection. A connection whose call failed as unavailable (lost,
     /// timed out, busy) is marked broken, so the pool drops it instead of handing it out again:
     /// this is how the service recovers from a database restart without testing every checkout.
     fn with_conn<T>(
         &self,
         f: impl FnOnce(&mut AnyConnection) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        let mut pooled = match CHECKOUT.get() {
+        let mut pooled = match self.checkout {
             Checkout::Wait => self.pool.get()?,
-            Checkout::IdleOnly | Checkout::NoneIdle => match self.pool.try_get() {
-                Some(pooled) => pooled,
-                None => {
-                    CHECKOUT.set(Checkout::NoneIdle);
-                    return Err(StoreError::Unavailable("no idle connection".into()));
-                }
-            },
+            Checkout::IdleOnly => self.pool.try_get().ok_or(StoreError::NoIdleConnection)?,
         };
-        let result = f(&mut pooled.connection);
-        if matches!(result, Err(StoreError::Unavailable(_))) {
+        let started = Instant::now();
+        let result = f(&mut pooled.connection)
+            .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        if let Err(error) = &result
+            && error.kind() == StorageErrorKind::Unavailable
+        {
             pooled.broken = true;
         }
         result
+    }
+
+    /// [`Self::with_conn`] for the storage traits, whose error is the domain's.
+    fn call<T>(
+        &self,
+        f: impl FnOnce(&mut AnyConnection) -> Result<T, StoreError>,
+    ) -> Result<T, StorageError> {
+        Ok(self.with_conn(f)?)
+    }
+}
+
+impl Storage for Store {
+    fn check_ready(&self) -> Result<(), StorageError> {
+        self.call(migrations::check_applied)
+    }
+
+    fn capacity(&self) -> Capacity {
+        Capacity {
+            max_calls: self.pool.max_size(),
+            wait: self.pool.connection_timeout(),
+        }
+    }
+
+    fn nonblocking(&self) -> Option<&dyn Storage> {
+        self.nonblocking
+            .as_deref()
+            .map(|store| store as &dyn Storage)
+    }
+
+    /// SQLite: the pet is queued for the group-commit writer, and `done` is called on the
+    /// writer's thread once the transaction holding it has committed.
+    fn queue_create_pet(&self, pet: &PetDraft, done: PetReply) -> Result<(), PetReply> {
+        match &self.pet_writer {
+            Some(writer) => {
+                writer.submit(
+                    pet,
+                    Box::new(move |result| done(result.map_err(Into::into))),
+                );
+                Ok(())
+            }
+            None => Err(done),
+        }
     }
 }
 

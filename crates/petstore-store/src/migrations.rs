@@ -13,7 +13,7 @@ const SQLITE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 
 /// Key of the PostgreSQL advisory lock held while migrating ("petstore" in ASCII).
-const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
+pub(crate) const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
 
 pub(crate) fn run_pending(
     conn: &mut AnyConnection,
@@ -31,7 +31,9 @@ pub(crate) fn run_pending(
                     .map_err(|e| diesel::result::Error::QueryBuilderError(e.to_string().into()))?;
                 Ok::<_, diesel::result::Error>(())
             })
-            .map_err(|e| StoreError::Migration(e.to_string()))?;
+            .map_err(|e| {
+                StoreError::Migration("the migrations could not be applied".into(), Some(e.into()))
+            })?;
             Ok(names)
         }
         AnyConnection::Postgresql(conn) => {
@@ -60,6 +62,7 @@ pub(crate) fn check_applied(conn: &mut AnyConnection) -> Result<(), StoreError> 
     if pending {
         return Err(StoreError::Migration(
             "migrations are pending: run `petstore migrate`".into(),
+            None,
         ));
     }
     Ok(())
@@ -71,8 +74,15 @@ where
     C: MigrationHarness<DB> + Connection<Backend = DB>,
     EmbeddedMigrations: MigrationSource<DB>,
 {
-    conn.has_pending_migration(source)
-        .map_err(|e| StoreError::Unavailable(e.to_string()))
+    conn.has_pending_migration(source).map_err(|error| {
+        match error.downcast::<diesel::result::Error>() {
+            Ok(error) => StoreError::from(*error),
+            Err(other) => StoreError::Migration(
+                "the applied migrations could not be read".into(),
+                Some(other),
+            ),
+        }
+    })
 }
 
 fn applied<V: std::fmt::Display>(
@@ -80,5 +90,5 @@ fn applied<V: std::fmt::Display>(
 ) -> Result<Vec<String>, StoreError> {
     result
         .map(|versions| versions.iter().map(ToString::to_string).collect())
-        .map_err(|e| StoreError::Migration(e.to_string()))
+        .map_err(|e| StoreError::Migration("the migrations could not be applied".into(), Some(e)))
 }

@@ -1,7 +1,9 @@
 //! `OrderRepository` for both backends.
 
 use diesel::prelude::*;
-use petstore_domain::{NewOrder, Order, OrderListQuery, OrderRepository, OrderStatus, Page};
+use petstore_domain::{
+    NewOrder, Order, OrderListQuery, OrderRepository, OrderStatus, Page, StorageError,
+};
 
 use crate::schema::orders;
 use crate::{Store, StoreError, overfetch, unix_now};
@@ -49,10 +51,8 @@ impl TryFrom<OrderRow> for Order {
 }
 
 impl OrderRepository for Store {
-    type Error = StoreError;
-
-    fn create_order(&self, order: &NewOrder) -> Result<Order, StoreError> {
-        self.with_conn(|conn| {
+    fn create_order(&self, order: &NewOrder) -> Result<Order, StorageError> {
+        self.call(|conn| {
             let row: OrderRow = diesel::insert_into(orders::table)
                 .values((
                     orders::pet_id.eq(order.pet_id()),
@@ -66,8 +66,8 @@ impl OrderRepository for Store {
         })
     }
 
-    fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StoreError> {
-        self.with_conn(|conn| {
+    fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
+        self.call(|conn| {
             let all = orders::table
                 .select(ORDER_COLUMNS)
                 .order(orders::id.asc())

@@ -5,7 +5,7 @@ use diesel::pg::{Pg, PgValue};
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel::sqlite::{Sqlite, SqliteValue};
-use petstore_domain::{Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus};
+use petstore_domain::{Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus, StorageError};
 
 use crate::schema::pets;
 use crate::{AnyConnection, Store, StoreError, overfetch, unix_now};
@@ -87,17 +87,15 @@ impl TryFrom<PetRow> for Pet {
 }
 
 impl PetRepository for Store {
-    type Error = StoreError;
-
-    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StoreError> {
+    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StorageError> {
         if let Some(writer) = &self.pet_writer {
-            return writer.create(pet);
+            return Ok(writer.create(pet)?);
         }
-        self.with_conn(|conn| insert_pet(conn, pet)?.try_into())
+        self.call(|conn| insert_pet(conn, pet)?.try_into())
     }
 
-    fn find_pet(&self, id: i64) -> Result<Option<Pet>, StoreError> {
-        self.with_conn(|conn| {
+    fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {
+        self.call(|conn| {
             // `get_result`, not `first`: a primary-key lookup needs no `LIMIT ?` to bind.
             let query = pets::table.select(PET_COLUMNS).find(id);
             native!(conn, |c| query.get_result::<PetRow>(c))
@@ -107,8 +105,8 @@ impl PetRepository for Store {
         })
     }
 
-    fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StoreError> {
-        self.with_conn(|conn| {
+    fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError> {
+        self.call(|conn| {
             // One static query per shape (not `into_boxed`), so Diesel keeps each one prepared.
             let all = pets::table
                 .select(PET_COLUMNS)

@@ -13,6 +13,10 @@ use diesel::{Connection, PgConnection};
 
 use crate::{Store, StoreConfig};
 
+/// The key of the PostgreSQL advisory lock that migrations hold, for tests that hold it
+/// themselves (to stand for an instance that is migrating).
+pub const MIGRATION_LOCK: i64 = crate::migrations::MIGRATION_LOCK;
+
 /// The backends a test can run against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TestBackend {

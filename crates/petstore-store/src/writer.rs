@@ -4,11 +4,13 @@
 //! queue in order here instead of polling SQLite's lock. Every caller is answered only after
 //! the commit that holds its pet, so a 201 still means "on disk".
 
+use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::thread;
+use std::time::Instant;
 
 use diesel::Connection;
-use petstore_domain::{Pet, PetDraft};
+use petstore_domain::{Pet, PetDraft, StorageErrorKind};
 
 use crate::connection::ConnectionManager;
 use crate::pets::insert_pet;
@@ -66,7 +68,7 @@ impl PetWriter {
 }
 
 fn stopped() -> StoreError {
-    StoreError::Unavailable("the SQLite writer has stopped".into())
+    StoreError::WriterStopped
 }
 
 fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
@@ -84,26 +86,30 @@ fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
             None => match manager.open() {
                 Ok(conn) => connection.insert(conn),
                 Err(error) => {
-                    let error = StoreError::Unavailable(error.to_string());
+                    let error = Arc::new(StoreError::Connect(error.into()));
                     for job in batch {
-                        (job.reply)(Err(clone_error(&error)));
+                        (job.reply)(Err(StoreError::Batch(error.clone())));
                     }
                     continue;
                 }
             },
         };
-        match commit(conn, &batch) {
+        let started = Instant::now();
+        let committed =
+            commit(conn, &batch).map_err(|e| e.after(started.elapsed(), manager.busy_timeout));
+        match committed {
             Ok(results) => {
                 for (job, result) in batch.into_iter().zip(results) {
                     (job.reply)(result);
                 }
             }
             Err(error) => {
-                if matches!(error, StoreError::Unavailable(_)) {
+                if error.kind() == StorageErrorKind::Unavailable {
                     connection = None;
                 }
+                let error = Arc::new(error);
                 for job in batch {
-                    (job.reply)(Err(clone_error(&error)));
+                    (job.reply)(Err(StoreError::Batch(error.clone())));
                 }
             }
         }
@@ -128,11 +134,4 @@ fn commit(
         .into_iter()
         .map(|row| row.map_err(StoreError::from).and_then(Pet::try_from))
         .collect())
-}
-
-fn clone_error(error: &StoreError) -> StoreError {
-    match error {
-        StoreError::Unavailable(m) => StoreError::Unavailable(m.clone()),
-        other => StoreError::Database(other.to_string()),
-    }
 }

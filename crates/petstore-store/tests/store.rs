@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use petstore_domain::{
     ApiKeyRepository, ApiKeySecret, Ban, KeySpec, Limit, NewOrder, OrderListQuery, OrderRepository,
     OrderStatus, PageRequest, PetDraft, PetListQuery, PetRepository, PetStatus, Plan, RateLimits,
+    Storage, StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
 use petstore_store::{Store, StoreConfig, StoreError};
@@ -17,6 +18,19 @@ struct RawKeyRow {
     display_prefix: String,
     #[diesel(sql_type = diesel::sql_types::Text)]
     label: String,
+}
+
+/// The store's own error behind a storage-interface error.
+fn store_error(error: &StorageError) -> &StoreError {
+    error
+        .backend_error()
+        .downcast_ref::<StoreError>()
+        .expect("the store's errors are StoreErrors")
+}
+
+/// Whether `result` failed as unavailable (a retry may help).
+fn unavailable<T>(result: &Result<T, StorageError>) -> bool {
+    matches!(result, Err(error) if error.kind() == StorageErrorKind::Unavailable)
 }
 
 /// The api_keys rows as the database holds them, read past the store.
@@ -101,7 +115,7 @@ for_each_backend! {
             store.find_pet(odd).map(|_| ()),
             store.list_pets(&page(10, None, None)).map(|_| ()),
         ] {
-            match result {
+            match result.as_ref().map_err(store_error) {
                 Err(StoreError::Corrupt { table: "pets", reason }) => {
                     assert!(reason.contains(&format!("pet {odd}")), "{reason}");
                     assert!(reason.contains("\"adopted\""), "{reason}");
@@ -208,7 +222,9 @@ for_each_backend! {
     fn an_order_must_reference_an_existing_pet(db) {
         let store = db.store();
         let result = store.create_order(&NewOrder::new(999, 1, OrderStatus::Placed).expect("valid"));
-        assert!(matches!(result, Err(StoreError::Database(_))), "{result:?}");
+        let error = result.expect_err("no pet 999");
+        assert_eq!(error.kind(), StorageErrorKind::Failed, "{error:?}");
+        assert!(matches!(store_error(&error), StoreError::Database(_)), "{error:?}");
     }
 
     fn keys_are_found_by_secret_until_revoked(db) {
@@ -239,8 +255,14 @@ for_each_backend! {
         let row = &rows[0];
         assert_eq!(row.key_hash, secret.hash().as_str(), "the stored value is the hash");
         assert_eq!(row.display_prefix, &secret.expose()[..12]);
+        // Past the display prefix (kept in clear on purpose), no run of 8 of the secret's
+        // characters is stored anywhere: a column holding the secret, or part of it, fails.
+        let hidden = &secret.expose()[petstore_domain::key::DISPLAY_PREFIX_LEN..];
         for column in [&row.key_hash, &row.display_prefix, &row.label] {
-            assert!(!column.contains(secret.expose()), "a column holds the secret: {column}");
+            for start in 0..=hidden.len() - 8 {
+                let run = &hidden[start..start + 8];
+                assert!(!column.contains(run), "a column holds part of the secret: {column}");
+            }
         }
     }
 
@@ -305,7 +327,12 @@ for_each_backend! {
 fn a_fresh_database_is_not_ready_until_migrated() {
     let db = petstore_store::testing::TestDatabase::sqlite();
     let store = Store::open(&StoreConfig::new(db.url())).expect("open");
-    assert!(matches!(store.check_ready(), Err(StoreError::Migration(_))));
+    let error = store.check_ready().expect_err("not migrated");
+    assert_eq!(error.kind(), StorageErrorKind::Failed);
+    assert!(
+        matches!(store_error(&error), StoreError::Migration(..)),
+        "{error:?}"
+    );
     assert_eq!(store.migrate().expect("migrate").len(), 2);
     store.check_ready().expect("ready");
 }
@@ -316,9 +343,11 @@ fn an_unreachable_postgres_is_unavailable_not_a_hang() {
     config.connect_timeout = std::time::Duration::from_millis(500);
     let store = Store::open(&config).expect("open is lazy");
     let result = store.find_pet(1);
+    assert!(unavailable(&result), "{result:?}");
+    let error = result.expect_err("unreachable");
     assert!(
-        matches!(result, Err(StoreError::Unavailable(_))),
-        "{result:?}"
+        matches!(store_error(&error), StoreError::Connect(_)),
+        "{error:?}"
     );
 }
 
@@ -360,8 +389,7 @@ fn both_backends_have_the_same_migrations() {
 fn a_migration_waits_for_the_lock_longer_than_the_statement_timeout() {
     use diesel::connection::SimpleConnection;
     use diesel::{Connection, PgConnection};
-    // The key of the migration lock ("petstore" in ASCII).
-    const LOCK: i64 = 0x7065_7473_746f_7265;
+    use petstore_store::testing::MIGRATION_LOCK as LOCK;
     let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
         return;
     };
@@ -425,9 +453,11 @@ fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
         .expect("lock the table");
     let started = std::time::Instant::now();
     let result = store.list_pets(&PetListQuery::default());
+    assert!(unavailable(&result), "{result:?}");
+    let error = result.as_ref().expect_err("timed out");
     assert!(
-        matches!(result, Err(StoreError::Unavailable(_))),
-        "{result:?}"
+        matches!(store_error(error), StoreError::TimedOut(..)),
+        "{error:?}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
     holder.batch_execute("ROLLBACK").expect("unlock");
@@ -438,7 +468,7 @@ fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
 }
 
 for_each_backend! {
-    fn reads_run_inline_only_on_sqlite_and_only_with_an_idle_connection(db) {
+    fn reads_run_nonblocking_only_on_sqlite_and_only_with_an_idle_connection(db) {
         let store = db.store();
         let pet = store.create_pet(&draft("Inline", PetStatus::Sold)).expect("create");
         // One connection, none opened ahead of time: nothing is idle until a read returns one.
@@ -446,27 +476,26 @@ for_each_backend! {
         config.pool_size = 1;
         config.keep_warm = false;
         let store = Store::open(&config).expect("open");
-        let sqlite = store.backend_name() == "sqlite";
-        assert!(
-            store.try_inline(|s| s.find_pet(pet.id)).is_none(),
-            "no idle connection (or PostgreSQL): not run, so the caller can run it elsewhere"
-        );
-        // The refusal did not stick: an ordinary read still waits for (and opens) a connection.
+        let Some(view) = store.nonblocking() else {
+            assert_eq!(store.backend_name(), "postgres", "SQLite offers a non-blocking view");
+            return; // every PostgreSQL query is a network round trip: no call runs inline
+        };
+        assert_eq!(store.backend_name(), "sqlite");
+        let refused = view.find_pet(pet.id);
+        let error = refused.expect_err("no idle connection yet");
+        assert_eq!(error.kind(), StorageErrorKind::WouldBlock, "{error:?}");
+        assert!(matches!(store_error(&error), StoreError::NoIdleConnection));
+        // An ordinary read still waits for (and opens) a connection, and leaves it idle.
         assert_eq!(store.find_pet(pet.id).expect("find"), Some(pet.clone()));
-        let inline = store.try_inline(|s| s.find_pet(pet.id));
-        if sqlite {
-            assert_eq!(inline.expect("idle connection").expect("find"), Some(pet));
-        } else {
-            assert!(inline.is_none(), "every PostgreSQL query is a round trip: never inline");
-        }
+        assert_eq!(view.find_pet(pet.id).expect("idle connection"), Some(pet));
     }
 
     fn a_pet_handed_to_the_writer_is_answered_once_committed(db) {
         let store = db.store();
         let (sender, answer) = std::sync::mpsc::channel();
-        let queued = store.create_pet_then(&draft("Queued", PetStatus::Pending), move |result| {
+        let queued = store.queue_create_pet(&draft("Queued", PetStatus::Pending), Box::new(move |result| {
             sender.send(result).expect("the test is waiting");
-        });
+        }));
         if store.backend_name() == "sqlite" {
             assert!(queued.is_ok());
             let pet = answer.recv().expect("answered").expect("created");

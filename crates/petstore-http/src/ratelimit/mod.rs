@@ -1,31 +1,38 @@
 //! Per-plan rate limits with temporary bans (interface section 8; `docs/rate-limits.md`).
 //!
-//! Requests are counted per API key, or per client address when no valid key is sent, in two
-//! fixed windows aligned to the UTC minute and day (the arithmetic is in
+//! Requests are counted per subject: an API key's id, or a client address, in two fixed
+//! windows aligned to the UTC minute and day (the arithmetic is in
 //! `petstore_domain::rate_limit`). Counters live behind [`CounterStore`]: in process
 //! ([`MemoryCounters`], exact for one instance) or in Redis ([`RedisCounters`], exact across
-//! instances). [`gate`] is the middleware that applies all of it and writes the headers.
+//! instances). [`Limiter::check`] decides, and starts bans; [`headers`] writes the response
+//! fields.
+//!
+//! This module knows counters, limits and client addresses, not where subjects come from: it
+//! does not authenticate and does not reach the database. Key bans are kept wherever the caller
+//! keeps keys, through the [`KeyBans`] it passes in.
 
 mod address;
-mod gate;
-mod headers;
+pub mod headers;
 mod memory;
 mod redis;
 
+use std::error::Error;
 use std::fmt;
 use std::net::IpAddr;
+use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::LocalBoxFuture;
 use petstore_domain::{Ban, BanPolicy, Counts, RateDecision, RateLimits};
 
 pub use address::TrustedProxies;
-pub use gate::gate;
-pub(crate) use headers::LimitHeaders;
+pub use headers::{HeaderCache, LimitHeaders};
 pub use memory::MemoryCounters;
 pub use redis::RedisCounters;
 
-use crate::ApiError;
+use crate::report::Chain;
+
+type BoxError = Box<dyn Error + Send + Sync>;
 
 /// Who a request is counted against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,8 +68,15 @@ pub enum Hit {
 
 /// The counter store could not answer.
 #[derive(Debug, thiserror::Error)]
-#[error("rate-limit store unavailable: {0}")]
-pub struct CounterError(pub String);
+#[error("the rate-limit store is unavailable")]
+pub struct CounterError(#[source] BoxError);
+
+impl CounterError {
+    /// A failure caused by `source`.
+    pub fn new(source: impl Into<BoxError>) -> Self {
+        Self(source.into())
+    }
+}
 
 /// Where counters live. Each call is atomic for its subject: concurrent calls never count more
 /// than the limits between them.
@@ -88,7 +102,7 @@ pub trait CounterStore: Send + Sync + 'static {
 }
 
 /// What to do when the counter store is unreachable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailurePolicy {
     /// Serve, counting in this instance's memory until the store is back (limits then hold per
     /// instance instead of across instances), and log it.
@@ -97,20 +111,68 @@ pub enum FailurePolicy {
     Closed,
 }
 
+impl FromStr for FailurePolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "open" => Ok(Self::Open),
+            "closed" => Ok(Self::Closed),
+            other => Err(format!("`{other}` is neither `open` nor `closed`")),
+        }
+    }
+}
+
+/// Who is asking, as the limiter sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Caller {
+    /// Whom the request is counted against.
+    pub subject: Subject,
+    /// The subject's limits.
+    pub limits: RateLimits,
+    /// For a key: its current or most recent ban, as kept with the key (it feeds the next
+    /// ban's length). Address bans live in the counter store instead.
+    pub ban: Option<Ban>,
+}
+
 /// The limiter's verdict on one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
-    /// Within limits.
+    /// Within limits: serve it.
     Allowed(RateDecision),
-    /// Over a limit: `429 rate_limited`. `previous_ban` feeds the ban escalation.
-    Limited {
-        /// The decision, with both windows.
-        decision: RateDecision,
-        /// The subject's last (ended) ban, if the store remembers one.
-        previous_ban: Option<Ban>,
-    },
-    /// Banned: `429 temporarily_banned` until the ban ends.
+    /// Over a limit: `429 rate_limited`.
+    Limited(RateDecision),
+    /// Banned (now, or by this very request): `429 temporarily_banned` until the ban ends.
     Banned(Ban),
+}
+
+/// The limiter could not decide.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitError {
+    /// The counter store failed and the policy is to fail closed.
+    #[error(transparent)]
+    Counters(#[from] CounterError),
+    /// A key crossed the ban threshold but the ban could not be recorded.
+    #[error("a ban could not be recorded")]
+    BanNotRecorded {
+        /// The refused request's counts, for its headers.
+        decision: RateDecision,
+        /// Why.
+        #[source]
+        source: BoxError,
+    },
+}
+
+/// Where key bans are kept (with the keys, so every instance and the operators see them).
+pub trait KeyBans {
+    /// Records `ban` of key `id`, unless a ban is already in force at `now` (another instance
+    /// may just have imposed one), and returns the key's ban in force afterwards.
+    fn ban_key(
+        &self,
+        id: i64,
+        ban: Ban,
+        now: u64,
+    ) -> LocalBoxFuture<'_, Result<Option<Ban>, BoxError>>;
 }
 
 /// Counts requests and decides; shared by every worker.
@@ -120,11 +182,10 @@ pub struct Limiter {
     /// already in memory.
     fallback: Option<MemoryCounters>,
     on_failure: FailurePolicy,
-    /// When a client is banned, and for how long.
-    pub bans: BanPolicy,
-    /// Limits for requests without a valid key (per client address), and their fixed headers.
+    bans: BanPolicy,
+    /// Limits for requests without a valid key (per client address).
     anonymous: RateLimits,
-    anonymous_headers: LimitHeaders,
+    headers: HeaderCache,
     failures: AtomicU64,
     last_warning: AtomicU64,
 }
@@ -132,16 +193,13 @@ pub struct Limiter {
 impl Limiter {
     /// A limiter counting in this process only.
     pub fn in_memory(bans: BanPolicy, anonymous: RateLimits) -> Self {
-        Self {
-            counters: Box::new(MemoryCounters::new(bans.forgive_after_seconds)),
-            fallback: None,
-            on_failure: FailurePolicy::Closed,
+        Self::with_counters(
+            Box::new(MemoryCounters::new(bans.forgive_after_seconds)),
+            None,
+            FailurePolicy::Closed,
             bans,
             anonymous,
-            anonymous_headers: LimitHeaders::new(anonymous),
-            failures: AtomicU64::new(0),
-            last_warning: AtomicU64::new(0),
-        }
+        )
     }
 
     /// A limiter counting in a shared store, with a policy for when that store fails.
@@ -151,17 +209,43 @@ impl Limiter {
         bans: BanPolicy,
         anonymous: RateLimits,
     ) -> Self {
+        let fallback = (on_failure == FailurePolicy::Open)
+            .then(|| MemoryCounters::new(bans.forgive_after_seconds));
+        Self::with_counters(counters, fallback, on_failure, bans, anonymous)
+    }
+
+    fn with_counters(
+        counters: Box<dyn CounterStore>,
+        fallback: Option<MemoryCounters>,
+        on_failure: FailurePolicy,
+        bans: BanPolicy,
+        anonymous: RateLimits,
+    ) -> Self {
         Self {
             counters,
-            fallback: (on_failure == FailurePolicy::Open)
-                .then(|| MemoryCounters::new(bans.forgive_after_seconds)),
+            fallback,
             on_failure,
             bans,
             anonymous,
-            anonymous_headers: LimitHeaders::new(anonymous),
+            headers: HeaderCache::default(),
             failures: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
         }
+    }
+
+    /// The limits of requests without a valid key.
+    pub fn anonymous_limits(&self) -> RateLimits {
+        self.anonymous
+    }
+
+    /// When clients are banned, and for how long.
+    pub fn ban_policy(&self) -> BanPolicy {
+        self.bans
+    }
+
+    /// The header values fixed by `limits` (built once per distinct limits).
+    pub fn limit_headers(&self, limits: RateLimits) -> LimitHeaders {
+        self.headers.get(limits)
     }
 
     /// How many times the counter store has failed since start.
@@ -169,45 +253,84 @@ impl Limiter {
         self.failures.load(Ordering::Relaxed)
     }
 
-    /// Counts one request of `subject` and decides.
+    /// Counts one request of `caller` at `now` and decides. A refusal that crosses the ban
+    /// threshold starts a ban: an address's in the counter store, a key's through `key_bans`.
     pub async fn check(
+        &self,
+        caller: &Caller,
+        now: u64,
+        key_bans: &dyn KeyBans,
+    ) -> Result<Verdict, LimitError> {
+        if let Some(ban) = caller.ban.filter(|ban| ban.until > now) {
+            return Ok(Verdict::Banned(ban));
+        }
+        let (counts, previous_ban) = match self.hit(caller.subject, caller.limits, now).await? {
+            Hit::Banned(ban) => return Ok(Verdict::Banned(ban)),
+            Hit::Counted {
+                counts,
+                previous_ban,
+            } => (counts, previous_ban),
+        };
+        let decision = RateDecision::new(counts, caller.limits, now);
+        if decision.allowed {
+            return Ok(Verdict::Allowed(decision));
+        }
+        if !self.bans.triggers(&decision) {
+            return Ok(Verdict::Limited(decision));
+        }
+        let subject = caller.subject;
+        let ban = match subject {
+            Subject::Key(id) => {
+                self.start_ban(subject, None, now).await;
+                let ban = self.bans.next_ban(caller.ban, now);
+                match key_bans.ban_key(id, ban, now).await {
+                    Ok(Some(ban)) => ban,
+                    Ok(None) => {
+                        let source = format!("key {id} has no ban in force after recording one");
+                        return Err(LimitError::BanNotRecorded {
+                            decision,
+                            source: source.into(),
+                        });
+                    }
+                    Err(source) => return Err(LimitError::BanNotRecorded { decision, source }),
+                }
+            }
+            Subject::Address(_) => {
+                let ban = self.bans.next_ban(previous_ban, now);
+                self.start_ban(subject, Some(ban), now).await;
+                ban
+            }
+        };
+        log::warn!(
+            "{subject} banned until {} (ban #{} in a row) for requests after 429s",
+            ban.until,
+            ban.level
+        );
+        Ok(Verdict::Banned(ban))
+    }
+
+    /// Counts in the counter store, or in the fallback while it fails (fail open).
+    async fn hit(
         &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> Result<Verdict, ApiError> {
-        let hit = match self.counters.hit(subject, limits, now).await {
-            Ok(hit) => hit,
+    ) -> Result<Hit, CounterError> {
+        match self.counters.hit(subject, limits, now).await {
+            Ok(hit) => Ok(hit),
             Err(error) => {
                 self.note_failure(&error, now);
                 match &self.fallback {
-                    Some(fallback) => fallback.hit_now(subject, limits, now),
-                    None => return Err(ApiError::Unavailable(error.to_string())),
+                    Some(fallback) => Ok(fallback.hit_now(subject, limits, now)),
+                    None => Err(error),
                 }
             }
-        };
-        Ok(match hit {
-            Hit::Banned(ban) => Verdict::Banned(ban),
-            Hit::Counted {
-                counts,
-                previous_ban,
-            } => {
-                let decision = RateDecision::new(counts, limits, now);
-                if decision.allowed {
-                    Verdict::Allowed(decision)
-                } else {
-                    Verdict::Limited {
-                        decision,
-                        previous_ban,
-                    }
-                }
-            }
-        })
+        }
     }
 
     /// Starts a ban in the counter store (and the fallback, so an address ban holds during an
-    /// outage too); `ban` is `None` for keys, whose bans are kept in the database.
-    pub async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) {
+    /// outage too); `ban` is `None` for keys, whose bans are kept with the key.
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) {
         if let Some(fallback) = &self.fallback {
             fallback.start_ban_now(subject, ban, now);
         }
@@ -230,7 +353,7 @@ impl Limiter {
                 FailurePolicy::Open => "serving with per-instance counters",
                 FailurePolicy::Closed => "answering 503",
             };
-            log::warn!("{error}; {action} ({failures} failures so far)");
+            log::warn!("{}; {action} ({failures} failures so far)", Chain(error));
         }
     }
 }

@@ -60,14 +60,14 @@ impl RedisCounters {
         timeout: Duration,
         remember_bans_for: u64,
     ) -> Result<Self, CounterError> {
-        let client = redis::Client::open(url).map_err(|e| CounterError(e.to_string()))?;
+        let client = redis::Client::open(url).map_err(CounterError::new)?;
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(timeout))
             .set_response_timeout(Some(timeout))
             .set_number_of_retries(1)
             .set_max_delay(timeout);
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| CounterError(e.to_string()))?;
+        let connection =
+            ConnectionManager::new_lazy_with_config(client, config).map_err(CounterError::new)?;
         Ok(Self {
             connection,
             script: redis::Script::new(HIT),
@@ -105,7 +105,9 @@ impl RedisCounters {
         let reply: Vec<u64> =
             bounded(self.timeout, invocation.invoke_async(&mut connection)).await?;
         let [state, minute_used, day_used, rejected, ban_until, ban_level] = reply[..] else {
-            return Err(CounterError(format!("unexpected script reply {reply:?}")));
+            return Err(CounterError::new(format!(
+                "unexpected script reply {reply:?}"
+            )));
         };
         let ban = (ban_until > 0).then(|| Ban {
             until: ban_until,
@@ -155,8 +157,8 @@ async fn bounded<T>(
     call: impl std::future::Future<Output = redis::RedisResult<T>>,
 ) -> Result<T, CounterError> {
     match actix_web::rt::time::timeout(timeout, call).await {
-        Ok(result) => result.map_err(|e| CounterError(e.to_string())),
-        Err(_) => Err(CounterError(format!("no answer within {timeout:?}"))),
+        Ok(result) => result.map_err(CounterError::new),
+        Err(_) => Err(CounterError::new(format!("no answer within {timeout:?}"))),
     }
 }
 

@@ -3,19 +3,22 @@
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
-use crate::{ApiError, AppState, db};
+use crate::error::ApiError;
+use crate::state::AppState;
 
 /// `GET /healthz`: the process is up and serving.
 pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// `GET /readyz`: the database answers and its schema is current; `503` otherwise.
+/// `GET /readyz`: the storage answers and its schema is current; `503` otherwise.
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    db(&state, |store| store.check_ready())
+    state
+        .db
+        .call(|db| db.check_ready())
         .await
         .map_err(|error| match error {
-            ApiError::Internal(cause) => ApiError::Unavailable(cause),
+            ApiError::Storage(cause) => ApiError::NotReady(cause),
             other => other,
         })?;
     Ok(HttpResponse::Ok().json(json!({"status": "ready"})))

@@ -1,11 +1,12 @@
 //! `GET /store/orders` (experimental).
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
-use petstore_domain::{OrderListQuery, OrderRepository};
+use petstore_domain::OrderListQuery;
 
-use super::{json_body, next_link};
+use super::respond::json_body;
+use crate::error::ApiError;
 use crate::extract::query_pairs;
-use crate::{ApiError, AppState, db_read};
+use crate::state::AppState;
 
 /// `listOrders`: orders in ascending id order, paged like pets (`limit`, `after`).
 pub async fn list_orders(
@@ -14,11 +15,13 @@ pub async fn list_orders(
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let query = OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let page = db_read(&state, move |store| store.list_orders(&query)).await?;
+    let page = state.db.read(move |db| db.list_orders(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let limit = query.page.limit.get();
-        let link = next_link(&state.settings, &req, "/store/orders", limit, None, after);
+        let link = state
+            .links
+            .next_page(&req, "/store/orders", limit, None, after);
         response.insert_header((header::LINK, link));
     }
     Ok(json_body(response, &page.items, page.items.len()))

@@ -2,12 +2,13 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{NewPet, PetListQuery, PetRepository, PetStatus};
+use petstore_domain::{NewPet, PetListQuery, PetStatus};
 
-use super::{encoded_body, next_link};
+use super::respond::encoded_body;
+use crate::error::ApiError;
 use crate::extract::{JsonBody, query_pairs};
-use crate::middleware::{SUNSET, SUNSET_UNIX};
-use crate::{ApiError, AppState, db, db_read};
+use crate::state::AppState;
+use crate::sunset::{SUNSET, SUNSET_UNIX};
 
 /// `listPets`: a page in ascending id order; `Link: rel="next"` when more follow.
 pub async fn list_pets(
@@ -16,12 +17,12 @@ pub async fn list_pets(
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let query = PetListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let page = db_read(&state, move |store| store.list_pets(&query)).await?;
+    let page = state.db.read(move |db| db.list_pets(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let status = query.status.map(PetStatus::as_str);
         let limit = query.page.limit.get();
-        let link = next_link(&state.settings, &req, "/pets", limit, status, after);
+        let link = state.links.next_page(&req, "/pets", limit, status, after);
         response.insert_header((header::LINK, link));
     }
     Ok(encoded_body(
@@ -38,17 +39,8 @@ pub async fn create_pet(
     body: JsonBody<NewPet>,
 ) -> Result<HttpResponse, ApiError> {
     let draft = body.0.validate_into()?;
-    // SQLite: the writer thread answers when the pet is committed; no blocking thread waits.
-    let (sender, committed) = tokio::sync::oneshot::channel();
-    let pet = match state.store.create_pet_then(&draft, move |result| {
-        let _ = sender.send(result);
-    }) {
-        Ok(()) => committed
-            .await
-            .map_err(|_| ApiError::Unavailable("the pet writer stopped".into()))??,
-        Err(_) => db(&state, move |store| store.create_pet(&draft)).await?,
-    };
-    let location = format!("{}/pets/{}", state.settings.public_base(&req), pet.id);
+    let pet = state.db.create_pet(draft).await?;
+    let location = format!("{}/pets/{}", state.links.public_base(&req), pet.id);
     let mut response = HttpResponse::Created();
     response.insert_header((header::LOCATION, location));
     Ok(encoded_body(response, &pet, 1))
@@ -66,7 +58,9 @@ pub async fn get_pet(
         });
     }
     let id = parse_id(req.match_info().get("petId").unwrap_or_default())?;
-    let pet = db_read(&state, move |store| store.find_pet(id))
+    let pet = state
+        .db
+        .read(move |db| db.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
     Ok(encoded_body(HttpResponse::Ok(), &pet, 1))

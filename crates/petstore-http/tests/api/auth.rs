@@ -1,6 +1,6 @@
 use actix_web::http::header;
 use actix_web::test::TestRequest;
-use petstore_domain::{ApiKeyRepository, ApiKeySecret};
+use petstore_domain::ApiKeySecret;
 
 use crate::api_tests;
 

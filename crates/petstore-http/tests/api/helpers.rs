@@ -7,9 +7,9 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::test as atest;
 use actix_web::web::{self, Bytes};
-use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan, RateLimits};
-use petstore_http::ratelimit::{Limiter, TrustedProxies};
-use petstore_http::{AppState, DbSlots, HttpSettings, KeyCache, ManualClock, app};
+use petstore_domain::{KeySpec, Plan, RateLimits, Storage};
+use petstore_http::ratelimit::Limiter;
+use petstore_http::{AppState, Config, HttpSettings, ManualClock, app};
 use petstore_store::testing::{TestBackend, TestDatabase};
 use petstore_store::{Store, StoreConfig};
 use serde_json::Value;
@@ -18,11 +18,17 @@ pub struct TestApp {
     pub db: Option<TestDatabase>,
     /// The Redis prefix of a Redis-backed limiter, cleaned up on drop.
     pub redis: Option<crate::redis_support::TestRedis>,
-    pub store: Store,
+    /// The storage the app runs on, through the interface the HTTP layer uses.
+    pub store: Arc<dyn Storage>,
     pub clock: Arc<ManualClock>,
     pub state: web::Data<AppState>,
     /// A valid enterprise key with limits no test reaches.
     pub key: String,
+}
+
+/// The settings most tests run with: `/v1` and a public base URL.
+fn default_settings() -> HttpSettings {
+    HttpSettings::new("/v1", Some("https://api.example.com/v1".into()))
 }
 
 /// Free-plan numbers for requests without a valid key.
@@ -101,31 +107,32 @@ impl TestApp {
 
     /// An app over `store` as it is (migrated or not), counting rate limits in memory.
     pub fn with_store(db: Option<TestDatabase>, store: Store) -> Self {
-        Self::with_limiter(
-            db,
-            store,
-            Limiter::in_memory(BanPolicy::default(), anonymous_limits()),
-        )
+        Self::build(db, Arc::new(store), None, default_settings())
+    }
+
+    /// An app over a storage backend of the test's own (not `petstore-store`'s).
+    pub fn with_storage(storage: Arc<dyn Storage>) -> Self {
+        Self::build(None, storage, None, default_settings())
     }
 
     /// An app over `store` with the given limiter.
     pub fn with_limiter(db: Option<TestDatabase>, store: Store, limiter: Limiter) -> Self {
-        let settings = HttpSettings::new("/v1", Some("https://api.example.com/v1".into()));
-        Self::build(db, store, limiter, settings)
+        Self::build(db, Arc::new(store), Some(limiter), default_settings())
     }
 
     /// An app on a fresh SQLite database with other path and link settings.
     pub fn with_settings(settings: HttpSettings) -> Self {
         let db = TestDatabase::sqlite();
         let store = db.store();
-        let limiter = Limiter::in_memory(BanPolicy::default(), anonymous_limits());
-        Self::build(Some(db), store, limiter, settings)
+        Self::build(Some(db), Arc::new(store), None, settings)
     }
 
+    /// The production state (`AppState::new`) over `store`, with a manual clock and, when
+    /// given, another limiter.
     fn build(
         db: Option<TestDatabase>,
-        store: Store,
-        limiter: Limiter,
+        store: Arc<dyn Storage>,
+        limiter: Option<Limiter>,
         settings: HttpSettings,
     ) -> Self {
         let clock = Arc::new(ManualClock::at(now_unix()));
@@ -134,22 +141,22 @@ impl TestApp {
             .create_key(&KeySpec::new(Plan::Enterprise, "tests", Some(unlimited)).expect("spec"))
             .map(|(_, secret)| secret.expose().to_owned())
             .unwrap_or_default();
-        let state = web::Data::new(AppState {
-            db_slots: DbSlots::for_store(&store),
-            store: store.clone(),
-            clock: clock.clone(),
-            // No caching: revocations in these tests must take effect at once.
-            keys: KeyCache::new(Duration::ZERO, 0),
-            settings,
-            limiter,
-            trusted_proxies: TrustedProxies::default(),
-        });
+        let mut config = Config::new(db.as_ref().map_or("unused", |db| db.url()));
+        // No caching: revocations in these tests must take effect at once.
+        config.key_cache_ttl = Duration::ZERO;
+        config.http = settings;
+        let mut state = AppState::new(&config, store.clone())
+            .expect("an in-memory limiter always builds")
+            .with_clock(clock.clone());
+        if let Some(limiter) = limiter {
+            state = state.with_limiter(limiter);
+        }
         Self {
             db,
             redis: None,
             store,
             clock,
-            state,
+            state: web::Data::new(state),
             key,
         }
     }
@@ -240,8 +247,10 @@ impl TestApp {
     }
 }
 
-/// Runs each async scenario once per backend, each on its own database. PostgreSQL is skipped
-/// loudly when unreachable outside CI, and fails the test in CI.
+/// Runs each async scenario once per backend, each on its own database: SQLite, PostgreSQL,
+/// and the test-local `MemoryStorage` (a backend outside `petstore-store`, which proves the
+/// HTTP layer is written against the storage interface). PostgreSQL is skipped loudly when
+/// unreachable outside CI, and fails the test in CI.
 #[macro_export]
 macro_rules! api_tests {
     ($(async fn $name:ident($app:ident) $body:block)*) => {
@@ -259,6 +268,14 @@ macro_rules! api_tests {
                     )
                     .expect("SQLite is always available");
                     scenario(app).await;
+                }
+
+                #[actix_web::test]
+                async fn memory() {
+                    let storage = std::sync::Arc::new(
+                        $crate::memory_storage::MemoryStorage::default(),
+                    );
+                    scenario($crate::helpers::TestApp::with_storage(storage)).await;
                 }
 
                 #[actix_web::test]

@@ -111,7 +111,7 @@ api_tests! {
     async fn limit_bounds_are_1_and_100(app) {
         let draft = petstore_domain::PetDraft::new("many", 1, petstore_domain::PetStatus::Sold).expect("draft");
         for _ in 0..101 {
-            petstore_domain::PetRepository::create_pet(&app.store, &draft).expect("create");
+            app.store.create_pet(&draft).expect("create");
         }
         let one = app.get("/v1/pets?limit=1").await;
         assert_eq!(one.json().as_array().expect("array").len(), 1);

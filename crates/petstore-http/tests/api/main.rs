@@ -1,7 +1,8 @@
 //! The HTTP contract, in process: every endpoint, status, header and error path, run against
-//! SQLite and PostgreSQL alike.
+//! SQLite, PostgreSQL and a test-local backend alike.
 
 mod helpers;
+mod memory_storage;
 
 mod auth;
 mod create_pet;

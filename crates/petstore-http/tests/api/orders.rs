@@ -1,5 +1,5 @@
 use actix_web::test::TestRequest;
-use petstore_domain::{NewOrder, OrderRepository, OrderStatus};
+use petstore_domain::{NewOrder, OrderStatus};
 
 use crate::api_tests;
 

@@ -145,7 +145,7 @@ async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
 async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
     use diesel::connection::SimpleConnection;
     use diesel::{Connection, PgConnection};
-    const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
+    use petstore_store::testing::MIGRATION_LOCK;
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
@@ -154,14 +154,14 @@ async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
     config.pool_size = 1;
     config.connect_timeout = Duration::from_millis(300);
     let mut holder = PgConnection::establish(db.url()).expect("connect");
-    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open"));
+    let store = Store::open(&config).expect("open");
+    let app = TestApp::with_store(Some(db), store.clone());
     assert_eq!(app.get("/v1/pets").await.status, 200);
 
     // Occupy the only connection: a migration waiting for a lock someone else holds.
     holder
         .batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
         .expect("lock");
-    let store = app.store.clone();
     let occupied = thread::spawn(move || store.migrate());
     thread::sleep(Duration::from_millis(200));
 
@@ -204,7 +204,7 @@ async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
     let most = Arc::new(AtomicUsize::new(0));
     let calls = (0..8).map(|_| {
         let (running, most) = (running.clone(), most.clone());
-        petstore_http::db(&app.state, move |store| {
+        app.state.db.call(move |store| {
             let now = running.fetch_add(1, Ordering::SeqCst) + 1;
             most.fetch_max(now, Ordering::SeqCst);
             thread::sleep(Duration::from_millis(50));
@@ -225,24 +225,28 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     let state = app.state.clone();
     let (entered, holding) = tokio::sync::oneshot::channel();
     let holder = actix_web::rt::spawn(async move {
-        petstore_http::db(&state, move |_| {
-            let _ = entered.send(());
-            thread::sleep(Duration::from_secs(3));
-            Ok(())
-        })
-        .await
+        state
+            .db
+            .call(move |_| {
+                let _ = entered.send(());
+                thread::sleep(Duration::from_secs(3));
+                Ok(())
+            })
+            .await
     });
     holding.await.expect("the holder's call runs");
 
     // Had it waited for the holder's slot rather than timing out, it would have succeeded.
-    let refused = petstore_http::db(&app.state, |_| Ok(())).await;
+    let refused = app.state.db.call(|_| Ok(())).await;
     assert!(
-        matches!(refused, Err(petstore_http::ApiError::Unavailable(_))),
+        matches!(refused, Err(petstore_http::ApiError::NoStorageSlot(_))),
         "{refused:?}"
     );
 
     holder.await.expect("task").expect("the holder's call");
-    petstore_http::db(&app.state, |_| Ok(()))
+    app.state
+        .db
+        .call(|_| Ok(()))
         .await
         .expect("a slot is free again");
 }

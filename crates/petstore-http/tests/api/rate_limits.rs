@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::test::TestRequest;
-use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan, RateLimits};
+use petstore_domain::{BanPolicy, KeySpec, Plan, RateLimits};
 use petstore_http::ratelimit::{FailurePolicy, Limiter, RedisCounters};
 use petstore_store::testing::TestDatabase;
 

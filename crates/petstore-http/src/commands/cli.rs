@@ -1,16 +1,14 @@
-//! The `petstore` command line. Every flag can also be set by the environment variable shown
-//! in `--help`.
+//! The `petstore` command line, defined with clap (the only module that uses it). Every flag
+//! can also be set by the environment variable shown in `--help`.
 
-use std::error::Error;
-use std::io::Write;
 use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
-use petstore_domain::{ApiKeyRepository, BanPolicy, KeySpec, Plan, RateLimits};
-use petstore_store::{Store, StoreConfig};
+use petstore_domain::{BanPolicy, Plan, RateLimits, ValidationError};
+use petstore_store::StoreConfig;
 
+use crate::config::{Config, HttpSettings, RateLimitConfig};
 use crate::ratelimit::{FailurePolicy, TrustedProxies};
-use crate::{HttpSettings, RateLimitConfig, ServeConfig};
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]
@@ -26,9 +24,10 @@ pub struct Cli {
 
 /// `serve`'s settings when no subcommand is given: environment variables and defaults.
 #[derive(Debug, Parser)]
-struct ServeFromEnvironment {
+pub struct ServeFromEnvironment {
+    /// The settings.
     #[command(flatten)]
-    args: ServeArgs,
+    pub args: ServeArgs,
 }
 
 /// The subcommands.
@@ -117,7 +116,8 @@ pub struct DatabaseArgs {
 }
 
 impl DatabaseArgs {
-    fn store_config(&self, keep_warm: bool) -> StoreConfig {
+    /// The store settings; `keep_warm` for a server (see [`StoreConfig::keep_warm`]).
+    pub fn store_config(&self, keep_warm: bool) -> StoreConfig {
         StoreConfig {
             url: self.database_url.clone(),
             pool_size: self.db_pool_size,
@@ -158,12 +158,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PETSTORE_RATE_LIMIT_PREFIX", default_value = "petstore")]
     pub rate_limit_prefix: String,
     /// While Redis is unreachable: `open` serves with per-instance counters, `closed` answers 503.
-    #[arg(
-        long,
-        env = "PETSTORE_RATE_LIMIT_ON_FAILURE",
-        value_enum,
-        default_value = "open"
-    )]
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_ON_FAILURE", default_value = "open")]
     pub rate_limit_on_failure: FailurePolicy,
     /// Longest wait for Redis on one request.
     #[arg(long, env = "PETSTORE_RATE_LIMIT_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration)]
@@ -184,13 +179,14 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    fn config(self, database: &DatabaseArgs) -> ServeConfig {
-        ServeConfig {
+    /// The server's [`Config`].
+    pub fn into_config(self, database: &DatabaseArgs) -> Config {
+        Config {
             bind: self.bind,
             workers: self.workers,
             bootstrap_key: self.bootstrap_key,
             key_cache_ttl: self.key_cache_ttl,
-            settings: HttpSettings::new(&self.base_path, self.public_base_url),
+            http: HttpSettings::new(&self.base_path, self.public_base_url),
             store: database.store_config(true),
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
@@ -209,119 +205,44 @@ impl ServeArgs {
     }
 }
 
-/// Parses the command line and runs it.
-pub fn run() -> Result<(), Box<dyn Error>> {
-    let cli = Cli::parse();
-    match cli.command {
-        None => {
-            let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
-            serve_blocking(serve.args.config(&cli.database))
-        }
-        Some(Command::Serve(args)) => serve_blocking(args.config(&cli.database)),
-        Some(Command::Migrate) => {
-            let store = Store::open(&cli.database.store_config(false))?;
-            let applied = store.migrate()?;
-            eprintln!("{} migration(s) applied", applied.len());
-            Ok(())
-        }
-        Some(Command::Keys(command)) => keys(&cli.database, command),
-    }
-}
-
-fn serve_blocking(config: ServeConfig) -> Result<(), Box<dyn Error>> {
-    actix_web::rt::System::new().block_on(crate::serve(config))
-}
-
-fn keys(database: &DatabaseArgs, command: KeysCommand) -> Result<(), Box<dyn Error>> {
-    let store = Store::open(&database.store_config(false))?;
-    store.migrate()?;
-    let mut out = std::io::stdout().lock();
-    match command {
-        KeysCommand::Create {
-            plan,
-            label,
-            per_minute,
-            per_day,
-        } => {
-            let custom = match (per_minute, per_day) {
-                (Some(per_minute), Some(per_day)) => Some(RateLimits::custom(per_minute, per_day)?),
-                _ => None,
-            };
-            let (key, secret) = store.create_key(&KeySpec::new(plan, label, custom)?)?;
-            writeln!(out, "{}", secret.expose())?;
-            eprintln!("created key {} ({} plan)", key.id, key.plan);
-        }
-        KeysCommand::List => {
-            writeln!(
-                out,
-                "{:>6}  {:<12}  {:<10}  {:>10}  {:>10}  {:<20}  {:<20}  {:<20}  LABEL",
-                "ID", "PREFIX", "PLAN", "PER_MIN", "PER_DAY", "CREATED", "REVOKED", "BANNED_UNTIL"
-            )?;
-            let now = crate::clock::Clock::unix_seconds(&crate::SystemClock);
-            for key in store.list_keys()? {
-                let limits = key.limits();
-                writeln!(
-                    out,
-                    "{:>6}  {:<12}  {:<10}  {:>10}  {:>10}  {:<20}  {:<20}  {:<20}  {}",
-                    key.id,
-                    key.display_prefix,
-                    key.plan,
-                    limits.per_minute,
-                    limits.per_day,
-                    timestamp(Some(key.created_at)),
-                    timestamp(key.revoked_at),
-                    timestamp(
-                        key.ban_at(now)
-                            .and_then(|ban| i64::try_from(ban.until).ok())
-                    ),
-                    key.label
-                )?;
-            }
-        }
-        KeysCommand::Revoke { id } => {
-            if !store.revoke_key(id)? {
-                return Err(format!("no key has id {id}").into());
-            }
-            eprintln!("revoked key {id}");
-        }
-        KeysCommand::Update {
-            id,
-            plan,
-            per_minute,
-            per_day,
-        } => {
-            let custom = custom_limits(per_minute, per_day)?;
-            KeySpec::new(plan, "", custom)?;
-            if !store.update_key_plan(id, plan, custom)? {
-                return Err(format!("no key has id {id}").into());
-            }
-            eprintln!("key {id} is now on the {plan} plan");
-        }
-        KeysCommand::Unban { id } => {
-            if !store.unban_key(id)? {
-                return Err(format!("no key has id {id}").into());
-            }
-            eprintln!("lifted any ban of key {id}");
-        }
-    }
-    Ok(())
-}
-
-fn custom_limits(
+/// Custom limits from `--per-minute` and `--per-day` (clap requires both or neither).
+pub fn custom_limits(
     per_minute: Option<u32>,
     per_day: Option<u32>,
-) -> Result<Option<RateLimits>, Box<dyn Error>> {
-    Ok(match (per_minute, per_day) {
-        (Some(per_minute), Some(per_day)) => Some(RateLimits::custom(per_minute, per_day)?),
-        _ => None,
-    })
+) -> Result<Option<RateLimits>, ValidationError> {
+    match (per_minute, per_day) {
+        (Some(per_minute), Some(per_day)) => RateLimits::custom(per_minute, per_day).map(Some),
+        _ => Ok(None),
+    }
 }
 
-fn timestamp(unix: Option<i64>) -> String {
-    unix.and_then(|secs| u64::try_from(secs).ok())
-        .map(|secs| {
-            humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_secs(secs))
-                .to_string()
-        })
-        .unwrap_or_else(|| "-".into())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_defaults_are_the_config_defaults() {
+        let cli = Cli::try_parse_from(["petstore", "serve"]).expect("parses");
+        let Some(Command::Serve(args)) = cli.command else {
+            panic!("serve");
+        };
+        // Debug output, since the config holds types without `PartialEq` (the proxies' list).
+        assert_eq!(
+            format!("{:?}", args.into_config(&cli.database)),
+            format!("{:?}", Config::new("petstore.db"))
+        );
+    }
+
+    #[test]
+    fn a_failure_policy_is_open_or_closed() {
+        let cli = Cli::try_parse_from(["petstore", "serve", "--rate-limit-on-failure", "closed"])
+            .expect("parses");
+        let Some(Command::Serve(args)) = cli.command else {
+            panic!("serve");
+        };
+        assert_eq!(args.rate_limit_on_failure, FailurePolicy::Closed);
+        assert!(
+            Cli::try_parse_from(["petstore", "serve", "--rate-limit-on-failure", "ajar"]).is_err()
+        );
+    }
 }

@@ -1,5 +1,4 @@
-//! Request parsing that reports errors as the interface wants them: a strict JSON body
-//! extractor that names the offending field, and query-string pairs.
+//! A strict JSON body extractor that names the offending field.
 
 use std::borrow::Cow;
 use std::future::Future;
@@ -13,7 +12,7 @@ use futures_util::StreamExt;
 use petstore_domain::ValidationError;
 use serde::de::DeserializeOwned;
 
-use crate::ApiError;
+use crate::error::ApiError;
 
 /// Largest accepted request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -134,16 +133,6 @@ fn describe(path: String, error: serde_json::Error) -> ApiError {
 fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
     let rest = &text[text.find(start)? + start.len()..];
     Some(&rest[..rest.find(end)?])
-}
-
-/// The decoded `name=value` pairs of the query string, in order.
-pub fn query_pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError> {
-    serde_urlencoded::from_str(req.query_string()).map_err(|e| {
-        ApiError::Validation(ValidationError::InvalidParameter {
-            name: "query",
-            reason: format!("cannot be decoded: {e}"),
-        })
-    })
 }
 
 #[cfg(test)]

@@ -1,0 +1,53 @@
+//! The `petstore` binary's commands: parse the command line ([`cli`]) and run `serve` (the
+//! default), `migrate` or `keys`. This is where the storage backend is chosen and opened
+//! ([`open_store`]); everything after it talks to a `dyn Storage`.
+
+pub mod cli;
+mod keys;
+mod serve;
+
+use std::error::Error;
+
+use clap::Parser;
+use petstore_store::{Store, StoreConfig};
+
+pub use serve::serve;
+
+use cli::{Cli, Command, ServeFromEnvironment};
+
+/// Parses the command line and runs it.
+pub fn run() -> Result<(), Box<dyn Error>> {
+    let cli = Cli::parse();
+    match cli.command {
+        None => {
+            let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
+            serve_blocking(serve.args.into_config(&cli.database))
+        }
+        Some(Command::Serve(args)) => serve_blocking(args.into_config(&cli.database)),
+        Some(Command::Migrate) => {
+            let store = open_store(&cli.database.store_config(false), false)?;
+            let applied = store.migrate()?;
+            eprintln!("{} migration(s) applied", applied.len());
+            Ok(())
+        }
+        Some(Command::Keys(command)) => {
+            let store = open_store(&cli.database.store_config(false), false)?;
+            store.migrate()?;
+            keys::keys(&store, command)
+        }
+    }
+}
+
+/// Opens the storage `config` names: today the Diesel store (SQLite or PostgreSQL, by URL). A
+/// backend of another kind is chosen here, and only here.
+fn open_store(config: &StoreConfig, keep_warm: bool) -> Result<Store, Box<dyn Error>> {
+    let config = StoreConfig {
+        keep_warm,
+        ..config.clone()
+    };
+    Ok(Store::open(&config)?)
+}
+
+fn serve_blocking(config: crate::config::Config) -> Result<(), Box<dyn Error>> {
+    actix_web::rt::System::new().block_on(serve(config))
+}

@@ -1,0 +1,80 @@
+//! `petstore serve`: open the storage, migrate, hand out a first key if there is none, serve.
+
+use std::error::Error;
+use std::io::Write;
+use std::sync::Arc;
+
+use actix_web::{HttpServer, web};
+use petstore_domain::{KeySpec, Plan, Storage};
+
+use super::open_store;
+use crate::app::app;
+use crate::config::Config;
+use crate::state::AppState;
+
+/// Runs the server until SIGINT or SIGTERM, then stops accepting, lets in-flight requests
+/// finish (up to 30 s) and returns.
+pub async fn serve(config: Config) -> Result<(), Box<dyn Error>> {
+    let store = open_store(&config.store, true)?;
+    let applied = store.migrate()?;
+    log::info!(
+        "database ready ({}); {} migration(s) applied",
+        store.backend_name(),
+        applied.len()
+    );
+    // The one place that names the backend: from here on it is a `dyn Storage`.
+    let storage: Arc<dyn Storage> = Arc::new(store);
+    if config.bootstrap_key {
+        bootstrap_key(storage.as_ref(), &config)?;
+    }
+    let state = AppState::new(&config, storage.clone())?;
+    log::info!(
+        "rate limits counted {}",
+        match &config.rate_limit.redis_url {
+            Some(_) => "in Redis (shared by every instance)",
+            None => "in this process",
+        }
+    );
+    // Storage calls never run more at once than the storage's capacity (`Database`), so a
+    // worker needs no more blocking threads than that. Without the cap the blocking pool (512
+    // threads by default) started a new thread whenever a call arrived just before a previous
+    // one had handed its thread back: 31 threads under 32 connections on a pool of 8.
+    let blocking_threads = storage.capacity().max_calls.max(1) as usize;
+    let state = web::Data::new(state);
+    let mut server = HttpServer::new(move || app(state.clone()))
+        .shutdown_timeout(30)
+        .worker_max_blocking_threads(blocking_threads)
+        .bind(&config.bind)?;
+    if let Some(workers) = config.workers {
+        server = server.workers(workers);
+    }
+    for addr in server.addrs() {
+        // On stdout, so scripts and tests started with port 0 learn the port.
+        println!("listening on http://{addr}");
+        log::info!("listening on http://{addr}");
+    }
+    std::io::stdout().flush()?;
+    server.run().await?;
+    log::info!("stopped");
+    Ok(())
+}
+
+/// A newcomer's first key: created only while the key store is empty, printed once.
+fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box<dyn Error>> {
+    if !storage.list_keys()?.is_empty() {
+        return Ok(());
+    }
+    let spec = KeySpec::new(Plan::Free, "bootstrap", None)?;
+    let (key, secret) = storage.create_key(&spec)?;
+    let base = match config.http.public_base_url() {
+        Some(url) => url.to_owned(),
+        None => format!("http://{}{}", config.bind, config.http.base_path()),
+    };
+    println!(
+        "No API key existed, so a free-plan key (id {}) was created. It is shown only this once:\n\n    {}\n\nTry:  curl -H 'Authorization: Bearer {}' {base}/pets\n(Manage keys with `petstore keys`; turn this off with --bootstrap-key=false.)\n",
+        key.id,
+        secret.expose(),
+        secret.expose(),
+    );
+    Ok(())
+}

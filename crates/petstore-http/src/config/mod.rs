@@ -1,0 +1,118 @@
+//! Typed configuration: what the server runs with, parsed and checked once. The command line
+//! (`commands::cli`) fills it from flags and environment variables; tests build it directly
+//! with [`Config::new`] and change the fields they need.
+
+use std::time::Duration;
+
+use petstore_domain::{BanPolicy, Plan, RateLimits};
+use petstore_store::StoreConfig;
+
+use crate::ratelimit::{FailurePolicy, TrustedProxies};
+
+/// Everything `serve` needs.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to listen on (`host:port`; port 0 picks a free one).
+    pub bind: String,
+    /// Worker threads; `None` for one per CPU.
+    pub workers: Option<usize>,
+    /// Create and print a free-plan key when no key exists yet.
+    pub bootstrap_key: bool,
+    /// How long a key lookup is trusted (revocations take effect within this).
+    pub key_cache_ttl: Duration,
+    /// Paths and links.
+    pub http: HttpSettings,
+    /// The database.
+    pub store: StoreConfig,
+    /// Rate limiting.
+    pub rate_limit: RateLimitConfig,
+}
+
+impl Config {
+    /// The defaults of `petstore serve` (see `--help`), on the database at `database_url`.
+    pub fn new(database_url: impl Into<String>) -> Self {
+        Self {
+            bind: "127.0.0.1:8080".into(),
+            workers: None,
+            bootstrap_key: true,
+            key_cache_ttl: Duration::from_secs(5),
+            http: HttpSettings::new("/v1", None),
+            store: StoreConfig::new(database_url),
+            rate_limit: RateLimitConfig::default(),
+        }
+    }
+}
+
+/// Where the API lives and how it names itself in links.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    base_path: String,
+    public_base_url: Option<String>,
+}
+
+impl HttpSettings {
+    /// Normalises `base_path` to `/segment...` without a trailing slash (`""` for the root), and
+    /// `public_base_url` without a trailing slash.
+    pub fn new(base_path: &str, public_base_url: Option<String>) -> Self {
+        let trimmed = base_path.trim_matches('/');
+        Self {
+            base_path: if trimmed.is_empty() {
+                String::new()
+            } else {
+                format!("/{trimmed}")
+            },
+            public_base_url: public_base_url.map(|url| url.trim_end_matches('/').to_owned()),
+        }
+    }
+
+    /// Path prefix of the API, e.g. `/v1`: a leading slash and no trailing one.
+    pub fn base_path(&self) -> &str {
+        &self.base_path
+    }
+
+    /// The public base address (e.g. `https://api.example.com/v1`) used in `Link` and
+    /// `Location`. When `None`, it is derived from each request's scheme and `Host`.
+    pub fn public_base_url(&self) -> Option<&str> {
+        self.public_base_url.as_deref()
+    }
+}
+
+/// Where rate-limit counters live and how clients are treated.
+#[derive(Debug, Clone)]
+pub struct RateLimitConfig {
+    /// `None`: in this process; `Some(url)`: in Redis, shared by every instance.
+    pub redis_url: Option<String>,
+    /// Prefix of every Redis key, so several deployments can share one Redis.
+    pub prefix: String,
+    /// What to do while Redis is unreachable.
+    pub on_failure: FailurePolicy,
+    /// Longest wait for Redis on one request.
+    pub timeout: Duration,
+    /// Bans.
+    pub bans: BanPolicy,
+    /// Proxies whose forwarding headers are believed.
+    pub trusted_proxies: TrustedProxies,
+}
+
+impl RateLimitConfig {
+    /// The limits of requests without a valid key: the free plan's, per client address.
+    pub fn anonymous_limits(&self) -> RateLimits {
+        Plan::Free
+            .standard_limits()
+            .expect("BUG: the free plan has standard limits")
+    }
+}
+
+impl Default for RateLimitConfig {
+    /// Counters in memory, the `--rate-limit-*` and `--ban-*` defaults.
+    fn default() -> Self {
+        Self {
+            redis_url: None,
+            prefix: "petstore".into(),
+            on_failure: FailurePolicy::Open,
+            timeout: Duration::from_millis(100),
+            bans: BanPolicy::default(),
+            trusted_proxies: TrustedProxies::default(),
+        }
+    }
+}

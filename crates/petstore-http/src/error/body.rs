@@ -1,0 +1,43 @@
+//! The Error object of the interface, `{code, message, status}`, and the one function that
+//! writes it: every error response of the service, whether from an [`ApiError`](super::ApiError)
+//! or from the safety net for errors actix produces itself, goes through [`error_response`].
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, HttpResponseBuilder};
+use serde::Serialize;
+
+use super::ErrorCode;
+
+/// The Error object.
+#[derive(Debug, Serialize)]
+struct ErrorBody<'a> {
+    code: &'static str,
+    message: &'a str,
+    status: u16,
+}
+
+/// An Error object response: `code` and `message`, sent with `status` (the code's own status,
+/// except from the safety net, where the body must repeat whatever status the response has).
+/// Adds the headers that every error of the code carries: `WWW-Authenticate` on `401`, and
+/// `Retry-After` on `503`.
+pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> HttpResponse {
+    let mut response = HttpResponseBuilder::new(status);
+    match code {
+        ErrorCode::Unauthorized => {
+            response.insert_header((
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"petstore\""),
+            ));
+        }
+        ErrorCode::ServiceUnavailable => {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
+        }
+        _ => {}
+    }
+    response.json(ErrorBody {
+        code: code.as_str(),
+        message,
+        status: status.as_u16(),
+    })
+}

@@ -1,0 +1,215 @@
+//! The one place where errors become HTTP: [`ApiError`], the http crate's error type (every
+//! failure a request can meet, with its cause kept as the `source`), the closed [`ErrorCode`]
+//! catalogue, and [`error_response`], the one writer of the Error object.
+
+mod body;
+mod code;
+
+use std::error::Error;
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use petstore_domain::{RateLimits, StorageError, StorageErrorKind, ValidationError};
+
+pub use body::error_response;
+pub use code::ErrorCode;
+
+use crate::ratelimit::LimitError;
+pub use crate::report::Chain;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+
+/// Everything a request can fail with. The `Display` text is the Error object's `message`: it
+/// never includes a cause; causes are kept as sources and logged.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// An input broke a domain rule; the message names the field or parameter.
+    #[error(transparent)]
+    Validation(#[from] ValidationError),
+    /// The body is not a JSON object.
+    #[error("the request body is not valid JSON: {0}")]
+    InvalidJson(String),
+    /// A path parameter is malformed.
+    #[error("path parameter `{name}` {reason}")]
+    InvalidPath {
+        /// The parameter.
+        name: &'static str,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// Missing, malformed, unknown or revoked key: deliberately one answer for all four.
+    #[error("a valid API key is required: send `Authorization: Bearer <API_KEY>`")]
+    Unauthorized,
+    /// No such pet.
+    #[error("no pet has id {0}")]
+    PetNotFound(i64),
+    /// No such endpoint.
+    #[error("no endpoint at {0}")]
+    RouteNotFound(String),
+    /// Wrong method; `allow` lists the right ones.
+    #[error("method {method} is not allowed here; allowed: {allow}")]
+    MethodNotAllowed {
+        /// The method the client used.
+        method: String,
+        /// The `Allow` header value.
+        allow: &'static str,
+    },
+    /// The endpoint is past its sunset.
+    #[error("this endpoint was removed on {sunset}; use {replacement}")]
+    EndpointRemoved {
+        /// The sunset date (HTTP date).
+        sunset: &'static str,
+        /// What to call instead.
+        replacement: &'static str,
+    },
+    /// The body is too large.
+    #[error("the request body exceeds the limit of {0} bytes")]
+    PayloadTooLarge(usize),
+    /// The body is not JSON.
+    #[error("the request body must be sent as `Content-Type: application/json`")]
+    UnsupportedMediaType,
+    /// Over the caller's per-minute or per-day limit.
+    #[error(
+        "rate limit exceeded ({} requests per minute, {} per day); retry after {retry_after} s",
+        limits.per_minute,
+        limits.per_day
+    )]
+    RateLimited {
+        /// The caller's limits.
+        limits: RateLimits,
+        /// Seconds until a request can succeed.
+        retry_after: u64,
+    },
+    /// Banned for sending on after `429`s.
+    #[error(
+        "temporarily banned for continuing to send requests after being rate limited; retry after {retry_after} s"
+    )]
+    TemporarilyBanned {
+        /// Seconds until the ban ends.
+        retry_after: u64,
+    },
+    /// A storage call failed; its kind decides between `503` and `500`.
+    #[error("{}", storage_message(.0))]
+    Storage(#[from] StorageError),
+    /// Every storage call slot stayed taken for as long as a call may wait for one.
+    #[error("{UNAVAILABLE}")]
+    NoStorageSlot(Duration),
+    /// The rate limiter could not decide (its shared store is down and the service fails
+    /// closed, or a ban could not be recorded).
+    #[error("{UNAVAILABLE}")]
+    RateLimiting(#[from] LimitError),
+    /// `/readyz`: the service cannot serve requests yet (or now).
+    #[error("{UNAVAILABLE}")]
+    NotReady(#[source] StorageError),
+    /// Anything else. The cause is logged, never sent.
+    #[error("{INTERNAL}")]
+    Internal(#[source] BoxError),
+}
+
+const UNAVAILABLE: &str = "the service is temporarily unavailable; retry later";
+const INTERNAL: &str = "an internal error occurred";
+
+fn storage_message(error: &StorageError) -> &'static str {
+    match error.kind() {
+        StorageErrorKind::Unavailable => UNAVAILABLE,
+        StorageErrorKind::WouldBlock | StorageErrorKind::Failed => INTERNAL,
+    }
+}
+
+impl ApiError {
+    /// Wraps an unexpected failure.
+    pub fn internal(cause: impl Into<BoxError>) -> Self {
+        Self::Internal(cause.into())
+    }
+
+    /// The catalogue code.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Self::Validation(error) => match error {
+                ValidationError::MissingField(_) => ErrorCode::MissingField,
+                ValidationError::UnknownField { .. } => ErrorCode::UnknownField,
+                ValidationError::InvalidField { .. } => ErrorCode::InvalidField,
+                ValidationError::UnknownParameter(_) => ErrorCode::UnknownQueryParameter,
+                ValidationError::InvalidParameter { .. } => ErrorCode::InvalidQueryParameter,
+            },
+            Self::InvalidJson(_) => ErrorCode::InvalidJson,
+            Self::InvalidPath { .. } => ErrorCode::InvalidPathParameter,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::PetNotFound(_) => ErrorCode::PetNotFound,
+            Self::RouteNotFound(_) => ErrorCode::RouteNotFound,
+            Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
+            Self::EndpointRemoved { .. } => ErrorCode::EndpointRemoved,
+            Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
+            Self::RateLimited { .. } => ErrorCode::RateLimited,
+            Self::TemporarilyBanned { .. } => ErrorCode::TemporarilyBanned,
+            Self::Storage(error) => match error.kind() {
+                StorageErrorKind::Unavailable => ErrorCode::ServiceUnavailable,
+                StorageErrorKind::WouldBlock | StorageErrorKind::Failed => ErrorCode::InternalError,
+            },
+            Self::NoStorageSlot(_) | Self::RateLimiting(_) | Self::NotReady(_) => {
+                ErrorCode::ServiceUnavailable
+            }
+            Self::Internal(_) => ErrorCode::InternalError,
+        }
+    }
+
+    /// Logs a failure of the service (not of the client's request) with its whole chain of
+    /// causes: `5xx` at `error` (internal) or `warn` (a dependency unavailable).
+    fn log(&self) {
+        let code = self.code();
+        match code {
+            ErrorCode::InternalError => log::error!("{}: {}", code.as_str(), Chain(self)),
+            ErrorCode::ServiceUnavailable => log::warn!("{}: {}", code.as_str(), Chain(self)),
+            _ => {}
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.code().status()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        self.log();
+        let code = self.code();
+        let mut response = error_response(code.status(), code, &self.to_string());
+        let headers = response.headers_mut();
+        match self {
+            Self::MethodNotAllowed { allow, .. } => {
+                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
+            }
+            Self::RateLimited { retry_after, .. } | Self::TemporarilyBanned { retry_after } => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            _ => {}
+        }
+        response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_shows_every_cause_and_the_message_none() {
+        let storage = StorageError::new(
+            StorageErrorKind::Unavailable,
+            std::io::Error::other("connection refused"),
+        );
+        let error = ApiError::from(storage);
+        assert_eq!(error.code(), ErrorCode::ServiceUnavailable);
+        assert_eq!(error.to_string(), UNAVAILABLE, "the client sees no cause");
+        assert_eq!(
+            Chain(&error).to_string(),
+            format!("{UNAVAILABLE}: storage unavailable: connection refused")
+        );
+        let failed = ApiError::from(StorageError::new(StorageErrorKind::Failed, "bad row"));
+        assert_eq!(failed.code(), ErrorCode::InternalError);
+        assert_eq!(failed.to_string(), INTERNAL);
+    }
+}

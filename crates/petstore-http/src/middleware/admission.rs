@@ -1,0 +1,162 @@
+//! The application-wide layer: authentication and rate limiting composed (this is the one place
+//! that knows both, and the storage where key bans are kept), inside the JSON-error safety net.
+
+use actix_web::body::{BoxBody, EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::HeaderMap;
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, ResponseError, web};
+use futures_util::FutureExt;
+use futures_util::future::LocalBoxFuture;
+use petstore_domain::Ban;
+
+use super::json_errors::json_errors;
+use crate::auth::{ApiClient, Credentials};
+use crate::error::ApiError;
+use crate::ratelimit::headers;
+use crate::ratelimit::{Caller, KeyBans, LimitError, Subject, Verdict};
+use crate::state::AppState;
+
+/// Paths that are never limited: load balancers poll them.
+const UNLIMITED: [&str; 2] = ["/healthz", "/readyz"];
+
+/// Identifies the caller (a valid key, else the client address), counts the request, refuses it
+/// with `429` when over a limit or banned, and writes the rate-limit headers on the response;
+/// then rewrites any non-JSON error response as an Error object. A refused request does no
+/// further work: no body is read, nothing is written. The only storage read on the way is the
+/// key lookup, once per key-cache period per key (unknown keys are cached too).
+pub async fn admission(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // Inner services answer errors as responses, so an `Err` here is not expected.
+    let response = gate(req, next).await?.map_into_boxed_body();
+    Ok(json_errors(response))
+}
+
+async fn gate(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    if UNLIMITED.contains(&req.path()) {
+        return Ok(next.call(req).await?.map_into_left_body());
+    }
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .expect("BUG: AppState is registered by app()")
+        .clone();
+    let now = state.clock.unix_seconds();
+    let limiter = &state.limiter;
+    let credentials = state.auth.credentials(req.headers());
+    let client = match credentials {
+        None => None,
+        Some(credentials) => match state.auth.authenticate(&state.db, credentials).await {
+            Ok(found) => found,
+            Err(error) => {
+                let limits = limiter.limit_headers(limiter.anonymous_limits());
+                return Ok(refuse(req, &error, |h| {
+                    headers::write_unknown(h, &limits, now)
+                }));
+            }
+        },
+    };
+    let caller = match &client {
+        Some(client) => Caller {
+            subject: Subject::Key(client.key().id),
+            limits: client.key().limits(),
+            ban: client.key().ban,
+        },
+        None => Caller {
+            subject: Subject::Address(state.trusted_proxies.client_address(&req)),
+            limits: limiter.anonymous_limits(),
+            ban: None,
+        },
+    };
+    let limits = limiter.limit_headers(caller.limits);
+    let key_bans = StoredBans {
+        state: &state,
+        credentials,
+    };
+    let verdict = limiter.check(&caller, now, &key_bans).await;
+    match verdict {
+        Ok(Verdict::Allowed(decision)) => {
+            if let Some(client) = client {
+                req.extensions_mut().insert(client);
+            }
+            let mut response = next.call(req).await?;
+            headers::write(response.headers_mut(), &decision, &limits, now);
+            Ok(response.map_into_left_body())
+        }
+        Ok(Verdict::Limited(decision)) => {
+            let error = ApiError::RateLimited {
+                limits: caller.limits,
+                retry_after: decision.retry_after(now),
+            };
+            Ok(refuse(req, &error, |h| {
+                headers::write(h, &decision, &limits, now)
+            }))
+        }
+        Ok(Verdict::Banned(ban)) => {
+            let error = ApiError::TemporarilyBanned {
+                retry_after: ban.until.saturating_sub(now).max(1),
+            };
+            Ok(refuse(req, &error, |h| {
+                headers::write_ban(h, ban, &limits, now)
+            }))
+        }
+        Err(error) => {
+            let decision = match &error {
+                LimitError::BanNotRecorded { decision, .. } => Some(*decision),
+                LimitError::Counters(_) => None,
+            };
+            let error = ApiError::from(error);
+            Ok(refuse(req, &error, |h| match decision {
+                Some(decision) => headers::write(h, &decision, &limits, now),
+                None => headers::write_unknown(h, &limits, now),
+            }))
+        }
+    }
+}
+
+/// The error's response, with the rate-limit headers `write` puts on it.
+fn refuse<B>(
+    req: ServiceRequest,
+    error: &ApiError,
+    write: impl FnOnce(&mut HeaderMap),
+) -> ServiceResponse<EitherBody<B>> {
+    let mut response = error.error_response();
+    write(response.headers_mut());
+    req.into_response(response).map_into_right_body()
+}
+
+/// Key bans, kept with the keys in the storage (where `petstore keys` sees and lifts them).
+struct StoredBans<'a> {
+    state: &'a AppState,
+    /// What the caller presented: after a ban the key is read again under it, so this
+    /// instance's cache holds the ban in force.
+    credentials: Option<Credentials<'a>>,
+}
+
+impl KeyBans for StoredBans<'_> {
+    fn ban_key(
+        &self,
+        id: i64,
+        ban: Ban,
+        now: u64,
+    ) -> LocalBoxFuture<'_, Result<Option<Ban>, Box<dyn std::error::Error + Send + Sync>>> {
+        async move {
+            let state = self.state;
+            // `false` when another instance just imposed one: the key read below has it.
+            state
+                .db
+                .call(move |storage| storage.ban_key(id, ban, now))
+                .await?;
+            let Some(credentials) = self.credentials else {
+                return Ok(None);
+            };
+            let client: Option<ApiClient> = state.auth.look_up(&state.db, credentials).await?;
+            Ok(client.and_then(|client| client.key().ban_at(now)))
+        }
+        .boxed_local()
+    }
+}

@@ -1,0 +1,80 @@
+//! [`AppState`]: everything the handlers and middleware share, built by one constructor that
+//! the server and every test use.
+
+use std::error::Error;
+use std::sync::Arc;
+
+use petstore_domain::Storage;
+
+use crate::auth::Authenticator;
+use crate::clock::{Clock, SystemClock};
+use crate::config::{Config, RateLimitConfig};
+use crate::db::Database;
+use crate::links::Links;
+use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
+
+/// How many key lookups the cache holds at most.
+const KEY_CACHE_CAPACITY: usize = 100_000;
+
+/// Shared by every worker. Built once, outside `HttpServer::new`, so that every worker sees the
+/// same storage slots, key cache and rate-limit counters (a limiter built per worker would
+/// count per worker: a silent bug).
+pub struct AppState {
+    /// The storage, behind its one interface.
+    pub db: Database,
+    /// Wall-clock time.
+    pub clock: Arc<dyn Clock>,
+    /// Who is calling.
+    pub auth: Authenticator,
+    /// Addresses written into responses.
+    pub links: Links,
+    /// Rate limits and bans.
+    pub limiter: Limiter,
+    /// Proxies whose forwarding headers name the client address.
+    pub trusted_proxies: TrustedProxies,
+}
+
+impl AppState {
+    /// The state a server runs with: the limiter, key cache and links that `config` describes,
+    /// over `storage`, on the system clock. Must run inside the async runtime (a Redis client
+    /// lives there).
+    pub fn new(config: &Config, storage: Arc<dyn Storage>) -> Result<Self, Box<dyn Error>> {
+        Ok(Self {
+            db: Database::new(storage),
+            clock: Arc::new(SystemClock),
+            auth: Authenticator::new(config.key_cache_ttl, KEY_CACHE_CAPACITY),
+            links: Links::new(config.http.clone()),
+            limiter: limiter(&config.rate_limit)?,
+            trusted_proxies: config.rate_limit.trusted_proxies.clone(),
+        })
+    }
+
+    /// The same state on another clock (tests move time).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// The same state with another limiter (tests count in a store of their own).
+    pub fn with_limiter(self, limiter: Limiter) -> Self {
+        Self { limiter, ..self }
+    }
+}
+
+/// The limiter `config` describes: counters in this process, or in Redis.
+pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
+    let anonymous = config.anonymous_limits();
+    Ok(match &config.redis_url {
+        None => Limiter::in_memory(config.bans, anonymous),
+        Some(url) => Limiter::shared(
+            Box::new(RedisCounters::new(
+                url,
+                &config.prefix,
+                config.timeout,
+                config.bans.forgive_after_seconds,
+            )?),
+            config.on_failure,
+            config.bans,
+            anonymous,
+        ),
+    })
+}
