@@ -146,28 +146,18 @@ fn set(
     reset_at: u64,
     windows: [(Window, u32, u64); 2],
 ) {
-    // The three values that change per response are written into one buffer, with `itoa`
-    // (`format!` machinery, and `HeaderValue::from` an integer, which grows a buffer from empty,
-    // were most of the cost of these headers), and each header takes a slice of it: one
-    // allocation instead of one or two per value.
-    let mut buf = Vec::with_capacity(96);
-    let mut digits = itoa::Buffer::new();
-    buf.extend_from_slice(digits.format(remaining).as_bytes());
-    let reset_start = buf.len();
-    buf.extend_from_slice(digits.format(reset_at).as_bytes());
-    let state_start = buf.len();
+    let mut state = Vec::with_capacity(64);
     for (i, (window, remaining, reset_in)) in windows.into_iter().enumerate() {
         if i > 0 {
-            buf.extend_from_slice(b", ");
+            state.extend_from_slice(b", ");
         }
-        push_item(&mut buf, window, b"r", remaining.into(), b"t", reset_in);
+        push_item(&mut state, window, b"r", remaining.into(), b"t", reset_in);
     }
-    let buf = Bytes::from(buf);
     headers.insert(LIMIT, limits.limit(binding).clone());
-    headers.insert(REMAINING, value(buf.slice(..reset_start)));
-    headers.insert(RESET, value(buf.slice(reset_start..state_start)));
+    headers.insert(REMAINING, HeaderValue::from(remaining));
+    headers.insert(RESET, HeaderValue::from(reset_at));
     headers.insert(POLICY, limits.policy.clone());
-    headers.insert(STATE, value(buf.slice(state_start..)));
+    headers.insert(STATE, value(state));
 }
 
 /// `"<window>";<first>=<a>;<second>=<b>`: one item of a structured-field list.
@@ -185,8 +175,7 @@ fn push_item(out: &mut Vec<u8>, window: Window, first: &[u8], a: u64, second: &[
     out.extend_from_slice(digits.format(b).as_bytes());
 }
 
-/// A header value of ASCII digits and punctuation, which is always valid; it shares the bytes
-/// rather than copying them.
+/// A header value of ASCII digits and punctuation, which is always valid.
 fn value(bytes: impl Into<Bytes>) -> HeaderValue {
     HeaderValue::from_maybe_shared(bytes.into()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
