@@ -9,6 +9,7 @@ use crate::ValidationError;
 string_enum! {
     /// Where an order is in its life.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
     #[serde(rename_all = "lowercase")]
     pub enum OrderStatus in "status" {
         /// Placed by a customer.
@@ -23,6 +24,7 @@ string_enum! {
 
 /// An order for a pet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Order {
     /// Assigned by the service.
@@ -35,6 +37,7 @@ pub struct Order {
     pub status: OrderStatus,
     /// When it was placed, Unix seconds; RFC 3339 (UTC) on the wire.
     #[serde(serialize_with = "rfc3339", deserialize_with = "from_rfc3339")]
+    #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: i64,
 }
 

@@ -11,6 +11,7 @@ pub const MAX_NAME_CHARS: usize = 255;
 string_enum! {
     /// Availability of a pet. Serialised in lower case, as the interface lists it.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
     #[serde(rename_all = "lowercase")]
     pub enum PetStatus in "status" {
         /// The pet can be bought. The status a new pet gets when none is sent.
@@ -25,6 +26,7 @@ string_enum! {
 
 /// A pet as the service returns it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct Pet {
     /// Assigned by the service on creation.
@@ -42,15 +44,28 @@ pub struct Pet {
 /// Deserialisation is strict: unknown fields (including `id`, which the service assigns) and a
 /// `null` status are rejected. Rules beyond types are checked by [`NewPet::validate_into`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPet {
-    /// Non-blank, at most [`MAX_NAME_CHARS`] characters, no control characters.
+    /// Non-blank, at most 255 characters, no control characters.
     #[validate(custom(function = "validate_name"))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 255,
+            // Some character that is neither white space nor a control character, and no
+            // control character anywhere (ECMA-262, as OpenAPI patterns are).
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+        )
+    )]
     pub name: String,
     /// At least 1.
     #[validate(range(min = 1, message = "must be an integer of at least 1"))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
     pub category_id: i64,
-    /// Optional; [`PetStatus::Available`] when absent. `null` is not accepted.
+    /// Optional; `available` when absent. `null` is not accepted.
+    #[cfg_attr(feature = "openapi", schema(nullable = false, default = "available"))]
     #[serde(
         default,
         deserialize_with = "present_status",

@@ -3,8 +3,10 @@
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::http::header;
 use actix_web::middleware::{Condition, Logger, from_fn};
-use actix_web::{App, web};
+use actix_web::{App, HttpResponse, web};
+use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::state::AppState;
 use crate::{middleware, routes};
@@ -29,6 +31,8 @@ pub fn app(
         .app_data(state)
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
+        .route("/docs", web::get().to(to_docs))
+        .service(docs_page(&base_path))
         .configure(|cfg| routes::configure(cfg, &base_path))
         .default_service(web::to(routes::not_found))
         // Outermost last: the access log sees the final response, error bodies included. It is
@@ -38,4 +42,24 @@ pub fn app(
             log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
             Logger::new(r#"%a "%r" %s %b %Dms"#).log_target(ACCESS_LOG),
         ))
+}
+
+/// `/docs/`: Swagger UI over `{base}/openapi.json`, every asset embedded in the binary (the
+/// `vendored` build of `utoipa-swagger-ui`). The online validator badge is off: the page asks
+/// nothing of any other host.
+fn docs_page(base_path: &str) -> SwaggerUi {
+    let config = SwaggerConfig::new([format!("{base_path}/openapi.json")])
+        .validator_url("none")
+        .try_it_out_enabled(true)
+        .display_operation_id(true)
+        .show_extensions(true)
+        .persist_authorization(false);
+    SwaggerUi::new("/docs/{_:.*}").config(config)
+}
+
+/// `/docs` -> `/docs/`, where the page's relative asset paths resolve.
+async fn to_docs() -> HttpResponse {
+    HttpResponse::PermanentRedirect()
+        .insert_header((header::LOCATION, "/docs/"))
+        .finish()
 }

@@ -30,7 +30,7 @@ pub mod links;
 mod middleware;
 pub mod ratelimit;
 pub mod report;
-mod routes;
+pub mod routes;
 pub mod state;
 pub mod sunset;
 

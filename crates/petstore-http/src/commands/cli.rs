@@ -37,6 +37,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Print the OpenAPI document (JSON) on stdout, for code generators and CI.
+    Openapi(OpenapiArgs),
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -86,6 +88,29 @@ pub enum KeysCommand {
         /// The key's id.
         id: i64,
     },
+}
+
+/// Options of `openapi`.
+#[derive(Debug, Clone, Args)]
+pub struct OpenapiArgs {
+    /// The `servers` entry: the public base address (e.g. `https://api.example.com/v1`); the base
+    /// path alone when unset.
+    #[arg(long, env = "PETSTORE_PUBLIC_BASE_URL")]
+    pub public_base_url: Option<String>,
+    /// Path prefix of the API.
+    #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
+    pub base_path: String,
+}
+
+impl OpenapiArgs {
+    /// The `servers` URL these options give.
+    pub fn server(&self) -> String {
+        let http = HttpSettings::new(&self.base_path, self.public_base_url.clone());
+        match http.public_base_url() {
+            Some(url) => url.to_owned(),
+            None => http.base_path().to_owned(),
+        }
+    }
 }
 
 /// Database options, shared by every subcommand.

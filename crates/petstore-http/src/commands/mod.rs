@@ -1,5 +1,5 @@
 //! The `petstore` binary's commands: parse the command line ([`cli`]) and run `serve` (the
-//! default), `migrate` or `keys`. This is where the storage backend is chosen and opened
+//! default), `migrate`, `openapi` or `keys`. This is where the storage backend is chosen and opened
 //! ([`open_store`]); everything after it talks to a `dyn Storage`.
 
 pub mod cli;
@@ -28,6 +28,11 @@ pub fn run() -> Result<(), Box<dyn Error>> {
             let store = open_store(&cli.database.store_config(false), false)?;
             let applied = store.migrate()?;
             eprintln!("{} migration(s) applied", applied.len());
+            Ok(())
+        }
+        Some(Command::Openapi(args)) => {
+            let document = crate::routes::openapi::document(&args.server()).to_pretty_json()?;
+            println!("{document}");
             Ok(())
         }
         Some(Command::Keys(command)) => {

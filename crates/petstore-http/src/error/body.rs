@@ -6,15 +6,34 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, HttpResponseBuilder};
 use serde::Serialize;
+use utoipa::openapi::schema::{ObjectBuilder, Type};
 
 use super::ErrorCode;
 
-/// The Error object.
-#[derive(Debug, Serialize)]
-struct ErrorBody<'a> {
+/// The Error object: what every error response carries, and its schema (`Error`) in the OpenAPI
+/// document.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
+#[serde(deny_unknown_fields)] // for the schema: `additionalProperties: false`
+pub struct ErrorObject<'a> {
+    /// Machine-readable: one of the catalogue's codes (`docs/errors.md`). Clients branch on it.
+    #[schema(schema_with = code_schema)]
     code: &'static str,
+    /// For people; never includes internal details.
     message: &'a str,
+    /// The HTTP status of the response, repeated.
+    #[schema(minimum = 400, maximum = 599)]
     status: u16,
+}
+
+/// The `code` property: a string from the closed catalogue.
+fn code_schema() -> ObjectBuilder {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .enum_values(Some(ErrorCode::ALL.map(ErrorCode::as_str)))
+        .description(Some(
+            "Machine-readable: one of the catalogue's codes (`docs/errors.md`). Clients branch on it.",
+        ))
 }
 
 /// An Error object response: `code` and `message`, sent with `status` (the code's own status,
@@ -35,7 +54,7 @@ pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> Htt
         }
         _ => {}
     }
-    response.json(ErrorBody {
+    response.json(ErrorObject {
         code: code.as_str(),
         message,
         status: status.as_u16(),

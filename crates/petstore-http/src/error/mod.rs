@@ -13,7 +13,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use petstore_domain::{RateLimits, StorageError, StorageErrorKind, ValidationError};
 
-pub use body::error_response;
+pub use body::{ErrorObject, error_response};
 pub use code::ErrorCode;
 
 use crate::ratelimit::LimitError;

@@ -3,6 +3,7 @@
 //! and map the result; they know no backend.
 
 pub mod health;
+pub mod openapi;
 mod orders;
 mod pets;
 mod respond;
@@ -13,8 +14,9 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use crate::error::ApiError;
 use crate::middleware::{Marks, require_key_and_mark};
 
-/// Registers the API's resources under `base` (the base path, e.g. `/v1`). Each resource
-/// requires a key (so `401` precedes `405`), and answers a wrong method with `405` and `Allow`.
+/// Registers the API's resources under `base` (the base path, e.g. `/v1`), and its description
+/// (`openapi.json`, which needs no key). Each API resource requires a key (so `401` precedes
+/// `405`), and answers a wrong method with `405` and `Allow`.
 /// They are registered with their full paths rather than in a `/v1` scope, which would be one
 /// more service (and boxed future) on every request.
 pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
@@ -29,6 +31,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             })),
     )
     .service(
+        #[allow(deprecated)] // the handler is deprecated for clients; it is served to its sunset
         web::resource(format!("{base}/pets/{{petId}}"))
             .name("getPet")
             .route(web::get().to(pets::get_pet))
@@ -36,6 +39,12 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             .wrap(from_fn(|req, next| {
                 require_key_and_mark(Marks::Deprecated, req, next)
             })),
+    )
+    .service(
+        web::resource(format!("{base}/openapi.json"))
+            .name("openapi")
+            .route(web::get().to(openapi::openapi_json))
+            .default_service(web::to(method_not_allowed("GET"))),
     )
     .service(
         web::resource(format!("{base}/store/orders"))

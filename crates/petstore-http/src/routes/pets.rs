@@ -2,15 +2,40 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{NewPet, PetListQuery, PetStatus};
+use petstore_domain::{NewPet, Pet, PetListQuery, PetStatus};
 
 use super::respond::encoded_body;
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorObject};
 use crate::extract::{JsonBody, query_pairs};
 use crate::state::AppState;
 use crate::sunset::{SUNSET, SUNSET_UNIX};
 
 /// `listPets`: a page in ascending id order; `Link: rel="next"` when more follow.
+#[utoipa::path(
+    get,
+    path = "/pets",
+    operation_id = "listPets",
+    tag = "pets",
+    summary = "List pets",
+    description = "Pets in ascending id order, filtered by `status` when given. When more pets \
+        follow, `Link: <...>; rel=\"next\"` gives the next page's address (keyset cursor \
+        `after`); the body stays a plain array.",
+    params(
+        ("limit" = Option<u32>, Query,
+            description = "How many pets at most: 1 to 100, default 20."),
+        ("status" = Option<PetStatus>, Query,
+            description = "Only pets with this status."),
+        ("after" = Option<i64>, Query, minimum = 0,
+            description = "Keyset cursor: only pets whose id is greater. Taken from a `next` link."),
+    ),
+    responses(
+        (status = 200, description = "A page of pets.", body = Vec<Pet>, headers(
+            ("Link" = String, description = "`<...>; rel=\"next\"` when more pets follow."),
+        )),
+        (status = 400, description = "`invalid_query_parameter` or `unknown_query_parameter`, \
+            naming the parameter.", body = ErrorObject),
+    ),
+)]
 pub async fn list_pets(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -33,6 +58,25 @@ pub async fn list_pets(
 }
 
 /// `createPet`: `201`, the pet, and its `Location`.
+#[utoipa::path(
+    post,
+    path = "/pets",
+    operation_id = "createPet",
+    tag = "pets",
+    summary = "Add a pet",
+    description = "Stores a new pet; `status` defaults to `available`. The body is strict: unknown \
+        fields (including `id`), `null`s and wrong types are refused, naming the field.",
+    request_body(content = NewPet, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The pet, with its id; durable when answered.", body = Pet,
+            headers(("Location" = String, description = "The pet's address."))),
+        (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
+            `invalid_field`, naming the field.", body = ErrorObject),
+        (status = 413, description = "`payload_too_large`: over 64 KiB.", body = ErrorObject),
+        (status = 415, description = "`unsupported_media_type`: not `application/json`.",
+            body = ErrorObject),
+    ),
+)]
 pub async fn create_pet(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -47,6 +91,27 @@ pub async fn create_pet(
 }
 
 /// `getPet` (deprecated): the pet, `404`, or `410` once past the sunset.
+#[utoipa::path(
+    get,
+    path = "/pets/{petId}",
+    operation_id = "getPet",
+    tag = "pets",
+    summary = "Get a pet (deprecated)",
+    description = "Deprecated: removed on 5 December 2030 (`Sunset`), answering `410` from then \
+        on. Use `GET /pets` with a `status` filter instead (`Link: rel=\"successor-version\"`).",
+    params(("petId" = i64, Path, description = "The pet's id.")),
+    responses(
+        (status = 200, description = "The pet.", body = Pet, headers(
+            ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`."),
+        )),
+        (status = 400, description = "`invalid_path_parameter`: `petId` is not an int64.",
+            body = ErrorObject),
+        (status = 404, description = "`pet_not_found`.", body = ErrorObject),
+        (status = 410, description = "`endpoint_removed`: past the sunset.", body = ErrorObject),
+    ),
+    extensions(("x-sunset" = json!("2030-12-05"))),
+)]
+#[deprecated(note = "removed on 5 December 2030: use GET /pets with a status filter")]
 pub async fn get_pet(
     state: web::Data<AppState>,
     req: HttpRequest,

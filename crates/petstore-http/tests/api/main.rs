@@ -3,6 +3,7 @@
 
 mod helpers;
 mod memory_storage;
+mod openapi;
 
 mod auth;
 mod create_pet;

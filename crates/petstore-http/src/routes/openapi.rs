@@ -1,0 +1,294 @@
+//! The API's description of itself: an OpenAPI 3.1 document generated from the handlers'
+//! `#[utoipa::path]` annotations and the domain's schemas, completed by [`Conventions`] with
+//! what every operation shares (the bearer scheme, the rate-limit headers, the errors any
+//! request can meet) and what a resource's marks add (deprecation, stability). Served at
+//! `{base}/openapi.json` and printed by `petstore openapi`; a copy is kept in `docs/openapi.json`.
+
+use actix_web::http::header::ContentType;
+use actix_web::{HttpRequest, HttpResponse, web};
+use petstore_domain::query::{DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT};
+use petstore_domain::{NewPet, Order, OrderStatus, Pet, PetStatus};
+use serde_json::json;
+use utoipa::openapi::extensions::Extensions;
+use utoipa::openapi::header::{Header, HeaderBuilder};
+use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{
+    ContentBuilder, Deprecated, OpenApi as Document, Ref, RefOr, Response, ResponseBuilder, Server,
+};
+use utoipa::{Modify, OpenApi};
+
+use super::{orders, pets};
+use crate::error::{ApiError, ErrorObject};
+use crate::state::AppState;
+use crate::sunset::SUNSET;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Animal Store Service",
+        version = "1.0.0",
+        description = "A catalogue of animals offered by a store, and a store-orders area. Every \
+            operation needs an API key (`Authorization: Bearer <API_KEY>`). Every response carries \
+            the rate-limit headers; every error the Error object. Operations marked \
+            `x-stability: experimental` may change without a new version.",
+        license(name = "MIT OR Apache-2.0"),
+    ),
+    paths(pets::list_pets, pets::create_pet, pets::get_pet, orders::list_orders),
+    components(schemas(Pet, NewPet, PetStatus, Order, OrderStatus, ErrorObject)),
+    tags(
+        (name = "pets", description = "The catalogue of animals."),
+        (name = "store", description = "The store-orders area (experimental)."),
+    ),
+    modifiers(&Conventions),
+)]
+struct ApiDoc;
+
+/// The document, with `server` (the API's base address, e.g. `https://api.example.com/v1`, or
+/// just the base path) as its one server.
+pub fn document(server: &str) -> Document {
+    let mut document = ApiDoc::openapi();
+    document.servers = Some(vec![Server::new(server)]);
+    document
+}
+
+/// `GET {base}/openapi.json`: the document, naming the public base address as `Link` does.
+pub async fn openapi_json(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let body = document(&state.links.public_base(&req))
+        .to_pretty_json()
+        .map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::json())
+        .body(body))
+}
+
+/// Name of the security scheme.
+const BEARER: &str = "bearer";
+
+/// What the annotations leave to convention, applied to every operation alike.
+struct Conventions;
+
+impl Modify for Conventions {
+    fn modify(&self, document: &mut Document) {
+        let components = document.components.get_or_insert_with(Default::default);
+        components.security_schemes.insert(
+            BEARER.into(),
+            RefOr::T(SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("pst_ followed by 64 lowercase hex digits")
+                    .description(Some(
+                        "An API key. Missing, malformed, unknown and revoked keys all get `401 \
+                         unauthorized`.",
+                    ))
+                    .build(),
+            )),
+        );
+        for (name, integer, description) in SHARED_HEADERS {
+            let kind = if integer { Type::Integer } else { Type::String };
+            components
+                .headers
+                .insert(name.into(), RefOr::T(header_of(kind, description, true)));
+        }
+        let security = vec![SecurityRequirement::new(BEARER, Vec::<String>::new())];
+        for item in document.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.post,
+                &mut item.put,
+                &mut item.delete,
+            ];
+            for operation in operations.into_iter().flatten() {
+                operation.security = Some(security.clone());
+                describe_limit(operation);
+                let deprecated = matches!(operation.deprecated, Some(Deprecated::True));
+                let experimental = operation
+                    .extensions
+                    .as_ref()
+                    .is_some_and(|ext| ext.contains_key("x-stability"));
+                let responses = &mut operation.responses.responses;
+                for (status, description) in COMMON_ERRORS {
+                    responses
+                        .entry(status.to_string())
+                        .or_insert_with(|| RefOr::T(error_doc(description)));
+                }
+                for (status, response) in responses.iter_mut() {
+                    let RefOr::T(response) = response else {
+                        continue;
+                    };
+                    add_headers(response, status, deprecated, experimental);
+                }
+            }
+        }
+    }
+}
+
+/// Headers every response carries (`Retry-After`: every 429 and 503), defined once under
+/// `components/headers`: name, whether the value is an integer, description.
+const SHARED_HEADERS: [(&str, bool, &str); 6] = [
+    (
+        "X-RateLimit-Limit",
+        true,
+        "Requests allowed in the window closest to exhaustion (minute or day).",
+    ),
+    (
+        "X-RateLimit-Remaining",
+        true,
+        "Requests left in that window.",
+    ),
+    (
+        "X-RateLimit-Reset",
+        true,
+        "Unix time (seconds) at which that window resets.",
+    ),
+    (
+        "RateLimit",
+        false,
+        "Both windows' remaining requests and seconds to reset, e.g. \
+         `\"minute\";r=59;t=42, \"day\";r=999;t=40000` (IETF draft-ietf-httpapi-ratelimit-headers).",
+    ),
+    (
+        "RateLimit-Policy",
+        false,
+        "Both windows' quotas, e.g. `\"minute\";q=60;w=60, \"day\";q=1000;w=86400`.",
+    ),
+    ("Retry-After", true, "Seconds to wait before retrying."),
+];
+
+/// Responses any operation can give, whatever its input.
+const COMMON_ERRORS: [(u16, &str); 4] = [
+    (
+        401,
+        "`unauthorized`: the API key is missing, malformed, unknown or revoked.",
+    ),
+    (
+        429,
+        "`rate_limited` (over the plan's per-minute or per-day limit) or `temporarily_banned` \
+         (for sending on after 429s). Retry after `Retry-After`, with exponential backoff.",
+    ),
+    (
+        500,
+        "`internal_error`: an unexpected failure, logged by the service.",
+    ),
+    (
+        503,
+        "`service_unavailable`: the database or the shared rate-limit store is unavailable. \
+         Retry after `Retry-After`.",
+    ),
+];
+
+fn add_headers(response: &mut Response, status: &str, deprecated: bool, experimental: bool) {
+    let headers = &mut response.headers;
+    for name in [
+        "X-RateLimit-Limit",
+        "X-RateLimit-Remaining",
+        "X-RateLimit-Reset",
+    ] {
+        headers.insert(name.into(), shared(name));
+    }
+    for name in ["RateLimit", "RateLimit-Policy"] {
+        headers.insert(name.into(), shared(name));
+    }
+    if status == "429" || status == "503" {
+        headers.insert("Retry-After".into(), shared("Retry-After"));
+    }
+    if status == "401" {
+        headers.insert(
+            "WWW-Authenticate".into(),
+            RefOr::T(header("`Bearer realm=\"petstore\"`.", true)),
+        );
+    }
+    if deprecated {
+        headers.insert(
+            "Deprecation".into(),
+            RefOr::T(header(
+                "When the operation was deprecated (RFC 9745): `@1767225600`, 2026-01-01.",
+                true,
+            )),
+        );
+        headers.insert(
+            "Sunset".into(),
+            RefOr::T(header(
+                &format!("When it is removed (RFC 8594): `{SUNSET}`."),
+                true,
+            )),
+        );
+        if status != "200" {
+            headers.insert(
+                "Link".into(),
+                RefOr::T(header(
+                    "`<{base}/pets>; rel=\"successor-version\"`: the replacement.",
+                    false,
+                )),
+            );
+        }
+    }
+    if experimental {
+        headers.insert(
+            "X-API-Stability".into(),
+            RefOr::T(header(
+                "`experimental`: may change without a new version.",
+                true,
+            )),
+        );
+    }
+}
+
+/// The `limit` query parameter's bounds and default, from the domain constants its parser uses.
+fn describe_limit(operation: &mut Operation) {
+    for parameter in operation.parameters.iter_mut().flatten() {
+        let RefOr::T(parameter) = parameter else {
+            continue;
+        };
+        if parameter.name == "limit" && parameter.parameter_in == ParameterIn::Query {
+            parameter.schema = Some(
+                ObjectBuilder::new()
+                    .schema_type(Type::Integer)
+                    .format(Some(SchemaFormat::KnownFormat(KnownFormat::Int32)))
+                    .minimum(Some(MIN_LIMIT))
+                    .maximum(Some(MAX_LIMIT))
+                    .default(Some(json!(DEFAULT_LIMIT)))
+                    .into(),
+            );
+        }
+    }
+}
+
+fn shared(name: &str) -> RefOr<Header> {
+    RefOr::Ref(Ref::new(format!("#/components/headers/{name}")))
+}
+
+/// A string header.
+fn header(description: &str, required: bool) -> Header {
+    header_of(Type::String, description, required)
+}
+
+/// A header whose value is of `kind`. `required` goes in as a field of its own: OpenAPI's Header
+/// Object has it, utoipa's `Header` type does not.
+fn header_of(kind: Type, description: &str, required: bool) -> Header {
+    let mut header = HeaderBuilder::new()
+        .schema(Some(ObjectBuilder::new().schema_type(kind)))
+        .description(Some(description))
+        .build();
+    if required {
+        header.extensions = Some(Extensions::from_iter([("required", json!(true))]));
+    }
+    header
+}
+
+/// An Error object response, as documented.
+pub fn error_doc(description: &str) -> Response {
+    ResponseBuilder::new()
+        .description(description)
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("Error")))
+                .build(),
+        )
+        .build()
+}

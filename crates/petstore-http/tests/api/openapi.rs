@@ -1,0 +1,197 @@
+//! The API's description of itself: the committed copy, the served document, and the docs page.
+
+use std::collections::BTreeSet;
+
+use actix_web::http::header;
+use actix_web::test::TestRequest;
+use petstore_http::ErrorCode;
+use petstore_http::HttpSettings;
+use petstore_http::routes::openapi::document;
+use serde_json::Value;
+
+use crate::helpers::TestApp;
+
+/// The committed copy, `docs/openapi.json`.
+fn committed() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+    let text = std::fs::read_to_string(path).expect("docs/openapi.json");
+    serde_json::from_str(&text).expect("docs/openapi.json is JSON")
+}
+
+fn generated() -> Value {
+    serde_json::to_value(document("/v1")).expect("the document serialises")
+}
+
+#[test]
+fn the_committed_document_is_what_the_code_generates() {
+    assert!(
+        committed() == generated(),
+        "docs/openapi.json is stale: regenerate it with `cargo run -q -- openapi > docs/openapi.json`"
+    );
+}
+
+#[test]
+fn the_document_describes_every_operation_completely() {
+    let doc = generated();
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert_eq!(doc["info"]["version"], "1.0.0");
+    let mut ids = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("path item") {
+            let id = op["operationId"].as_str().expect("operationId");
+            ids.insert(id.to_owned());
+            assert_eq!(op["security"], serde_json::json!([{"bearer": []}]), "{id}");
+            let responses = op["responses"].as_object().expect("responses");
+            for status in ["401", "429", "500", "503"] {
+                assert!(
+                    responses.contains_key(status),
+                    "{method} {path}: no {status}"
+                );
+            }
+            for (status, response) in responses {
+                let headers = response["headers"].as_object().expect("headers");
+                for name in [
+                    "X-RateLimit-Limit",
+                    "X-RateLimit-Remaining",
+                    "X-RateLimit-Reset",
+                    "RateLimit",
+                    "RateLimit-Policy",
+                ] {
+                    assert!(headers.contains_key(name), "{id} {status}: no {name}");
+                }
+                let retry = headers.contains_key("Retry-After");
+                assert_eq!(retry, status == "429" || status == "503", "{id} {status}");
+                if status.starts_with('4') || status.starts_with('5') {
+                    assert_eq!(
+                        response["content"]["application/json"]["schema"]["$ref"],
+                        "#/components/schemas/Error",
+                        "{id} {status}"
+                    );
+                }
+                let deprecated = op["deprecated"] == true;
+                assert_eq!(headers.contains_key("Sunset"), deprecated, "{id} {status}");
+                let experimental = op["x-stability"] == "experimental";
+                assert_eq!(
+                    headers.contains_key("X-API-Stability"),
+                    experimental,
+                    "{id} {status}"
+                );
+            }
+        }
+    }
+    let expected = ["createPet", "getPet", "listOrders", "listPets"];
+    assert_eq!(ids.iter().map(String::as_str).collect::<Vec<_>>(), expected);
+    assert_eq!(doc["paths"]["/pets/{petId}"]["get"]["deprecated"], true);
+    assert_eq!(
+        doc["paths"]["/pets/{petId}"]["get"]["x-sunset"],
+        "2030-12-05"
+    );
+    assert_eq!(
+        doc["paths"]["/store/orders"]["get"]["x-stability"],
+        "experimental"
+    );
+    assert!(doc["paths"]["/pets"]["post"]["responses"]["201"]["headers"]["Location"].is_object());
+    let limit = &doc["paths"]["/pets"]["get"]["parameters"][0];
+    assert_eq!(limit["name"], "limit");
+    assert_eq!(
+        limit["schema"],
+        serde_json::json!({"type": "integer", "format": "int32", "minimum": 1, "maximum": 100, "default": 20})
+    );
+    let new_pet = &doc["components"]["schemas"]["NewPet"];
+    assert_eq!(new_pet["additionalProperties"], false);
+    assert_eq!(
+        new_pet["required"],
+        serde_json::json!(["name", "categoryId"])
+    );
+    let codes: Vec<&str> = doc["components"]["schemas"]["Error"]["properties"]["code"]["enum"]
+        .as_array()
+        .expect("the code enum")
+        .iter()
+        .map(|code| code.as_str().expect("a string"))
+        .collect();
+    assert_eq!(
+        codes,
+        ErrorCode::ALL.map(ErrorCode::as_str),
+        "the closed catalogue"
+    );
+}
+
+#[actix_web::test]
+async fn openapi_json_is_served_without_a_key_naming_the_public_base_url() {
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite).expect("sqlite");
+    let reply = app.send(TestRequest::get().uri("/v1/openapi.json")).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("content-type"), Some("application/json"));
+    assert!(reply.header("x-ratelimit-remaining").is_some(), "counted");
+    let doc = reply.json();
+    assert_eq!(
+        doc["servers"],
+        serde_json::json!([{"url": "https://api.example.com/v1"}])
+    );
+    let mut rest = doc;
+    rest["servers"] = generated()["servers"].clone();
+    assert!(
+        rest == generated(),
+        "the same document as `petstore openapi`"
+    );
+}
+
+#[actix_web::test]
+async fn openapi_json_derives_its_server_from_the_request_without_a_public_base_url() {
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None));
+    let reply = app
+        .send(
+            TestRequest::get()
+                .uri("/api/v1/openapi.json")
+                .insert_header((header::HOST, "pets.example.org:8443")),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        reply.json()["servers"],
+        serde_json::json!([{"url": "http://pets.example.org:8443/api/v1"}])
+    );
+    let wrong = app
+        .send(TestRequest::post().uri("/api/v1/openapi.json"))
+        .await;
+    wrong.assert_error(405, "method_not_allowed");
+}
+
+#[actix_web::test]
+async fn the_docs_page_is_served_from_the_binary_over_the_document() {
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None));
+    let moved = app.send(TestRequest::get().uri("/docs")).await;
+    assert_eq!(moved.status, 308);
+    assert_eq!(moved.header("location"), Some("/docs/"));
+    let page = app.send(TestRequest::get().uri("/docs/")).await;
+    assert_eq!(page.status, 200);
+    assert!(
+        page.header("content-type")
+            .is_some_and(|t| t.starts_with("text/html"))
+    );
+    let html = String::from_utf8_lossy(&page.body);
+    assert!(
+        !html.contains("https://"),
+        "no asset from another host: {html}"
+    );
+    let init = app
+        .send(TestRequest::get().uri("/docs/swagger-initializer.js"))
+        .await;
+    assert_eq!(init.status, 200);
+    let script = String::from_utf8_lossy(&init.body);
+    assert!(script.contains("\"/api/v1/openapi.json\""), "{script}");
+    assert!(script.contains("\"validatorUrl\": \"none\""), "{script}");
+    for asset in [
+        "swagger-ui-bundle.js",
+        "swagger-ui.css",
+        "swagger-ui-standalone-preset.js",
+    ] {
+        let reply = app
+            .send(TestRequest::get().uri(&format!("/docs/{asset}")))
+            .await;
+        assert_eq!(reply.status, 200, "{asset}");
+    }
+    app.send(TestRequest::get().uri("/docs/no-such-file.js"))
+        .await
+        .assert_error(404, "route_not_found");
+}
