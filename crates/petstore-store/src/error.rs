@@ -34,6 +34,9 @@ pub enum StoreError {
     /// connection was idle; nothing was done.
     #[error("no idle database connection")]
     NoIdleConnection,
+    /// The SQLite writer thread could not be started.
+    #[error("the SQLite writer thread could not start")]
+    WriterStart(#[source] std::io::Error),
     /// The SQLite writer thread is gone (it only stops when the store is dropped).
     #[error("the SQLite writer has stopped")]
     WriterStopped,
@@ -78,6 +81,7 @@ impl StoreError {
             | Self::Corrupt { .. }
             | Self::Migration(..)
             | Self::Config(_)
+            | Self::WriterStart(_)
             | Self::Random(_) => StorageErrorKind::Failed,
         }
     }

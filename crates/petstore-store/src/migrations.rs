@@ -28,7 +28,7 @@ pub(crate) fn run_pending(
             let mut names = Vec::new();
             conn.immediate_transaction(|conn| {
                 names = applied(conn.run_pending_migrations(SQLITE))
-                    .map_err(|e| diesel::result::Error::QueryBuilderError(e.to_string().into()))?;
+                    .map_err(|e| diesel::result::Error::QueryBuilderError(Box::new(e)))?;
                 Ok::<_, diesel::result::Error>(())
             })
             .map_err(|e| {

@@ -38,7 +38,7 @@ impl PetWriter {
         thread::Builder::new()
             .name("petstore-sqlite-writer".into())
             .spawn(move || run(&manager, &queue))
-            .map_err(|e| StoreError::Config(format!("cannot start the writer thread: {e}")))?;
+            .map_err(StoreError::WriterStart)?;
         Ok(Self { jobs })
     }
 
@@ -99,8 +99,11 @@ fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
             commit(conn, &batch).map_err(|e| e.after(started.elapsed(), manager.busy_timeout));
         match committed {
             Ok(results) => {
+                // A pet's own insert may have waited for the lock (another connection writing)
+                // and failed when the wait ran out: that is the timeout, not a fault.
+                let elapsed = started.elapsed();
                 for (job, result) in batch.into_iter().zip(results) {
-                    (job.reply)(result);
+                    (job.reply)(result.map_err(|e| e.after(elapsed, manager.busy_timeout)));
                 }
             }
             Err(error) => {

@@ -507,3 +507,55 @@ for_each_backend! {
         }
     }
 }
+
+#[test]
+fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
+    use diesel::connection::SimpleConnection;
+    use diesel::{Connection, SqliteConnection};
+    let db = petstore_store::testing::TestDatabase::sqlite();
+    db.store(); // migrated
+    let mut config = StoreConfig::new(db.url());
+    config.statement_timeout = std::time::Duration::from_millis(200);
+    let store = Store::open(&config).expect("open");
+    let (key, _) = store
+        .create_key(&KeySpec::new(Plan::Free, "", None).expect("spec"))
+        .expect("create key");
+    // Another process holds SQLite's write lock (`petstore keys`, say).
+    let mut holder = SqliteConnection::establish(db.url()).expect("connect");
+    holder
+        .batch_execute("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let created = store.create_pet(&draft("Waiting", PetStatus::Available));
+    let banned = store.ban_key(
+        key.id,
+        Ban {
+            until: u64::MAX,
+            level: 1,
+        },
+        0,
+    );
+    for (what, error) in [
+        ("a queued pet", created.map(|_| ()).expect_err("locked out")),
+        (
+            "a pooled write",
+            banned.map(|_| ()).expect_err("locked out"),
+        ),
+    ] {
+        assert_eq!(
+            error.kind(),
+            StorageErrorKind::Unavailable,
+            "{what}: {error:?}"
+        );
+        assert!(
+            matches!(
+                store_error(&error),
+                StoreError::TimedOut(..) | StoreError::Batch(_)
+            ),
+            "{what}: {error:?}"
+        );
+    }
+    holder.batch_execute("ROLLBACK").expect("release");
+    store
+        .create_pet(&draft("After", PetStatus::Available))
+        .expect("writes work again");
+}

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use clap::{ArgAction, Args, Parser, Subcommand};
+use clap::builder::PossibleValue;
+use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use petstore_domain::{BanPolicy, Plan, RateLimits, ValidationError};
 use petstore_store::StoreConfig;
 
@@ -183,7 +184,12 @@ pub struct ServeArgs {
     #[arg(long, env = "PETSTORE_RATE_LIMIT_PREFIX", default_value = "petstore")]
     pub rate_limit_prefix: String,
     /// While Redis is unreachable: `open` serves with per-instance counters, `closed` answers 503.
-    #[arg(long, env = "PETSTORE_RATE_LIMIT_ON_FAILURE", default_value = "open")]
+    #[arg(
+        long,
+        env = "PETSTORE_RATE_LIMIT_ON_FAILURE",
+        value_enum,
+        default_value = "open"
+    )]
     pub rate_limit_on_failure: FailurePolicy,
     /// Longest wait for Redis on one request.
     #[arg(long, env = "PETSTORE_RATE_LIMIT_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration)]
@@ -205,14 +211,13 @@ pub struct ServeArgs {
 
 impl ServeArgs {
     /// The server's [`Config`].
-    pub fn into_config(self, database: &DatabaseArgs) -> Config {
+    pub fn into_config(self) -> Config {
         Config {
             bind: self.bind,
             workers: self.workers,
             bootstrap_key: self.bootstrap_key,
             key_cache_ttl: self.key_cache_ttl,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
-            store: database.store_config(true),
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 prefix: self.rate_limit_prefix,
@@ -227,6 +232,20 @@ impl ServeArgs {
                 trusted_proxies: self.trusted_proxies,
             },
         }
+    }
+}
+
+/// `--rate-limit-on-failure open|closed` (listed in `--help`).
+impl ValueEnum for FailurePolicy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Self::Open, Self::Closed]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Self::Open => PossibleValue::new("open"),
+            Self::Closed => PossibleValue::new("closed"),
+        })
     }
 }
 
@@ -251,10 +270,14 @@ mod tests {
         let Some(Command::Serve(args)) = cli.command else {
             panic!("serve");
         };
-        // Debug output, since the config holds types without `PartialEq` (the proxies' list).
+        // Debug output, since the configs hold types without `PartialEq` (the proxies' list).
         assert_eq!(
-            format!("{:?}", args.into_config(&cli.database)),
-            format!("{:?}", Config::new("petstore.db"))
+            format!("{:?}", args.into_config()),
+            format!("{:?}", Config::new())
+        );
+        assert_eq!(
+            format!("{:?}", cli.database.store_config(true)),
+            format!("{:?}", StoreConfig::new("petstore.db"))
         );
     }
 

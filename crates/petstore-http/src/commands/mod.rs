@@ -21,9 +21,11 @@ pub fn run() -> Result<(), Box<dyn Error>> {
     match cli.command {
         None => {
             let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
-            serve_blocking(serve.args.into_config(&cli.database))
+            serve_blocking(serve.args.into_config(), cli.database.store_config(true))
         }
-        Some(Command::Serve(args)) => serve_blocking(args.into_config(&cli.database)),
+        Some(Command::Serve(args)) => {
+            serve_blocking(args.into_config(), cli.database.store_config(true))
+        }
         Some(Command::Migrate) => {
             let store = open_store(&cli.database.store_config(false), false)?;
             let applied = store.migrate()?;
@@ -53,6 +55,6 @@ fn open_store(config: &StoreConfig, keep_warm: bool) -> Result<Store, Box<dyn Er
     Ok(Store::open(&config)?)
 }
 
-fn serve_blocking(config: crate::config::Config) -> Result<(), Box<dyn Error>> {
-    actix_web::rt::System::new().block_on(serve(config))
+fn serve_blocking(config: crate::config::Config, store: StoreConfig) -> Result<(), Box<dyn Error>> {
+    actix_web::rt::System::new().block_on(serve(config, store))
 }

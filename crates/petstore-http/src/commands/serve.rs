@@ -6,16 +6,17 @@ use std::sync::Arc;
 
 use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
+use petstore_store::StoreConfig;
 
 use super::open_store;
 use crate::app::app;
 use crate::config::Config;
 use crate::state::AppState;
 
-/// Runs the server until SIGINT or SIGTERM, then stops accepting, lets in-flight requests
-/// finish (up to 30 s) and returns.
-pub async fn serve(config: Config) -> Result<(), Box<dyn Error>> {
-    let store = open_store(&config.store, true)?;
+/// Runs the server on the storage `store` names until SIGINT or SIGTERM, then stops accepting,
+/// lets in-flight requests finish (up to 30 s) and returns.
+pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Error>> {
+    let store = open_store(&store, true)?;
     let applied = store.migrate()?;
     log::info!(
         "database ready ({}); {} migration(s) applied",

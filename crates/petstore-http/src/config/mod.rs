@@ -1,15 +1,15 @@
-//! Typed configuration: what the server runs with, parsed and checked once. The command line
-//! (`commands::cli`) fills it from flags and environment variables; tests build it directly
-//! with [`Config::new`] and change the fields they need.
+//! Typed configuration: what the HTTP server runs with, parsed and checked once. The command
+//! line (`commands::cli`) fills it from flags and environment variables; tests build it directly
+//! with [`Config::new`] and change the fields they need. The storage's own settings are not
+//! here: they belong to the backend, which `commands` opens.
 
 use std::time::Duration;
 
 use petstore_domain::{BanPolicy, Plan, RateLimits};
-use petstore_store::StoreConfig;
 
 use crate::ratelimit::{FailurePolicy, TrustedProxies};
 
-/// Everything `serve` needs.
+/// Everything the server needs but its storage.
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Address to listen on (`host:port`; port 0 picks a free one).
@@ -22,24 +22,27 @@ pub struct Config {
     pub key_cache_ttl: Duration,
     /// Paths and links.
     pub http: HttpSettings,
-    /// The database.
-    pub store: StoreConfig,
     /// Rate limiting.
     pub rate_limit: RateLimitConfig,
 }
 
 impl Config {
-    /// The defaults of `petstore serve` (see `--help`), on the database at `database_url`.
-    pub fn new(database_url: impl Into<String>) -> Self {
+    /// The defaults of `petstore serve` (see `--help`).
+    pub fn new() -> Self {
         Self {
             bind: "127.0.0.1:8080".into(),
             workers: None,
             bootstrap_key: true,
             key_cache_ttl: Duration::from_secs(5),
             http: HttpSettings::new("/v1", None),
-            store: StoreConfig::new(database_url),
             rate_limit: RateLimitConfig::default(),
         }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

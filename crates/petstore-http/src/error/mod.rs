@@ -100,9 +100,9 @@ pub enum ApiError {
     /// closed, or a ban could not be recorded).
     #[error("{UNAVAILABLE}")]
     RateLimiting(#[from] LimitError),
-    /// `/readyz`: the service cannot serve requests yet (or now).
+    /// `/readyz`: the service cannot serve requests now, for this reason.
     #[error("{UNAVAILABLE}")]
-    NotReady(#[source] StorageError),
+    NotReady(#[source] Box<ApiError>),
     /// Anything else. The cause is logged, never sent.
     #[error("{INTERNAL}")]
     Internal(#[source] BoxError),

@@ -3,7 +3,7 @@
 //! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows, and `Retry-After`.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{PoisonError, RwLock};
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::web::Bytes;
@@ -68,18 +68,24 @@ impl LimitHeaders {
 /// handful (plus one per enterprise key with limits of its own). Bounded: past
 /// [`HeaderCache::CAPACITY`] entries it starts over.
 #[derive(Debug, Default)]
-pub struct HeaderCache(Mutex<HashMap<RateLimits, LimitHeaders>>);
+pub struct HeaderCache(RwLock<HashMap<RateLimits, LimitHeaders>>);
 
 impl HeaderCache {
     /// Most entries kept.
     pub const CAPACITY: usize = 4_096;
 
-    /// The values for `limits`, built on first use.
+    /// The values for `limits`, built on first use. Every request reads; only a new set of
+    /// limits writes.
     pub fn get(&self, limits: RateLimits) -> LimitHeaders {
-        let mut entries = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(headers) = entries.get(&limits) {
+        if let Some(headers) = self
+            .0
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&limits)
+        {
             return headers.clone();
         }
+        let mut entries = self.0.write().unwrap_or_else(PoisonError::into_inner);
         if entries.len() >= Self::CAPACITY {
             entries.clear();
         }

@@ -153,8 +153,10 @@ pub enum LimitError {
     #[error(transparent)]
     Counters(#[from] CounterError),
     /// A key crossed the ban threshold but the ban could not be recorded.
-    #[error("a ban could not be recorded")]
+    #[error("a ban of key {key} could not be recorded")]
     BanNotRecorded {
+        /// The key's id.
+        key: i64,
         /// The refused request's counts, for its headers.
         decision: RateDecision,
         /// Why.
@@ -288,11 +290,18 @@ impl Limiter {
                     Ok(None) => {
                         let source = format!("key {id} has no ban in force after recording one");
                         return Err(LimitError::BanNotRecorded {
+                            key: id,
                             decision,
                             source: source.into(),
                         });
                     }
-                    Err(source) => return Err(LimitError::BanNotRecorded { decision, source }),
+                    Err(source) => {
+                        return Err(LimitError::BanNotRecorded {
+                            key: id,
+                            decision,
+                            source,
+                        });
+                    }
                 }
             }
             Subject::Address(_) => {

@@ -17,9 +17,6 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
         .db
         .call(|db| db.check_ready())
         .await
-        .map_err(|error| match error {
-            ApiError::Storage(cause) => ApiError::NotReady(cause),
-            other => other,
-        })?;
+        .map_err(|error| ApiError::NotReady(Box::new(error)))?;
     Ok(HttpResponse::Ok().json(json!({"status": "ready"})))
 }

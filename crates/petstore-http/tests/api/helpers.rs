@@ -141,7 +141,7 @@ impl TestApp {
             .create_key(&KeySpec::new(Plan::Enterprise, "tests", Some(unlimited)).expect("spec"))
             .map(|(_, secret)| secret.expose().to_owned())
             .unwrap_or_default();
-        let mut config = Config::new(db.as_ref().map_or("unused", |db| db.url()));
+        let mut config = Config::new();
         // No caching: revocations in these tests must take effect at once.
         config.key_cache_ttl = Duration::ZERO;
         config.http = settings;
