@@ -30,10 +30,13 @@ string_enum! {
 #[serde(rename_all = "camelCase")]
 pub struct Pet {
     /// Assigned by the service on creation.
+    #[cfg_attr(feature = "openapi", schema(example = 1))]
     pub id: i64,
     /// The pet's name.
+    #[cfg_attr(feature = "openapi", schema(example = "Rex"))]
     pub name: String,
     /// The category the pet belongs to.
+    #[cfg_attr(feature = "openapi", schema(example = 1))]
     pub category_id: i64,
     /// Availability.
     pub status: PetStatus,
@@ -52,6 +55,7 @@ pub struct NewPet {
     #[cfg_attr(
         feature = "openapi",
         schema(
+            example = "Rex",
             min_length = 1,
             max_length = 255,
             // Some character that is neither white space nor a control character, and no
@@ -62,7 +66,8 @@ pub struct NewPet {
     pub name: String,
     /// At least 1.
     #[validate(range(min = 1, message = "must be an integer of at least 1"))]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, example = 1))]
+    #[serde(deserialize_with = "whole_number")]
     pub category_id: i64,
     /// Optional; `available` when absent. `null` is not accepted.
     #[cfg_attr(feature = "openapi", schema(nullable = false, default = "available"))]
@@ -72,6 +77,46 @@ pub struct NewPet {
         skip_serializing_if = "Option::is_none"
     )]
     pub status: Option<PetStatus>,
+}
+
+/// The largest magnitude up to which every whole number is exact as an IEEE double (2^53).
+const EXACT_DOUBLE: f64 = 9_007_199_254_740_992.0;
+
+/// An int64 written as an integer (`3`), or as a whole number with a fraction or exponent
+/// (`3.0`, `3e0`): JSON Schema, and so the OpenAPI document, counts those as integers too. A
+/// number written that way is read as a double (as JavaScript reads every number), so it is
+/// accepted only up to 2^53, where doubles still hold every whole number exactly; past that, or
+/// with a fraction, it is refused rather than rounded.
+fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+    struct WholeNumber;
+
+    impl serde::de::Visitor<'_> for WholeNumber {
+        type Value = i64;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("i64")
+        }
+
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<i64, E> {
+            Ok(v)
+        }
+
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<i64, E> {
+            i64::try_from(v)
+                .map_err(|_| E::invalid_value(serde::de::Unexpected::Unsigned(v), &self))
+        }
+
+        fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<i64, E> {
+            if v.fract() == 0.0 && v.abs() <= EXACT_DOUBLE {
+                #[allow(clippy::cast_possible_truncation)] // whole and within 2^53: exact
+                Ok(v as i64)
+            } else {
+                Err(E::invalid_type(serde::de::Unexpected::Float(v), &self))
+            }
+        }
+    }
+
+    d.deserialize_i64(WholeNumber)
 }
 
 fn present_status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PetStatus>, D::Error> {
@@ -313,6 +358,28 @@ mod tests {
             assert!(
                 PetDraft::new(name, i64::MAX, PetStatus::Sold).is_ok(),
                 "{name:?} was rejected"
+            );
+        }
+    }
+
+    #[test]
+    fn a_category_id_written_as_a_whole_number_with_a_fraction_is_that_integer() {
+        for (text, expected) in [("3", 3), ("3.0", 3), ("3e0", 3), ("30e-1", 3), ("-0.0", 0)] {
+            let body = format!(r#"{{"name":"Rex","categoryId":{text}}}"#);
+            let pet: NewPet = serde_json::from_str(&body).expect(&body);
+            assert_eq!(pet.category_id, expected, "{text}");
+        }
+        for text in [
+            "1.5",
+            "9007199254740994.0",
+            "1e19",
+            "9223372036854775808",
+            "-1e300",
+        ] {
+            let body = format!(r#"{{"name":"Rex","categoryId":{text}}}"#);
+            assert!(
+                serde_json::from_str::<NewPet>(&body).is_err(),
+                "{text} accepted"
             );
         }
     }

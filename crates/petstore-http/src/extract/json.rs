@@ -184,7 +184,7 @@ mod tests {
                 "`categoryId`",
             ),
             (
-                r#"{"name":"a","categoryId":1.0}"#,
+                r#"{"name":"a","categoryId":1.5}"#,
                 ErrorCode::InvalidField,
                 "`categoryId`",
             ),

@@ -1,0 +1,88 @@
+//! Contract tests: schemathesis (a pinned version, installed by `.ci/run` or
+//! `scripts/test-tools.sh`) against the real `petstore` binary, with the document the binary
+//! serves. Every phase but the stateful one (the document declares no links), every check, a few
+//! hundred cases per operation, with an enterprise key so that rate limiting does not interfere.
+//! Skipped loudly without schemathesis, except under CI, where that fails.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use common::{Server, run};
+use petstore_store::testing::{in_ci, loud_skip};
+
+/// The schemathesis command: `PETSTORE_TEST_SCHEMATHESIS`, else the virtualenv the tools script
+/// makes under `target/tools`.
+fn schemathesis() -> Option<PathBuf> {
+    let path = std::env::var_os("PETSTORE_TEST_SCHEMATHESIS").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../target/tools/schemathesis/bin/schemathesis")
+        },
+        PathBuf::from,
+    );
+    path.is_file().then_some(path)
+}
+
+#[test]
+fn the_server_keeps_to_its_openapi_document() {
+    let Some(schemathesis) = schemathesis() else {
+        let what = "schemathesis is not installed (run scripts/test-tools.sh)";
+        assert!(!in_ci(), "{what}");
+        loud_skip(what);
+        return;
+    };
+    let (_dir, db) = common::temp_db();
+    let key = run(
+        &db,
+        &[
+            "keys",
+            "create",
+            "--plan",
+            "enterprise",
+            "--per-minute",
+            "10000000",
+            "--per-day",
+            "1000000000",
+        ],
+    );
+    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let seed = std::env::var("PETSTORE_TEST_SCHEMATHESIS_SEED").unwrap_or_else(|_| "1".into());
+    // Its replay cache (`.schemathesis/`) goes under target/, not into the source tree.
+    let output = Command::new(&schemathesis)
+        .current_dir(env!("CARGO_TARGET_TMPDIR"))
+        .args([
+            "run",
+            &format!("{}/openapi.json", server.base),
+            "--checks",
+            "all",
+            "--phases",
+            "examples,coverage,fuzzing",
+            "--max-examples",
+            "300",
+            "--seed",
+            &seed,
+            "--request-timeout",
+            "10",
+            // Nothing kept between runs: each run is its seed alone, and the tree stays clean.
+            "--generation-database",
+            "none",
+            "--no-color",
+            "--header",
+            &format!("Authorization: Bearer {}", key.trim()),
+        ])
+        .output()
+        .expect("run schemathesis");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "schemathesis found the server and its document disagreeing (seed {seed}):\n{report}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        report.contains("No issues found"),
+        "schemathesis ran no test:\n{report}"
+    );
+    server.stop();
+}
