@@ -27,8 +27,10 @@ pub fn app(
     >,
 > {
     let base_path = state.links.settings().base_path().to_owned();
+    let body_timeout = state.body_timeout;
     App::new()
         .app_data(state)
+        .app_data(body_timeout)
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
         .route("/docs", web::get().to(to_docs))

@@ -10,6 +10,7 @@ use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, RateLimitConfig};
 use crate::db::Database;
+use crate::extract::BodyTimeout;
 use crate::links::Links;
 use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
 
@@ -32,6 +33,8 @@ pub struct AppState {
     pub limiter: Limiter,
     /// Proxies whose forwarding headers name the client address.
     pub trusted_proxies: TrustedProxies,
+    /// How long a request body may take to arrive.
+    pub body_timeout: BodyTimeout,
 }
 
 impl AppState {
@@ -46,6 +49,7 @@ impl AppState {
             links: Links::new(config.http.clone()),
             limiter: limiter(&config.rate_limit)?,
             trusted_proxies: config.rate_limit.trusted_proxies.clone(),
+            body_timeout: BodyTimeout(config.client_body_timeout),
         })
     }
 

@@ -176,6 +176,10 @@ pub struct ServeArgs {
     /// How long a key lookup is cached; a revoked key stops working within this time.
     #[arg(long, env = "PETSTORE_KEY_CACHE_TTL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub key_cache_ttl: Duration,
+    /// How long a request body may take to arrive once its headers have; then `408` and the
+    /// connection is closed.
+    #[arg(long, env = "PETSTORE_CLIENT_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub client_body_timeout: Duration,
     /// Where rate-limit counters live: `memory` (this process) or `redis://host:port[/db]`
     /// (shared by every instance).
     #[arg(long, env = "PETSTORE_RATE_LIMIT_STORE", default_value = "memory")]
@@ -217,6 +221,7 @@ impl ServeArgs {
             workers: self.workers,
             bootstrap_key: self.bootstrap_key,
             key_cache_ttl: self.key_cache_ttl,
+            client_body_timeout: self.client_body_timeout,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),

@@ -16,6 +16,7 @@ use crate::state::AppState;
 /// Runs the server on the storage `store` names until SIGINT or SIGTERM, then stops accepting,
 /// lets in-flight requests finish (up to 30 s) and returns.
 pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Error>> {
+    raise_open_files_limit();
     let store = open_store(&store, true)?;
     let applied = store.migrate()?;
     log::info!(
@@ -58,6 +59,15 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     server.run().await?;
     log::info!("stopped");
     Ok(())
+}
+
+/// Every connection holds a file descriptor, and the usual soft limit (1,024) is far below what
+/// the hard limit allows: raise it, and say what it is.
+fn raise_open_files_limit() {
+    match rlimit::increase_nofile_limit(u64::MAX) {
+        Ok(limit) => log::info!("open files limit: {limit}"),
+        Err(error) => log::warn!("could not raise the open files limit: {error}"),
+    }
 }
 
 /// A newcomer's first key: created only while the key store is empty, printed once.

@@ -20,6 +20,8 @@ pub struct Config {
     pub bootstrap_key: bool,
     /// How long a key lookup is trusted (revocations take effect within this).
     pub key_cache_ttl: Duration,
+    /// How long a request body may take to arrive once its headers have (then `408`).
+    pub client_body_timeout: Duration,
     /// Paths and links.
     pub http: HttpSettings,
     /// Rate limiting.
@@ -34,6 +36,7 @@ impl Config {
             workers: None,
             bootstrap_key: true,
             key_cache_ttl: Duration::from_secs(5),
+            client_body_timeout: Duration::from_secs(10),
             http: HttpSettings::new("/v1", None),
             rate_limit: RateLimitConfig::default(),
         }

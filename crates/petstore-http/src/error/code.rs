@@ -30,6 +30,8 @@ pub enum ErrorCode {
     RouteNotFound,
     /// 405: the endpoint exists but not for this method (see `Allow`).
     MethodNotAllowed,
+    /// 408: the request body stopped arriving; the connection is closed.
+    RequestTimeout,
     /// 410: the endpoint was removed at its sunset date.
     EndpointRemoved,
     /// 413: the body is larger than the service accepts.
@@ -48,7 +50,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for documentation checks.
-    pub const ALL: [ErrorCode; 19] = [
+    pub const ALL: [ErrorCode; 20] = [
         Self::InvalidJson,
         Self::MissingField,
         Self::UnknownField,
@@ -61,6 +63,7 @@ impl ErrorCode {
         Self::PetNotFound,
         Self::RouteNotFound,
         Self::MethodNotAllowed,
+        Self::RequestTimeout,
         Self::EndpointRemoved,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
@@ -85,6 +88,7 @@ impl ErrorCode {
             Self::PetNotFound => "pet_not_found",
             Self::RouteNotFound => "route_not_found",
             Self::MethodNotAllowed => "method_not_allowed",
+            Self::RequestTimeout => "request_timeout",
             Self::EndpointRemoved => "endpoint_removed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
@@ -109,6 +113,7 @@ impl ErrorCode {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::PetNotFound | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::EndpointRemoved => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -125,6 +130,7 @@ impl ErrorCode {
             StatusCode::NOT_FOUND => Self::RouteNotFound,
             StatusCode::METHOD_NOT_ALLOWED => Self::MethodNotAllowed,
             StatusCode::PAYLOAD_TOO_LARGE => Self::PayloadTooLarge,
+            StatusCode::REQUEST_TIMEOUT => Self::RequestTimeout,
             StatusCode::UNSUPPORTED_MEDIA_TYPE => Self::UnsupportedMediaType,
             StatusCode::SERVICE_UNAVAILABLE => Self::ServiceUnavailable,
             StatusCode::TOO_MANY_REQUESTS => Self::RateLimited,

@@ -8,8 +8,8 @@ mod code;
 use std::error::Error;
 use std::time::Duration;
 
-use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
+use actix_web::http::{ConnectionType, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use petstore_domain::{RateLimits, StorageError, StorageErrorKind, ValidationError};
 
@@ -67,6 +67,9 @@ pub enum ApiError {
     /// The body is too large.
     #[error("the request body exceeds the limit of {0} bytes")]
     PayloadTooLarge(usize),
+    /// The body stopped arriving: it was not complete within the body timeout.
+    #[error("the request body did not arrive within {} s", .0.as_secs_f64())]
+    RequestTimeout(Duration),
     /// The body is not JSON.
     #[error("the request body must be sent as `Content-Type: application/json`")]
     UnsupportedMediaType,
@@ -142,6 +145,7 @@ impl ApiError {
             Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             Self::EndpointRemoved { .. } => ErrorCode::EndpointRemoved,
             Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
+            Self::RequestTimeout(_) => ErrorCode::RequestTimeout,
             Self::UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::TemporarilyBanned { .. } => ErrorCode::TemporarilyBanned,
@@ -177,6 +181,12 @@ impl ResponseError for ApiError {
         self.log();
         let code = self.code();
         let mut response = error_response(code.status(), code, &self.to_string());
+        if let Self::RequestTimeout(_) = self {
+            // What is left of the body may still come, or never: the connection is done.
+            response
+                .head_mut()
+                .set_connection_type(ConnectionType::Close);
+        }
         let headers = response.headers_mut();
         match self {
             Self::MethodNotAllowed { allow, .. } => {

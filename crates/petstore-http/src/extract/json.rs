@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Duration;
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
@@ -17,6 +18,18 @@ use crate::error::ApiError;
 /// Largest accepted request body.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
+/// How long a request body may take to arrive, once its headers have (`--client-body-timeout`).
+/// Registered as app data by `app()`; [`BodyTimeout::default`] when absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BodyTimeout(pub Duration);
+
+impl Default for BodyTimeout {
+    /// 10 seconds.
+    fn default() -> Self {
+        Self(Duration::from_secs(10))
+    }
+}
+
 /// A JSON body deserialised strictly: `415` unless the content type is JSON, `413` past
 /// [`MAX_BODY_BYTES`] (checked before reading when `Content-Length` says so), `400` with the
 /// field's name for a missing, unknown or mistyped field, and `400 invalid_json` otherwise.
@@ -29,17 +42,26 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let checked = check_headers(req);
+        let BodyTimeout(timeout) = req.app_data::<BodyTimeout>().copied().unwrap_or_default();
         let mut payload = payload.take();
         Box::pin(async move {
             checked?;
-            let mut body = BytesMut::new();
-            while let Some(chunk) = payload.next().await {
-                let chunk = chunk.map_err(|e| ApiError::InvalidJson(e.to_string()))?;
-                if body.len() + chunk.len() > MAX_BODY_BYTES {
-                    return Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES));
+            // A body that stops arriving would hold the connection (and a file descriptor)
+            // for as long as the client likes: the whole body must come within the timeout.
+            let read = async {
+                let mut body = BytesMut::new();
+                while let Some(chunk) = payload.next().await {
+                    let chunk = chunk.map_err(|e| ApiError::InvalidJson(e.to_string()))?;
+                    if body.len() + chunk.len() > MAX_BODY_BYTES {
+                        return Err(ApiError::PayloadTooLarge(MAX_BODY_BYTES));
+                    }
+                    body.extend_from_slice(&chunk);
                 }
-                body.extend_from_slice(&chunk);
-            }
+                Ok(body)
+            };
+            let body = actix_web::rt::time::timeout(timeout, read)
+                .await
+                .map_err(|_| ApiError::RequestTimeout(timeout))??;
             parse(&body).map(JsonBody)
         })
     }

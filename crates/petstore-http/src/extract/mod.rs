@@ -4,5 +4,5 @@
 mod json;
 mod query;
 
-pub use json::{JsonBody, MAX_BODY_BYTES, parse};
+pub use json::{BodyTimeout, JsonBody, MAX_BODY_BYTES, parse};
 pub use query::query_pairs;

@@ -72,6 +72,8 @@ pub async fn list_pets(
             headers(("Location" = String, description = "The pet's address."))),
         (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
             `invalid_field`, naming the field.", body = ErrorObject),
+        (status = 408, description = "`request_timeout`: the body did not arrive within the \
+            body timeout (10 s by default); the connection is closed.", body = ErrorObject),
         (status = 413, description = "`payload_too_large`: over 64 KiB.", body = ErrorObject),
         (status = 415, description = "`unsupported_media_type`: not `application/json`.",
             body = ErrorObject),

@@ -52,7 +52,15 @@ impl Server {
 
     /// Starts the server with `RUST_LOG=info` and its stderr in `log` when one is given.
     pub fn start_logging(db: &str, extra: &[&str], log: Option<&std::path::Path>) -> Self {
-        let mut command = petstore(db);
+        Self::start_command(petstore(db), extra, log)
+    }
+
+    /// Starts the server through `command` (`petstore(db)`, or a wrapper that runs it).
+    pub fn start_command(
+        mut command: Command,
+        extra: &[&str],
+        log: Option<&std::path::Path>,
+    ) -> Self {
         let stderr = match log {
             Some(path) => {
                 command.env("RUST_LOG", "info");
