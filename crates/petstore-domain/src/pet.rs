@@ -50,7 +50,8 @@ pub struct Pet {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPet {
-    /// Non-blank, at most 255 characters, no control characters.
+    /// At most 255 characters, no control characters, and at least one that shows (neither
+    /// white space nor an invisible character such as U+200B or U+FEFF).
     #[validate(custom(function = "validate_name"))]
     #[cfg_attr(
         feature = "openapi",
@@ -58,9 +59,10 @@ pub struct NewPet {
             example = "Rex",
             min_length = 1,
             max_length = 255,
-            // Some character that is neither white space nor a control character, and no
-            // control character anywhere (ECMA-262, as OpenAPI patterns are).
-            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$"
+            // Some character that is neither white space, nor invisible (`INVISIBLE`), nor a
+            // control character, and no control character anywhere (ECMA-262, as OpenAPI
+            // patterns are).
+            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0][^\x00-\x1f\x7f-\x9f]*$"
         )
     )]
     pub name: String,
@@ -120,18 +122,56 @@ fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
 }
 
 fn present_status<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PetStatus>, D::Error> {
-    // Deserialising the enum straight from `null` would read as a JSON syntax error; say what
-    // it is instead.
-    match Option::<PetStatus>::deserialize(d)? {
-        Some(status) => Ok(Some(status)),
-        None => Err(serde::de::Error::custom(
-            "invalid type: null, expected one of available, pending, sold",
-        )),
+    d.deserialize_any(StatusVisitor).map(Some)
+}
+
+/// A status is a string; anything else (`null`, a number, a list) is a value of the wrong type
+/// for the field, which deserialising the enum directly would report as a JSON syntax error.
+struct StatusVisitor;
+
+impl serde::de::Visitor<'_> for StatusVisitor {
+    type Value = PetStatus;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("one of available, pending, sold")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<PetStatus, E> {
+        v.parse()
+            .map_err(|_| E::invalid_value(serde::de::Unexpected::Str(v), &self))
     }
 }
 
+/// Characters that show nothing: the default-ignorable code points of the Basic Multilingual
+/// Plane (Unicode's `Default_Ignorable_Code_Point`: zero-width spaces and joiners, direction
+/// marks, the byte-order mark, soft hyphen, variation selectors, ...). The same set stands in the
+/// OpenAPI pattern of `name`.
+const INVISIBLE: [(char, char); 13] = [
+    ('\u{00AD}', '\u{00AD}'),
+    ('\u{034F}', '\u{034F}'),
+    ('\u{061C}', '\u{061C}'),
+    ('\u{115F}', '\u{1160}'),
+    ('\u{17B4}', '\u{17B5}'),
+    ('\u{180B}', '\u{180F}'),
+    ('\u{200B}', '\u{200F}'),
+    ('\u{202A}', '\u{202E}'),
+    ('\u{2060}', '\u{206F}'),
+    ('\u{3164}', '\u{3164}'),
+    ('\u{FE00}', '\u{FE0F}'),
+    ('\u{FEFF}', '\u{FEFF}'),
+    ('\u{FFA0}', '\u{FFA0}'),
+];
+
+/// Whether `c` shows nothing: white space or an invisible character.
+fn is_blank(c: char) -> bool {
+    c.is_whitespace()
+        || INVISIBLE
+            .iter()
+            .any(|&(low, high)| (low..=high).contains(&c))
+}
+
 fn validate_name(name: &str) -> Result<(), validator::ValidationError> {
-    let reason = if name.trim().is_empty() {
+    let reason = if name.chars().all(is_blank) {
         "must not be blank"
     } else if name.chars().count() > MAX_NAME_CHARS {
         "must be at most 255 characters long"
@@ -328,6 +368,9 @@ mod tests {
         let cases = [
             ("empty name", "", 1, "name"),
             ("blank name", "   \t ", 1, "name"),
+            ("byte-order mark name", "\u{FEFF}", 1, "name"),
+            ("zero-width name", "\u{200B}\u{2060} \u{200D}", 1, "name"),
+            ("soft hyphen name", "\u{00AD}\u{00A0}", 1, "name"),
             ("name too long", long.as_str(), 1, "name"),
             ("newline in name", "Rex\nthe dog", 1, "name"),
             ("NUL in name", "Rex\0", 1, "name"),

@@ -73,6 +73,12 @@ pub enum ApiError {
     /// The body is not JSON.
     #[error("the request body must be sent as `Content-Type: application/json`")]
     UnsupportedMediaType,
+    /// The body is declared in a charset other than UTF-8.
+    #[error("the request body must be UTF-8 JSON; `charset={0}` is not accepted")]
+    UnsupportedCharset(String),
+    /// A header that must appear at most once appears more often.
+    #[error("the header `{0}` must be sent at most once")]
+    RepeatedHeader(&'static str),
     /// Over the caller's per-minute or per-day limit.
     #[error(
         "rate limit exceeded ({} requests per minute, {} per day); retry after {retry_after} s",
@@ -146,7 +152,10 @@ impl ApiError {
             Self::EndpointRemoved { .. } => ErrorCode::EndpointRemoved,
             Self::PayloadTooLarge(_) => ErrorCode::PayloadTooLarge,
             Self::RequestTimeout(_) => ErrorCode::RequestTimeout,
-            Self::UnsupportedMediaType => ErrorCode::UnsupportedMediaType,
+            Self::UnsupportedMediaType | Self::UnsupportedCharset(_) => {
+                ErrorCode::UnsupportedMediaType
+            }
+            Self::RepeatedHeader(_) => ErrorCode::BadRequest,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::TemporarilyBanned { .. } => ErrorCode::TemporarilyBanned,
             Self::Storage(error) => match error.kind() {

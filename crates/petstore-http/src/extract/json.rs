@@ -68,12 +68,23 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
 }
 
 fn check_headers(req: &HttpRequest) -> Result<(), ApiError> {
-    let is_json = req.mime_type().ok().flatten().is_some_and(|mime| {
+    if req.headers().get_all(header::CONTENT_TYPE).nth(1).is_some() {
+        return Err(ApiError::RepeatedHeader("Content-Type"));
+    }
+    let mime = req.mime_type().ok().flatten();
+    let is_json = mime.as_ref().is_some_and(|mime| {
         mime.type_() == "application"
             && (mime.subtype() == "json" || mime.suffix().is_some_and(|s| s == "json"))
     });
     if !is_json {
         return Err(ApiError::UnsupportedMediaType);
+    }
+    // JSON is UTF-8 (RFC 8259); a body declared in another charset would be misread.
+    if let Some(charset) = mime.as_ref().and_then(|mime| mime.get_param("charset"))
+        && !charset.as_str().eq_ignore_ascii_case("utf-8")
+        && !charset.as_str().eq_ignore_ascii_case("utf8")
+    {
+        return Err(ApiError::UnsupportedCharset(charset.as_str().to_owned()));
     }
     let declared = req
         .headers()
@@ -115,17 +126,29 @@ pub fn parse<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
 
 fn describe(path: String, error: serde_json::Error) -> ApiError {
     use serde_json::error::Category;
+    // serde's own message, without its "at line 1 column 9" tail.
+    let text = error.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(head, _)| head);
+    // serde_json reports a number beyond a double's range (`1e400`, a thousand digits) as a
+    // syntax error, though the JSON is valid: it is the field's value that is out of range.
+    if message == "number out of range" && path != "." {
+        return ValidationError::InvalidField {
+            field: Cow::Owned(path),
+            reason: "is out of range: it must be an int64".into(),
+        }
+        .into();
+    }
     if matches!(
         error.classify(),
         Category::Syntax | Category::Eof | Category::Io
     ) {
         return ApiError::InvalidJson(error.to_string());
     }
-    // serde's own message, without its "at line 1 column 9" tail.
-    let text = error.to_string();
-    let message = text
-        .rsplit_once(" at line ")
-        .map_or(text.as_str(), |(head, _)| head);
+    if let Some(field) = between(message, "duplicate field `", "`") {
+        return ApiError::InvalidJson(format!("the key `{field}` appears more than once"));
+    }
     if let Some(field) = between(message, "missing field `", "`") {
         return ValidationError::MissingField(Cow::Owned(field.to_owned())).into();
     }
@@ -224,6 +247,48 @@ mod tests {
                 r#"{"name":"a","categoryId":1,"status":"x"}"#,
                 ErrorCode::InvalidField,
                 "`status`",
+            ),
+            // Valid JSON with a value of the wrong type or range: the field is named.
+            (
+                r#"{"name":"Rex","categoryId":1,"status":1}"#,
+                ErrorCode::InvalidField,
+                "`status`",
+            ),
+            (
+                r#"{"name":"Rex","categoryId":1,"status":["sold"]}"#,
+                ErrorCode::InvalidField,
+                "`status`",
+            ),
+            (
+                r#"{"name":"Rex","categoryId":1,"status":{"a":1}}"#,
+                ErrorCode::InvalidField,
+                "`status`",
+            ),
+            (
+                r#"{"name":"Rex","categoryId":1e400}"#,
+                ErrorCode::InvalidField,
+                "`categoryId`",
+            ),
+            (
+                r#"{"name":"Rex","categoryId":-1e400}"#,
+                ErrorCode::InvalidField,
+                "`categoryId`",
+            ),
+            (
+                r#"{"name":1,"categoryId":1}"#,
+                ErrorCode::InvalidField,
+                "`name`",
+            ),
+            // Duplicate keys: the JSON is ambiguous, and the key is named.
+            (
+                r#"{"name":"a","name":"b","categoryId":1}"#,
+                ErrorCode::InvalidJson,
+                "`name` appears more than once",
+            ),
+            (
+                r#"{"name":"a","categoryId":1,"status":"sold","status":"sold"}"#,
+                ErrorCode::InvalidJson,
+                "`status` appears more than once",
             ),
         ];
         for (body, expected, needle) in cases {

@@ -16,7 +16,8 @@ use crate::middleware::{Marks, require_key_and_mark};
 
 /// Registers the API's resources under `base` (the base path, e.g. `/v1`), and its description
 /// (`openapi.json`, which needs no key). Each API resource requires a key (so `401` precedes
-/// `405`), and answers a wrong method with `405` and `Allow`.
+/// `405`), answers `HEAD` like `GET` without the body (RFC 9110 9.3.2: the HTTP layer
+/// leaves the body out), and a wrong method with `405` and `Allow`.
 /// They are registered with their full paths rather than in a `/v1` scope, which would be one
 /// more service (and boxed future) on every request.
 pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
@@ -24,8 +25,9 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
         web::resource(format!("{base}/pets"))
             .name("pets")
             .route(web::get().to(pets::list_pets))
+            .route(web::head().to(pets::list_pets))
             .route(web::post().to(pets::create_pet))
-            .default_service(web::to(method_not_allowed("GET, POST")))
+            .default_service(web::to(method_not_allowed("GET, HEAD, POST")))
             .wrap(from_fn(|req, next| {
                 require_key_and_mark(Marks::None, req, next)
             })),
@@ -35,7 +37,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
         web::resource(format!("{base}/pets/{{petId}}"))
             .name("getPet")
             .route(web::get().to(pets::get_pet))
-            .default_service(web::to(method_not_allowed("GET")))
+            .route(web::head().to(pets::get_pet))
+            .default_service(web::to(method_not_allowed("GET, HEAD")))
             .wrap(from_fn(|req, next| {
                 require_key_and_mark(Marks::Deprecated, req, next)
             })),
@@ -44,13 +47,15 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
         web::resource(format!("{base}/openapi.json"))
             .name("openapi")
             .route(web::get().to(openapi::openapi_json))
-            .default_service(web::to(method_not_allowed("GET"))),
+            .route(web::head().to(openapi::openapi_json))
+            .default_service(web::to(method_not_allowed("GET, HEAD"))),
     )
     .service(
         web::resource(format!("{base}/store/orders"))
             .name("listOrders")
             .route(web::get().to(orders::list_orders))
-            .default_service(web::to(method_not_allowed("GET")))
+            .route(web::head().to(orders::list_orders))
+            .default_service(web::to(method_not_allowed("GET, HEAD")))
             .wrap(from_fn(|req, next| {
                 require_key_and_mark(Marks::Experimental, req, next)
             })),

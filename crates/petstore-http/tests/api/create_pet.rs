@@ -102,6 +102,35 @@ api_tests! {
             )
             .await;
         assert_eq!(charset.status, 201, "parameters on the JSON media type are fine");
+        for declared in ["application/json; charset=utf-16", "application/json;charset=ISO-8859-1"] {
+            let reply = app
+                .send(
+                    TestRequest::post()
+                        .uri("/v1/pets")
+                        .insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
+                        .insert_header((header::CONTENT_TYPE, declared))
+                        .set_payload(r#"{"name":"Rex","categoryId":1}"#),
+                )
+                .await;
+            let message = reply.assert_error(415, "unsupported_media_type");
+            assert!(message.contains("UTF-8"), "{declared}: {message}");
+        }
+    }
+
+    async fn two_content_type_headers_return_400(app) {
+        let reply = app
+            .send(
+                TestRequest::post()
+                    .uri("/v1/pets")
+                    .insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
+                    .append_header((header::CONTENT_TYPE, "application/json"))
+                    .append_header((header::CONTENT_TYPE, "text/plain"))
+                    .set_payload(r#"{"name":"Rex","categoryId":1}"#),
+            )
+            .await;
+        let message = reply.assert_error(400, "bad_request");
+        assert!(message.contains("Content-Type"), "{message}");
+        assert_eq!(app.get("/v1/pets").await.json(), serde_json::json!([]), "nothing stored");
     }
 
     async fn a_body_over_64_kib_returns_413(app) {

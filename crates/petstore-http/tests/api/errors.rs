@@ -13,13 +13,30 @@ api_tests! {
         }
     }
 
+    async fn head_answers_like_get_and_is_counted_like_it(app) {
+        app.create_pet("Rex", "sold").await;
+        let auth = ("authorization", format!("Bearer {}", app.key));
+        for uri in ["/v1/pets", "/v1/pets/1", "/v1/store/orders", "/v1/openapi.json"] {
+            let get = app.send(TestRequest::get().uri(uri).insert_header(auth.clone())).await;
+            let head = app.send(TestRequest::default().method(actix_web::http::Method::HEAD).uri(uri).insert_header(auth.clone())).await;
+            assert_eq!(head.status, get.status, "{uri}");
+            assert_eq!(head.header("content-type"), get.header("content-type"), "{uri}");
+            let remaining = |reply: &crate::helpers::Reply| {
+                reply.header("x-ratelimit-remaining").and_then(|v| v.parse::<u64>().ok()).expect("remaining")
+            };
+            assert_eq!(remaining(&head), remaining(&get) - 1, "{uri}: HEAD is counted");
+        }
+        let anonymous = app.send(TestRequest::default().method(actix_web::http::Method::HEAD).uri("/v1/pets")).await;
+        assert_eq!(anonymous.status, 401);
+    }
+
     async fn wrong_methods_return_405_with_allow(app) {
         let cases = [
-            (TestRequest::delete().uri("/v1/pets"), "GET, POST"),
-            (TestRequest::put().uri("/v1/pets"), "GET, POST"),
-            (TestRequest::patch().uri("/v1/pets/1"), "GET"),
-            (TestRequest::delete().uri("/v1/pets/1"), "GET"),
-            (TestRequest::post().uri("/v1/store/orders"), "GET"),
+            (TestRequest::delete().uri("/v1/pets"), "GET, HEAD, POST"),
+            (TestRequest::put().uri("/v1/pets"), "GET, HEAD, POST"),
+            (TestRequest::patch().uri("/v1/pets/1"), "GET, HEAD"),
+            (TestRequest::delete().uri("/v1/pets/1"), "GET, HEAD"),
+            (TestRequest::post().uri("/v1/store/orders"), "GET, HEAD"),
         ];
         for (request, allow) in cases {
             let reply = app

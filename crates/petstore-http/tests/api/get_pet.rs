@@ -105,7 +105,7 @@ api_tests! {
         assert_deprecated(&unauthenticated);
         let wrong_method = app.post_json("/v1/pets/1", "{}").await;
         wrong_method.assert_error(405, "method_not_allowed");
-        assert_eq!(wrong_method.header("allow"), Some("GET"));
+        assert_eq!(wrong_method.header("allow"), Some("GET, HEAD"));
         assert_deprecated(&wrong_method);
     }
 

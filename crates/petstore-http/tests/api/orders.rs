@@ -36,6 +36,6 @@ api_tests! {
         app.get("/v1/store/orders?limit=500").await.assert_error(400, "invalid_query_parameter");
         let wrong_method = app.post_json("/v1/store/orders", "{}").await;
         wrong_method.assert_error(405, "method_not_allowed");
-        assert_eq!(wrong_method.header("allow"), Some("GET"));
+        assert_eq!(wrong_method.header("allow"), Some("GET, HEAD"));
     }
 }
