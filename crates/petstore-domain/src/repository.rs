@@ -122,13 +122,19 @@ pub trait ApiKeyRepository {
     fn unban_key(&self, id: i64) -> Result<bool, StorageError>;
 }
 
-/// How many calls a backend serves at once, and how long a call may wait for its turn.
+/// How many calls a backend serves at once, how long a call may wait for its turn, and how long
+/// it may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capacity {
     /// Most calls running at once (a pool's connections). At least 1.
     pub max_calls: u32,
     /// Longest a call waits for one of those before it fails as unavailable.
     pub wait: Duration,
+    /// Longest a call may run before its caller stops waiting for it and answers "unavailable":
+    /// the backend's own timeouts plus a margin, for a backend that stops answering altogether
+    /// (a frozen network peer keeps connections open and acknowledges packets, so neither a
+    /// statement timeout nor TCP notices). A call given up on may still complete later.
+    pub deadline: Duration,
 }
 
 /// Receives the outcome of [`Storage::queue_create_pet`].

@@ -8,19 +8,23 @@
 //! backend it is talking to.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use actix_web::rt::time::timeout;
 use actix_web::web;
 use petstore_domain::{Pet, PetDraft, Storage, StorageError, StorageErrorKind};
-use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
 
-/// The storage, and the bound on the calls running at once.
+/// The storage, and the bounds on its calls: how many run at once, how long one waits for its
+/// turn, how long one may take.
 pub struct Database {
     storage: Arc<dyn Storage>,
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
     wait: Duration,
+    deadline: Duration,
 }
 
 impl Database {
@@ -28,8 +32,9 @@ impl Database {
     pub fn new(storage: Arc<dyn Storage>) -> Self {
         let capacity = storage.capacity();
         Self {
-            slots: Semaphore::new(capacity.max_calls.max(1) as usize),
+            slots: Arc::new(Semaphore::new(capacity.max_calls.max(1) as usize)),
             wait: capacity.wait,
+            deadline: capacity.deadline,
             storage,
         }
     }
@@ -44,17 +49,35 @@ impl Database {
     /// of its own that would only wait for a connection: under load that kept dozens of threads
     /// (each with its allocator heap, and a context switch per hand-over) for 8 connections.
     /// The wait is bounded by the capacity's `wait`, after which the call answers `503`.
+    ///
+    /// The call itself is bounded by the capacity's `deadline`: past it the request answers
+    /// `503` while the call, if it has started, finishes on its thread whenever the storage
+    /// answers (its slot stays taken until then, so a silent database cannot collect more work
+    /// than it has connections); a call not yet started when the caller stops waiting (deadline,
+    /// or client gone) never starts.
     pub async fn call<T, F>(&self, f: F) -> Result<T, ApiError>
     where
         F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
         T: Send + 'static,
     {
-        let _slot = self.slot().await?;
+        let slot = self.slot().await?;
         let storage = self.storage.clone();
-        web::block(move || f(storage.as_ref()))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::from)
+        let given_up = GiveUp(Arc::new(AtomicBool::new(false)));
+        let abandoned = given_up.0.clone();
+        let call = web::block(move || {
+            let _slot = slot;
+            if abandoned.load(Ordering::Acquire) {
+                return Err(StorageError::new(
+                    StorageErrorKind::Unavailable,
+                    "given up on before it started",
+                ));
+            }
+            f(storage.as_ref())
+        });
+        match timeout(self.deadline, call).await {
+            Ok(done) => done.map_err(ApiError::internal)?.map_err(ApiError::from),
+            Err(_) => Err(ApiError::StorageDeadline(self.deadline)),
+        }
     }
 
     /// Runs a read: on the calling worker through the storage's non-blocking view when it has
@@ -83,8 +106,9 @@ impl Database {
             let _ = sender.send(result);
         });
         match self.storage.queue_create_pet(&draft, reply) {
-            Ok(()) => committed
+            Ok(()) => timeout(self.deadline, committed)
                 .await
+                .map_err(|_| ApiError::StorageDeadline(self.deadline))?
                 .unwrap_or_else(|_| {
                     Err(StorageError::new(
                         StorageErrorKind::Unavailable,
@@ -96,12 +120,22 @@ impl Database {
         }
     }
 
-    async fn slot(&self) -> Result<SemaphorePermit<'_>, ApiError> {
-        match actix_web::rt::time::timeout(self.wait, self.slots.acquire()).await {
+    async fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
+        match timeout(self.wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed.
             Ok(Err(closed)) => Err(ApiError::internal(closed)),
             Err(_) => Err(ApiError::NoStorageSlot(self.wait)),
         }
+    }
+}
+
+/// Raises its flag when dropped: however the caller stops waiting (an answer, the deadline, the
+/// client gone), a call that has not started by then never starts.
+struct GiveUp(Arc<AtomicBool>);
+
+impl Drop for GiveUp {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
     }
 }

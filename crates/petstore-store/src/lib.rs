@@ -44,6 +44,10 @@ use connection::ConnectionManager;
 pub use connection::{AnyConnection, Backend};
 pub use error::StoreError;
 
+/// What a call's deadline ([`Capacity::deadline`]) allows beyond the statement timeout: the
+/// round trips around the statement.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+
 /// How to reach the database and how hard to try.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
@@ -196,12 +200,21 @@ impl Store {
         let started = Instant::now();
         let result = f(&mut pooled.connection)
             .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
-        if let Err(error) = &result
-            && error.kind() == StorageErrorKind::Unavailable
-        {
+        // A call that failed as unavailable, or outlived its deadline (its caller has already
+        // answered 503: the database went silent), leaves a connection not to be trusted again.
+        let failed = result
+            .as_ref()
+            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable);
+        if failed || started.elapsed() > self.deadline() {
             pooled.broken = true;
         }
         result
+    }
+
+    /// How long a call may take before its caller gives up on it: the statement (and lock)
+    /// timeout, plus [`DEADLINE_MARGIN`] for the round trip.
+    fn deadline(&self) -> Duration {
+        self.statement_timeout + DEADLINE_MARGIN
     }
 
     /// [`Self::with_conn`] for the storage traits, whose error is the domain's.
@@ -222,6 +235,7 @@ impl Storage for Store {
         Capacity {
             max_calls: self.pool.max_size(),
             wait: self.pool.connection_timeout(),
+            deadline: self.deadline(),
         }
     }
 

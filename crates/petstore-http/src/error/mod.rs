@@ -105,6 +105,9 @@ pub enum ApiError {
     /// Every storage call slot stayed taken for as long as a call may wait for one.
     #[error("{UNAVAILABLE}")]
     NoStorageSlot(Duration),
+    /// A storage call did not finish within its deadline: the storage has gone silent.
+    #[error("{UNAVAILABLE}")]
+    StorageDeadline(Duration),
     /// The rate limiter could not decide (its shared store is down and the service fails
     /// closed, or a ban could not be recorded).
     #[error("{UNAVAILABLE}")]
@@ -162,9 +165,10 @@ impl ApiError {
                 StorageErrorKind::Unavailable => ErrorCode::ServiceUnavailable,
                 StorageErrorKind::WouldBlock | StorageErrorKind::Failed => ErrorCode::InternalError,
             },
-            Self::NoStorageSlot(_) | Self::RateLimiting(_) | Self::NotReady(_) => {
-                ErrorCode::ServiceUnavailable
-            }
+            Self::NoStorageSlot(_)
+            | Self::StorageDeadline(_)
+            | Self::RateLimiting(_)
+            | Self::NotReady(_) => ErrorCode::ServiceUnavailable,
             Self::Internal(_) => ErrorCode::InternalError,
         }
     }

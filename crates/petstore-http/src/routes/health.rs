@@ -1,5 +1,8 @@
 //! Health checks for load balancers, outside the base path and without authentication.
 
+use std::time::Duration;
+
+use actix_web::rt::time::timeout;
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
@@ -11,12 +14,16 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// `GET /readyz`: the storage answers and its schema is current; `503` otherwise.
+/// How long `/readyz` waits for the storage's answer: load balancers poll it with short timeouts
+/// of their own, and a silent database must read as "not ready", not as a hung check.
+pub const READY_DEADLINE: Duration = Duration::from_secs(2);
+
+/// `GET /readyz`: the storage answers within [`READY_DEADLINE`] and its schema is current;
+/// `503` otherwise.
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    state
-        .db
-        .call(|db| db.check_ready())
+    timeout(READY_DEADLINE, state.db.call(|db| db.check_ready()))
         .await
+        .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))
         .map_err(|error| ApiError::NotReady(Box::new(error)))?;
     Ok(HttpResponse::Ok().json(json!({"status": "ready"})))
 }

@@ -214,6 +214,7 @@ impl Storage for MemoryStorage {
         Capacity {
             max_calls: 8,
             wait: Duration::from_secs(5),
+            deadline: Duration::from_secs(5),
         }
     }
 }
