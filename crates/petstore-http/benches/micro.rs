@@ -18,7 +18,7 @@ const KEYS: i64 = 10_000;
 const NOW: u64 = 1_795_264_440;
 
 fn limiter(c: &mut Criterion) {
-    let counters = MemoryCounters::new(86_400);
+    let counters = MemoryCounters::new(86_400, 100_000);
     let limits = RateLimits {
         per_minute: u32::MAX,
         per_day: u32::MAX,

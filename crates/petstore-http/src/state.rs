@@ -68,7 +68,7 @@ impl AppState {
 pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
     let anonymous = config.anonymous_limits();
     Ok(match &config.redis_url {
-        None => Limiter::in_memory(config.bans, anonymous),
+        None => Limiter::in_memory(config.bans, anonymous, config.addresses),
         Some(url) => Limiter::shared(
             Box::new(RedisCounters::new(
                 url,
@@ -79,6 +79,7 @@ pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
             config.on_failure,
             config.bans,
             anonymous,
+            config.addresses,
         ),
     })
 }

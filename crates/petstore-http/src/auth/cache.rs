@@ -15,28 +15,36 @@ use super::ApiClient;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KeyFingerprint(u64, u64);
 
-/// One cached lookup: the key (`None`: known not to be a valid key) and when it was read.
-type CacheEntry = (Option<ApiClient>, Instant);
-
 /// Recent key lookups, positive and negative, each trusted for `ttl`. Revoking a key therefore
-/// takes effect on every instance within `ttl`. Bounded: when full, expired entries go first,
-/// and if none has expired the cache starts over.
+/// takes effect on every instance within `ttl`.
+///
+/// Valid keys and tokens known not to be valid are kept apart, each at most `capacity`: anyone
+/// can make up well-formed tokens, and a flood of them must not push valid keys out (each of
+/// those would cost a database read again). When one side is full, its expired entries go
+/// first, and if none has expired that side starts over; the other side is untouched.
 #[derive(Debug)]
 pub struct KeyCache {
     ttl: Duration,
     capacity: usize,
     seeds: (RandomState, RandomState),
-    entries: Mutex<HashMap<KeyFingerprint, CacheEntry>>,
+    entries: Mutex<Entries>,
+}
+
+#[derive(Debug, Default)]
+struct Entries {
+    valid: HashMap<KeyFingerprint, (ApiClient, Instant)>,
+    invalid: HashMap<KeyFingerprint, Instant>,
 }
 
 impl KeyCache {
-    /// A cache trusting lookups for `ttl` (zero disables it), holding at most `capacity` keys.
+    /// A cache trusting lookups for `ttl` (zero disables it), holding at most `capacity` valid
+    /// keys and as many invalid tokens.
     pub fn new(ttl: Duration, capacity: usize) -> Self {
         Self {
             ttl,
             capacity,
             seeds: (RandomState::new(), RandomState::new()),
-            entries: Mutex::new(HashMap::new()),
+            entries: Mutex::default(),
         }
     }
 
@@ -48,8 +56,11 @@ impl KeyCache {
     /// The cached answer for `fingerprint`: `Some(None)` means "known not to be a valid key".
     pub fn get(&self, fingerprint: KeyFingerprint) -> Option<Option<ApiClient>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let (key, fetched) = entries.get(&fingerprint)?;
-        (fetched.elapsed() < self.ttl).then(|| key.clone())
+        if let Some((client, fetched)) = entries.valid.get(&fingerprint) {
+            return (fetched.elapsed() < self.ttl).then(|| Some(client.clone()));
+        }
+        let fetched = entries.invalid.get(&fingerprint)?;
+        (fetched.elapsed() < self.ttl).then_some(None)
     }
 
     /// Records a lookup.
@@ -57,14 +68,35 @@ impl KeyCache {
         if self.ttl.is_zero() || self.capacity == 0 {
             return;
         }
+        let now = Instant::now();
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= self.capacity {
-            entries.retain(|_, (_, fetched)| fetched.elapsed() < self.ttl);
-            if entries.len() >= self.capacity {
-                entries.clear();
+        let Entries { valid, invalid } = &mut *entries;
+        match key {
+            Some(client) => {
+                invalid.remove(&fingerprint);
+                make_room(valid, self.capacity, |(_, fetched)| {
+                    fetched.elapsed() < self.ttl
+                });
+                valid.insert(fingerprint, (client, now));
+            }
+            None => {
+                valid.remove(&fingerprint);
+                make_room(invalid, self.capacity, |fetched| {
+                    fetched.elapsed() < self.ttl
+                });
+                invalid.insert(fingerprint, now);
             }
         }
-        entries.insert(fingerprint, (key, Instant::now()));
+    }
+}
+
+/// Keeps `map` under `capacity`: expired entries first, everything if none has expired.
+fn make_room<V>(map: &mut HashMap<KeyFingerprint, V>, capacity: usize, fresh: impl Fn(&V) -> bool) {
+    if map.len() >= capacity {
+        map.retain(|_, value| fresh(value));
+        if map.len() >= capacity {
+            map.clear();
+        }
     }
 }
 
@@ -105,7 +137,7 @@ mod tests {
         assert!(cache.get(fp(&cache, 2)).is_none());
         cache.put(fp(&cache, 2), None);
         cache.put(fp(&cache, 3), None);
-        assert!(cache.entries.lock().expect("lock").len() <= 2);
+        assert!(cache.entries.lock().expect("lock").invalid.len() <= 2);
 
         let short = KeyCache::new(Duration::from_millis(30), 10);
         short.put(fp(&short, 1), None);
@@ -116,5 +148,40 @@ mod tests {
         let disabled = KeyCache::new(Duration::ZERO, 10);
         disabled.put(fp(&disabled, 1), None);
         assert!(disabled.get(fp(&disabled, 1)).is_none());
+    }
+
+    #[test]
+    fn a_flood_of_made_up_tokens_does_not_push_out_valid_keys() {
+        let cache = KeyCache::new(Duration::from_secs(60), 100);
+        let fp = |cache: &KeyCache, n: u32| {
+            let mut bytes = [0u8; 32];
+            bytes[..4].copy_from_slice(&n.to_le_bytes());
+            cache.fingerprint(ApiKeySecret::from_random_bytes(bytes).expose().as_bytes())
+        };
+        let key = petstore_domain::ApiKey {
+            id: 1,
+            display_prefix: "pst_00000000".into(),
+            plan: petstore_domain::Plan::Free,
+            label: String::new(),
+            custom_limits: None,
+            created_at: 0,
+            revoked_at: None,
+            ban: None,
+        };
+        cache.put(fp(&cache, 0), Some(ApiClient::new(key)));
+        for n in 1..10_000 {
+            cache.put(fp(&cache, n), None);
+        }
+        let entries = cache.entries.lock().expect("lock");
+        assert!(
+            entries.invalid.len() <= 100,
+            "bounded: {}",
+            entries.invalid.len()
+        );
+        drop(entries);
+        assert!(
+            matches!(cache.get(fp(&cache, 0)), Some(Some(_))),
+            "the valid key stayed"
+        );
     }
 }

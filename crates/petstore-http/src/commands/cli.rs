@@ -9,7 +9,7 @@ use petstore_domain::{BanPolicy, Plan, RateLimits, ValidationError};
 use petstore_store::StoreConfig;
 
 use crate::config::{Config, HttpSettings, RateLimitConfig};
-use crate::ratelimit::{FailurePolicy, TrustedProxies};
+use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]
@@ -33,6 +33,7 @@ pub struct ServeFromEnvironment {
 
 /// The subcommands.
 #[derive(Debug, Subcommand)]
+#[allow(clippy::large_enum_variant)] // parsed once at start-up: its size does not matter
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
@@ -207,6 +208,18 @@ pub struct ServeArgs {
     /// Longest ban.
     #[arg(long, env = "PETSTORE_BAN_MAX_DURATION", default_value = "24h", value_parser = humantime::parse_duration)]
     pub ban_max_duration: Duration,
+    /// IPv6 clients without a key are counted per prefix of this length (64: per /64, what one
+    /// host usually owns; 128: per address).
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(0..=128))]
+    pub rate_limit_ipv6_prefix: u8,
+    /// Most client addresses counted in this process's memory at once (about 200 bytes each at
+    /// most); past it the least recently seen go first, never those over a limit.
+    #[arg(
+        long,
+        env = "PETSTORE_RATE_LIMIT_MAX_CLIENTS",
+        default_value_t = 100_000
+    )]
+    pub rate_limit_max_clients: usize,
     /// Proxies (addresses or CIDR blocks, comma-separated) whose `Forwarded`/`X-Forwarded-For`
     /// name the client address; by default the TCP peer is the client.
     #[arg(long, env = "PETSTORE_TRUSTED_PROXIES", default_value = "")]
@@ -235,6 +248,10 @@ impl ServeArgs {
                     ..BanPolicy::default()
                 },
                 trusted_proxies: self.trusted_proxies,
+                addresses: AddressPolicy {
+                    ipv6_prefix: self.rate_limit_ipv6_prefix,
+                    max_addresses: self.rate_limit_max_clients,
+                },
             },
         }
     }

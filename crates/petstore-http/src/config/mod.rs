@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use petstore_domain::{BanPolicy, Plan, RateLimits};
 
-use crate::ratelimit::{FailurePolicy, TrustedProxies};
+use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
 
 /// Everything the server needs but its storage.
 #[derive(Debug, Clone)]
@@ -98,6 +98,8 @@ pub struct RateLimitConfig {
     pub bans: BanPolicy,
     /// Proxies whose forwarding headers are believed.
     pub trusted_proxies: TrustedProxies,
+    /// How anonymous clients are told apart and how many are counted in memory.
+    pub addresses: AddressPolicy,
 }
 
 impl RateLimitConfig {
@@ -119,6 +121,7 @@ impl Default for RateLimitConfig {
             timeout: Duration::from_millis(100),
             bans: BanPolicy::default(),
             trusted_proxies: TrustedProxies::default(),
+            addresses: AddressPolicy::default(),
         }
     }
 }

@@ -67,7 +67,7 @@ async fn gate(
             ban: client.key().ban,
         },
         None => Caller {
-            subject: Subject::Address(state.trusted_proxies.client_address(&req)),
+            subject: limiter.address_subject(state.trusted_proxies.client_address(&req)),
             limits: limiter.anonymous_limits(),
             ban: None,
         },

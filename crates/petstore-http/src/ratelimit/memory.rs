@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::{FutureExt, LocalBoxFuture};
 use petstore_domain::{Ban, Counts, RateLimits, Window};
@@ -13,8 +14,6 @@ use super::{CounterError, CounterStore, Hit, Subject};
 const SHARDS: usize = 16;
 /// A shard is swept of expired entries every this many requests.
 const SWEEP_EVERY: u32 = 4_096;
-/// Most subjects one shard keeps; past it, entries outside the current minute go first.
-const SHARD_CAPACITY: usize = 65_536;
 
 #[derive(Debug, Default)]
 struct Entry {
@@ -24,28 +23,46 @@ struct Entry {
     day: u64,
     day_used: u32,
     ban: Option<Ban>,
+    /// When the subject was last counted (Unix seconds): the eviction order.
+    last_seen: u64,
+    /// The day index of the subject's last refusal: over a limit that day.
+    refused_day: u64,
 }
 
 #[derive(Debug, Default)]
 struct Shard {
     entries: HashMap<Subject, Entry>,
+    /// How many of `entries` are client addresses (the subjects a flood can make up).
+    addresses: usize,
     since_sweep: u32,
 }
 
-/// Counters in this process, sharded to keep lock contention low. Entries whose day has ended
-/// (and whose ban is forgotten) are dropped, so memory follows the number of active subjects.
+/// Counters in this process, sharded to keep lock contention low.
+///
+/// Memory follows the number of active subjects: entries whose day has ended (and whose ban is
+/// forgotten) are dropped. Client addresses, which anyone can make up, have a budget
+/// (`max_addresses`, split over the shards): when a new address finds its shard full, the
+/// addresses seen least recently go first, except those over a limit today or banned, whose
+/// counts a flood must not reset. Should every address in the shard be such a one, the new
+/// address is served uncounted ([`MemoryCounters::untracked`]) until room frees. Keys are never
+/// evicted: their number is the number of keys issued.
 #[derive(Debug)]
 pub struct MemoryCounters {
     shards: Box<[Mutex<Shard>]>,
     remember_bans_for: u64,
+    addresses_per_shard: usize,
+    untracked: AtomicU64,
 }
 
 impl MemoryCounters {
-    /// Counters that remember an ended ban for `remember_bans_for` seconds (for escalation).
-    pub fn new(remember_bans_for: u64) -> Self {
+    /// Counters that remember an ended ban for `remember_bans_for` seconds (for escalation),
+    /// tracking at most about `max_addresses` client addresses.
+    pub fn new(remember_bans_for: u64, max_addresses: usize) -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
             remember_bans_for,
+            addresses_per_shard: max_addresses.div_ceil(SHARDS).max(1),
+            untracked: AtomicU64::new(0),
         }
     }
 
@@ -62,39 +79,25 @@ impl MemoryCounters {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         shard.since_sweep += 1;
-        if shard.since_sweep >= SWEEP_EVERY || shard.entries.len() >= SHARD_CAPACITY {
+        if shard.since_sweep >= SWEEP_EVERY {
             self.sweep(&mut shard, now);
         }
+        let is_address = matches!(subject, Subject::Address(_));
+        if is_address
+            && !shard.entries.contains_key(&subject)
+            && shard.addresses >= self.addresses_per_shard
+            && !self.make_room(&mut shard, now)
+        {
+            self.untracked.fetch_add(1, Ordering::Relaxed);
+            return count(&mut Entry::default(), limits, now);
+        }
         let entry = shard.entries.entry(subject).or_default();
-        if let Some(ban) = entry.ban.filter(|ban| ban.until > now) {
-            return Hit::Banned(ban);
+        let new = entry.last_seen == 0;
+        let hit = count(entry, limits, now);
+        if new && is_address {
+            shard.addresses += 1;
         }
-        let (minute, day) = (Window::Minute.index(now), Window::Day.index(now));
-        if entry.minute != minute {
-            entry.minute = minute;
-            entry.minute_used = 0;
-            entry.rejected = 0;
-        }
-        if entry.day != day {
-            entry.day = day;
-            entry.day_used = 0;
-        }
-        let allowed = entry.minute_used < limits.per_minute && entry.day_used < limits.per_day;
-        if allowed {
-            entry.minute_used += 1;
-            entry.day_used += 1;
-        } else {
-            entry.rejected = entry.rejected.saturating_add(1);
-        }
-        Hit::Counted {
-            counts: Counts {
-                allowed,
-                minute_used: entry.minute_used,
-                day_used: entry.day_used,
-                rejected: entry.rejected,
-            },
-            previous_ban: entry.ban,
-        }
+        hit
     }
 
     /// [`CounterStore::start_ban`], synchronously.
@@ -103,7 +106,21 @@ impl MemoryCounters {
             .shard(&subject)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let entry = shard.entries.entry(subject).or_default();
+        let Some(entry) = shard.entries.get_mut(&subject) else {
+            // Untracked (the table was full of addresses over their limits): a ban needs a place.
+            if let (Some(ban), Subject::Address(_)) = (ban, subject) {
+                shard.entries.insert(
+                    subject,
+                    Entry {
+                        ban: Some(ban),
+                        last_seen: now,
+                        ..Entry::default()
+                    },
+                );
+                shard.addresses += 1;
+            }
+            return;
+        };
         if entry.minute == Window::Minute.index(now) {
             entry.rejected = 0;
         }
@@ -125,25 +142,102 @@ impl MemoryCounters {
         self.len() == 0
     }
 
+    /// How many requests were served uncounted because the address table was full of addresses
+    /// over their limits.
+    pub fn untracked(&self) -> u64 {
+        self.untracked.load(Ordering::Relaxed)
+    }
+
+    /// Whether an entry must survive eviction: a key, a ban in force or remembered for the next
+    /// one's length, or an address refused today (its counts are what keeps it out).
+    fn protected(&self, subject: &Subject, entry: &Entry, now: u64) -> bool {
+        matches!(subject, Subject::Key(_))
+            || entry
+                .ban
+                .is_some_and(|ban| ban.until.saturating_add(self.remember_bans_for) > now)
+            || entry.refused_day == Window::Day.index(now)
+    }
+
+    /// Drops ended days, then, if the shard's addresses are still at their budget, the eighth of
+    /// them seen least recently among those not protected. Whether there is room now.
+    fn make_room(&self, shard: &mut Shard, now: u64) -> bool {
+        self.sweep(shard, now);
+        if shard.addresses < self.addresses_per_shard {
+            return true;
+        }
+        let mut seen: Vec<u64> = shard
+            .entries
+            .iter()
+            .filter(|(subject, entry)| !self.protected(subject, entry, now))
+            .map(|(_, entry)| entry.last_seen)
+            .collect();
+        if seen.is_empty() {
+            return false;
+        }
+        let evict = (self.addresses_per_shard / 8).clamp(1, seen.len());
+        let (_, cutoff, _) = seen.select_nth_unstable(evict - 1);
+        let cutoff = *cutoff;
+        let mut evicted = 0;
+        shard.entries.retain(|subject, entry| {
+            let go = evicted < evict
+                && entry.last_seen <= cutoff
+                && !self.protected(subject, entry, now);
+            evicted += usize::from(go);
+            !go
+        });
+        shard.addresses -= evicted;
+        true
+    }
+
     fn sweep(&self, shard: &mut Shard, now: u64) {
         shard.since_sweep = 0;
-        let (minute, day) = (Window::Minute.index(now), Window::Day.index(now));
+        let day = Window::Day.index(now);
         let remember = self.remember_bans_for;
-        let keep_ban = |entry: &Entry| {
-            entry
-                .ban
-                .is_some_and(|ban| ban.until.saturating_add(remember) > now)
-        };
-        shard
-            .entries
-            .retain(|_, entry| entry.day == day || keep_ban(entry));
-        if shard.entries.len() >= SHARD_CAPACITY {
-            // Under a flood of distinct subjects, forget day counts of the idle ones rather than
-            // grow without bound.
-            shard
-                .entries
-                .retain(|_, entry| entry.minute == minute || keep_ban(entry));
-        }
+        let mut dropped = 0;
+        shard.entries.retain(|subject, entry| {
+            let keep = entry.day == day
+                || entry
+                    .ban
+                    .is_some_and(|ban| ban.until.saturating_add(remember) > now);
+            dropped += usize::from(!keep && matches!(subject, Subject::Address(_)));
+            keep
+        });
+        shard.addresses -= dropped;
+    }
+}
+
+/// Counts one request in `entry` (unless banned) and says what came of it.
+fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
+    entry.last_seen = now;
+    if let Some(ban) = entry.ban.filter(|ban| ban.until > now) {
+        return Hit::Banned(ban);
+    }
+    let (minute, day) = (Window::Minute.index(now), Window::Day.index(now));
+    if entry.minute != minute {
+        entry.minute = minute;
+        entry.minute_used = 0;
+        entry.rejected = 0;
+    }
+    if entry.day != day {
+        entry.day = day;
+        entry.day_used = 0;
+    }
+    let allowed = entry.minute_used < limits.per_minute && entry.day_used < limits.per_day;
+    if allowed {
+        entry.minute_used += 1;
+        entry.day_used += 1;
+    } else {
+        entry.rejected = entry.rejected.saturating_add(1);
+        entry.refused_day = day;
+    }
+    Hit::Counted {
+        counts: Counts {
+            allowed,
+            minute_used: entry.minute_used,
+            day_used: entry.day_used,
+            rejected: entry.rejected,
+        },
+        previous_ban: entry.ban,
     }
 }
 
@@ -188,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_minute_window_allows_exactly_its_limit_and_resets_on_the_boundary() {
-        let counters = MemoryCounters::new(0);
+        let counters = MemoryCounters::new(0, 1_000_000);
         let key = Subject::Key(1);
         let allowed: Vec<bool> = (0..5)
             .map(|_| counts(counters.hit_now(key, LIMITS, T0 + 59)).allowed)
@@ -203,7 +297,7 @@ mod tests {
 
     #[test]
     fn the_day_window_caps_the_minutes_and_resets_at_midnight() {
-        let counters = MemoryCounters::new(0);
+        let counters = MemoryCounters::new(0, 1_000_000);
         let key = Subject::Key(1);
         let mut granted = 0;
         for minute in 0..4 {
@@ -219,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_refused_request_consumes_nothing() {
-        let counters = MemoryCounters::new(0);
+        let counters = MemoryCounters::new(0, 1_000_000);
         let key = Subject::Key(1);
         for _ in 0..10 {
             counters.hit_now(key, LIMITS, T0);
@@ -230,7 +324,7 @@ mod tests {
 
     #[test]
     fn subjects_are_counted_apart() {
-        let counters = MemoryCounters::new(0);
+        let counters = MemoryCounters::new(0, 1_000_000);
         for _ in 0..3 {
             counters.hit_now(Subject::Key(1), LIMITS, T0);
         }
@@ -241,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_banned_subject_is_refused_until_the_ban_ends_and_the_ban_is_remembered() {
-        let counters = MemoryCounters::new(1_000);
+        let counters = MemoryCounters::new(1_000, 1_000_000);
         let key = Subject::Address("192.0.2.1".parse().expect("ip"));
         let ban = Ban {
             until: T0 + 300,
@@ -263,7 +357,7 @@ mod tests {
 
     #[test]
     fn starting_a_ban_forgets_the_minutes_refusals() {
-        let counters = MemoryCounters::new(0);
+        let counters = MemoryCounters::new(0, 1_000_000);
         let key = Subject::Key(7);
         for _ in 0..6 {
             counters.hit_now(key, LIMITS, T0);
@@ -275,7 +369,7 @@ mod tests {
 
     #[test]
     fn ended_days_are_dropped_so_memory_stays_bounded() {
-        let counters = MemoryCounters::new(0);
+        let counters = MemoryCounters::new(0, 1_000_000);
         for id in 0..10_000 {
             counters.hit_now(Subject::Key(id), LIMITS, T0);
         }
@@ -286,5 +380,56 @@ mod tests {
             counters.hit_now(Subject::Key(1_000_000 + i % 1_000), LIMITS, tomorrow);
         }
         assert_eq!(counters.len(), 1_000, "yesterday's 10,000 entries are gone");
+    }
+
+    fn address(n: u32) -> Subject {
+        Subject::Address(std::net::IpAddr::V4(n.into()))
+    }
+
+    #[test]
+    fn a_flood_of_addresses_stays_within_the_budget() {
+        let counters = MemoryCounters::new(0, 1_600);
+        for n in 0..100_000 {
+            counters.hit_now(address(n), LIMITS, T0 + u64::from(n) / 1_000);
+        }
+        assert!(counters.len() <= 1_600, "{} tracked", counters.len());
+        assert_eq!(counters.untracked(), 0, "there was always someone to evict");
+    }
+
+    #[test]
+    fn a_flood_cannot_reset_an_address_that_is_over_its_limit_nor_a_key() {
+        let counters = MemoryCounters::new(0, 1_600);
+        let abuser = address(u32::MAX);
+        for _ in 0..10 {
+            counters.hit_now(abuser, LIMITS, T0);
+        }
+        for _ in 0..3 {
+            counters.hit_now(Subject::Key(1), LIMITS, T0);
+        }
+        for n in 0..50_000 {
+            counters.hit_now(address(n), LIMITS, T0 + 1 + u64::from(n) / 1_000);
+        }
+        let later = T0 + 59;
+        let still = counts(counters.hit_now(abuser, LIMITS, later));
+        assert!(
+            !still.allowed,
+            "the abuser's minute was not reset by the flood"
+        );
+        assert!(!counts(counters.hit_now(Subject::Key(1), LIMITS, later)).allowed);
+    }
+
+    #[test]
+    fn a_table_full_of_refused_addresses_serves_new_ones_uncounted() {
+        // One address per shard, each refused (over its limit) and so protected.
+        let counters = MemoryCounters::new(0, SHARDS);
+        for n in 0..200 {
+            for _ in 0..4 {
+                counters.hit_now(address(n), LIMITS, T0);
+            }
+        }
+        assert!(counters.len() <= SHARDS, "{}", counters.len());
+        let before = counters.untracked();
+        assert!(counts(counters.hit_now(address(u32::MAX - 1), LIMITS, T0)).allowed);
+        assert_eq!(counters.untracked(), before + 1, "served, uncounted");
     }
 }

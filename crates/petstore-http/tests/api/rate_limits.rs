@@ -5,7 +5,7 @@ use std::time::Duration;
 use actix_web::http::header;
 use actix_web::test::TestRequest;
 use petstore_domain::{BanPolicy, KeySpec, Plan, RateLimits};
-use petstore_http::ratelimit::{FailurePolicy, Limiter, RedisCounters};
+use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, Limiter, RedisCounters};
 use petstore_store::testing::TestDatabase;
 
 use crate::helpers::{Reply, TestApp, anonymous_limits};
@@ -30,7 +30,7 @@ pub fn limited_app(redis: Option<TestRedis>) -> TestApp {
     let db = TestDatabase::sqlite();
     let store = db.store();
     let limiter = match &redis {
-        None => Limiter::in_memory(bans(), anonymous_limits()),
+        None => Limiter::in_memory(bans(), anonymous_limits(), AddressPolicy::default()),
         Some(redis) => Limiter::shared(
             Box::new(
                 RedisCounters::new(&redis.url, &redis.prefix, Duration::from_secs(2), 86_400)
@@ -39,6 +39,7 @@ pub fn limited_app(redis: Option<TestRedis>) -> TestApp {
             FailurePolicy::Closed,
             bans(),
             anonymous_limits(),
+            AddressPolicy::default(),
         ),
     };
     let mut app = TestApp::with_limiter(Some(db), store, limiter);
@@ -182,6 +183,16 @@ limiter_tests! {
         }
         let health = app.send(TestRequest::get().uri("/healthz")).await;
         assert_eq!(health.header("x-ratelimit-limit"), None, "health checks are not limited");
+    }
+
+    async fn ipv6_clients_without_a_key_are_counted_per_64_prefix(app) {
+        let from = |addr: &str| TestRequest::get().uri("/v1/pets").peer_addr(addr.parse().expect("addr"));
+        let first = app.send(from("[2001:db8:7:7::1]:1000")).await;
+        let same_host = app.send(from("[2001:db8:7:7:ffff:1:2:3]:1000")).await;
+        let other_host = app.send(from("[2001:db8:7:8::1]:1000")).await;
+        assert_eq!(limit_headers(&first).1, 59);
+        assert_eq!(limit_headers(&same_host).1, 58, "the same /64 shares its count");
+        assert_eq!(limit_headers(&other_host).1, 59, "another /64 has its own");
     }
 
     async fn requests_without_a_valid_key_are_limited_per_address(app) {
@@ -332,7 +343,13 @@ async fn a_redis_outage_fails_open_or_closed_as_configured_and_recovers() {
             .expect("counters");
         let db = TestDatabase::sqlite();
         let store = db.store();
-        let limiter = Limiter::shared(Box::new(counters), policy, bans(), anonymous_limits());
+        let limiter = Limiter::shared(
+            Box::new(counters),
+            policy,
+            bans(),
+            anonymous_limits(),
+            AddressPolicy::default(),
+        );
         let mut app = TestApp::with_limiter(Some(db), store, limiter);
         app.redis = Some(redis);
         app.clock.set(T0 + 5);
