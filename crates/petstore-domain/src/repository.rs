@@ -23,6 +23,9 @@ pub enum StorageErrorKind {
     /// The backend cannot answer now (unreachable, lost connection, timed out, busy): a retry
     /// later may succeed.
     Unavailable,
+    /// The backend has no room left for writes (a full disk): reads still work, and writes will
+    /// again once space is freed.
+    Full,
     /// The call was made on a [`Storage::nonblocking`] view and would have had to wait; nothing
     /// was done. Run it again on the storage itself, where waiting is allowed.
     WouldBlock,
@@ -34,6 +37,7 @@ impl fmt::Display for StorageErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Self::Unavailable => "storage unavailable",
+            Self::Full => "storage full",
             Self::WouldBlock => "storage call would block",
             Self::Failed => "storage failed",
         })

@@ -34,6 +34,9 @@ pub enum StoreError {
     /// connection was idle; nothing was done.
     #[error("no idle database connection")]
     NoIdleConnection,
+    /// A write failed for lack of space (the database's disk is full).
+    #[error("the disk holding the database is full ({0} bytes free)")]
+    Full(u64, #[source] BoxError),
     /// The SQLite writer thread could not be started.
     #[error("the SQLite writer thread could not start")]
     WriterStart(#[source] std::io::Error),
@@ -76,6 +79,7 @@ impl StoreError {
             | Self::Conflict(_)
             | Self::WriterStopped => StorageErrorKind::Unavailable,
             Self::NoIdleConnection => StorageErrorKind::WouldBlock,
+            Self::Full(..) => StorageErrorKind::Full,
             Self::Batch(inner) => inner.kind(),
             Self::Database(_)
             | Self::Corrupt { .. }

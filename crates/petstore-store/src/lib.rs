@@ -30,6 +30,7 @@ mod migrations;
 mod orders;
 mod pets;
 mod schema;
+mod space;
 #[cfg(feature = "testing")]
 pub mod testing;
 mod writer;
@@ -43,6 +44,7 @@ use petstore_domain::{Capacity, PetDraft, PetReply, Storage, StorageError, Stora
 use connection::ConnectionManager;
 pub use connection::{AnyConnection, Backend};
 pub use error::StoreError;
+pub use space::LOW_SPACE;
 
 /// What a call's deadline ([`Capacity::deadline`]) allows beyond the statement timeout: the
 /// round trips around the statement.
@@ -87,6 +89,8 @@ pub struct Store {
     pet_writer: Option<Arc<writer::PetWriter>>,
     backend_name: &'static str,
     statement_timeout: Duration,
+    /// SQLite only: the database's filesystem, to tell a full disk.
+    space: Option<Arc<space::DiskSpace>>,
     /// How this value's calls get their connection.
     checkout: Checkout,
     /// SQLite only: the same pool with [`Checkout::IdleOnly`], handed out by
@@ -130,11 +134,16 @@ impl Store {
             busy_timeout: config.statement_timeout,
             statement_timeout: config.statement_timeout,
         };
-        let pet_writer = match manager.backend {
-            Backend::Sqlite(_) => Some(std::sync::Arc::new(writer::PetWriter::start(
-                manager.clone(),
-            )?)),
+        let space = match &manager.backend {
+            Backend::Sqlite(path) => Some(Arc::new(space::DiskSpace::of(path))),
             Backend::Postgres(_) => None,
+        };
+        let pet_writer = match &space {
+            Some(space) => Some(Arc::new(writer::PetWriter::start(
+                manager.clone(),
+                space.clone(),
+            )?)),
+            None => None,
         };
         // No test query on every checkout (it doubled the cost of a read): a broken connection
         // fails its query, is answered 503, and is dropped by `has_broken`.
@@ -156,6 +165,7 @@ impl Store {
             pet_writer,
             backend_name,
             statement_timeout: config.statement_timeout,
+            space,
             checkout: Checkout::Wait,
             nonblocking: None,
         };
@@ -198,8 +208,13 @@ impl Store {
             Checkout::IdleOnly => self.pool.try_get().ok_or(StoreError::NoIdleConnection)?,
         };
         let started = Instant::now();
-        let result = f(&mut pooled.connection)
-            .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        let result = f(&mut pooled.connection).map_err(|error| {
+            let error = error.after(started.elapsed(), self.statement_timeout);
+            match &self.space {
+                Some(space) => space.classify(error),
+                None => error,
+            }
+        });
         // A call that failed as unavailable, or outlived its deadline (its caller has already
         // answered 503: the database went silent), leaves a connection not to be trusted again.
         let failed = result
@@ -228,7 +243,11 @@ impl Store {
 
 impl Storage for Store {
     fn check_ready(&self) -> Result<(), StorageError> {
-        self.call(migrations::check_applied)
+        self.call(migrations::check_applied)?;
+        if let Some(space) = &self.space {
+            space.check()?;
+        }
+        Ok(())
     }
 
     fn capacity(&self) -> Capacity {

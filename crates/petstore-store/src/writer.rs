@@ -14,6 +14,7 @@ use petstore_domain::{Pet, PetDraft, StorageErrorKind};
 
 use crate::connection::ConnectionManager;
 use crate::pets::insert_pet;
+use crate::space::DiskSpace;
 use crate::{AnyConnection, StoreError};
 
 /// Most inserts committed together.
@@ -33,11 +34,14 @@ pub(crate) struct PetWriter {
 }
 
 impl PetWriter {
-    pub(crate) fn start(manager: ConnectionManager) -> Result<Self, StoreError> {
+    pub(crate) fn start(
+        manager: ConnectionManager,
+        space: Arc<DiskSpace>,
+    ) -> Result<Self, StoreError> {
         let (jobs, queue) = mpsc::channel();
         thread::Builder::new()
             .name("petstore-sqlite-writer".into())
-            .spawn(move || run(&manager, &queue))
+            .spawn(move || run(&manager, &space, &queue))
             .map_err(StoreError::WriterStart)?;
         Ok(Self { jobs })
     }
@@ -71,7 +75,7 @@ fn stopped() -> StoreError {
     StoreError::WriterStopped
 }
 
-fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
+fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
     let mut connection: Option<AnyConnection> = None;
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
@@ -95,15 +99,17 @@ fn run(manager: &ConnectionManager, queue: &Receiver<Job>) {
             },
         };
         let started = Instant::now();
-        let committed =
-            commit(conn, &batch).map_err(|e| e.after(started.elapsed(), manager.busy_timeout));
-        match committed {
+        // A failure that took the whole lock wait is that timeout; one while the disk is all
+        // but full is the full disk.
+        let classify = |error: StoreError| {
+            space.classify(error.after(started.elapsed(), manager.busy_timeout))
+        };
+        match commit(conn, &batch).map_err(classify) {
             Ok(results) => {
-                // A pet's own insert may have waited for the lock (another connection writing)
-                // and failed when the wait ran out: that is the timeout, not a fault.
-                let elapsed = started.elapsed();
+                space.wrote();
+                // A pet's own insert may have failed (the lock wait ran out, or the disk filled).
                 for (job, result) in batch.into_iter().zip(results) {
-                    (job.reply)(result.map_err(|e| e.after(elapsed, manager.busy_timeout)));
+                    (job.reply)(result.map_err(classify));
                 }
             }
             Err(error) => {

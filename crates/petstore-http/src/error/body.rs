@@ -39,7 +39,7 @@ fn code_schema() -> ObjectBuilder {
 /// An Error object response: `code` and `message`, sent with `status` (the code's own status,
 /// except from the safety net, where the body must repeat whatever status the response has).
 /// Adds the headers that every error of the code carries: `WWW-Authenticate` on `401`, and
-/// `Retry-After` on `503`.
+/// `Retry-After` on `503` (1 s; 60 s for `storage_full`).
 pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> HttpResponse {
     let mut response = HttpResponseBuilder::new(status);
     match code {
@@ -51,6 +51,10 @@ pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> Htt
         }
         ErrorCode::ServiceUnavailable => {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
+        }
+        // Space is not freed in a second: an operator has to act.
+        ErrorCode::StorageFull => {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("60")));
         }
         _ => {}
     }

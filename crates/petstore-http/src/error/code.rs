@@ -46,11 +46,13 @@ pub enum ErrorCode {
     InternalError,
     /// 503: a dependency (the database) is unavailable; retry after `Retry-After`.
     ServiceUnavailable,
+    /// 503: the database's disk is full: reads work, writes do not until space is freed.
+    StorageFull,
 }
 
 impl ErrorCode {
     /// Every code, for documentation checks.
-    pub const ALL: [ErrorCode; 20] = [
+    pub const ALL: [ErrorCode; 21] = [
         Self::InvalidJson,
         Self::MissingField,
         Self::UnknownField,
@@ -71,6 +73,7 @@ impl ErrorCode {
         Self::TemporarilyBanned,
         Self::InternalError,
         Self::ServiceUnavailable,
+        Self::StorageFull,
     ];
 
     /// The wire spelling.
@@ -96,6 +99,7 @@ impl ErrorCode {
             Self::TemporarilyBanned => "temporarily_banned",
             Self::InternalError => "internal_error",
             Self::ServiceUnavailable => "service_unavailable",
+            Self::StorageFull => "storage_full",
         }
     }
 
@@ -119,7 +123,7 @@ impl ErrorCode {
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::RateLimited | Self::TemporarilyBanned => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
-            Self::ServiceUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::ServiceUnavailable | Self::StorageFull => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 

@@ -126,6 +126,9 @@ const INTERNAL: &str = "an internal error occurred";
 fn storage_message(error: &StorageError) -> &'static str {
     match error.kind() {
         StorageErrorKind::Unavailable => UNAVAILABLE,
+        StorageErrorKind::Full => {
+            "the service cannot store anything now (its storage is full); reads still work"
+        }
         StorageErrorKind::WouldBlock | StorageErrorKind::Failed => INTERNAL,
     }
 }
@@ -163,6 +166,7 @@ impl ApiError {
             Self::TemporarilyBanned { .. } => ErrorCode::TemporarilyBanned,
             Self::Storage(error) => match error.kind() {
                 StorageErrorKind::Unavailable => ErrorCode::ServiceUnavailable,
+                StorageErrorKind::Full => ErrorCode::StorageFull,
                 StorageErrorKind::WouldBlock | StorageErrorKind::Failed => ErrorCode::InternalError,
             },
             Self::NoStorageSlot(_)
@@ -180,6 +184,8 @@ impl ApiError {
         match code {
             ErrorCode::InternalError => log::error!("{}: {}", code.as_str(), Chain(self)),
             ErrorCode::ServiceUnavailable => log::warn!("{}: {}", code.as_str(), Chain(self)),
+            // Said once by the store when the disk fills, not once per request.
+            ErrorCode::StorageFull => log::debug!("{}: {}", code.as_str(), Chain(self)),
             _ => {}
         }
     }

@@ -176,8 +176,8 @@ const COMMON_ERRORS: [(u16, &str); 4] = [
     ),
     (
         503,
-        "`service_unavailable`: the database or the shared rate-limit store is unavailable. \
-         Retry after `Retry-After`.",
+        "`service_unavailable`: the database or the shared rate-limit store is unavailable; or, \
+         for writes, `storage_full`: the database's disk is full. Retry after `Retry-After`.",
     ),
 ];
 

@@ -7,6 +7,7 @@ mod openapi;
 
 mod auth;
 mod create_pet;
+mod disk_full;
 mod errors;
 mod get_pet;
 mod health;
