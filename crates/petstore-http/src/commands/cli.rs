@@ -212,12 +212,12 @@ pub struct ServeArgs {
     /// host usually owns; 128: per address).
     #[arg(long, env = "PETSTORE_RATE_LIMIT_IPV6_PREFIX", default_value_t = 64, value_parser = clap::value_parser!(u8).range(0..=128))]
     pub rate_limit_ipv6_prefix: u8,
-    /// Most client addresses counted in this process's memory at once (about 200 bytes each at
-    /// most); past it the least recently seen go first, never those over a limit.
+    /// Most client addresses counted in this process's memory at once (about 400 bytes each
+    /// under a flood); past it the least recently seen go first, never those over a limit.
     #[arg(
         long,
         env = "PETSTORE_RATE_LIMIT_MAX_CLIENTS",
-        default_value_t = 100_000
+        default_value_t = 50_000
     )]
     pub rate_limit_max_clients: usize,
     /// Proxies (addresses or CIDR blocks, comma-separated) whose `Forwarded`/`X-Forwarded-For`
