@@ -24,30 +24,46 @@ impl fmt::Display for Chain<'_> {
     }
 }
 
-/// `text` with anything of an API key's form (`pst_` and the letters and digits after it: a key,
-/// or part of one, or a mistyped one) replaced by `pst_[redacted]`. A client that puts its key
-/// in a query string (`?api_key=pst_...`) or a path must not have it written to the logs.
+/// `text` with anything of an API key's form (`pst_`, or `pst%5F` as a URL may carry it, and
+/// the letters, digits and `%` escapes after it: a key, part of one, or a mistyped one) replaced
+/// by `pst_[redacted]`. A client that puts its key in a query string (`?api_key=pst_...`) or a
+/// path must not have it written to the logs.
 pub fn redact_keys(text: &str) -> Cow<'_, str> {
-    if !text.contains(KEY_PREFIX) {
+    let lower = text.to_ascii_lowercase();
+    if !lower.contains(KEY_PREFIX) && !lower.contains(ENCODED_PREFIX) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find(KEY_PREFIX) {
-        let after = &rest[at + KEY_PREFIX.len()..];
-        let secret = after
-            .find(|c: char| !c.is_ascii_alphanumeric())
-            .unwrap_or(after.len());
-        out.push_str(&rest[..at]);
-        out.push_str(KEY_PREFIX);
-        if secret > 0 {
-            out.push_str("[redacted]");
+    let mut at = 0;
+    while at < text.len() {
+        let rest = &lower[at..];
+        let prefix = [KEY_PREFIX, ENCODED_PREFIX]
+            .into_iter()
+            .find(|prefix| rest.starts_with(prefix));
+        match prefix {
+            Some(prefix) => {
+                let start = at + prefix.len();
+                let secret = text[start..]
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '%'))
+                    .unwrap_or(text.len() - start);
+                out.push_str(KEY_PREFIX);
+                if secret > 0 {
+                    out.push_str("[redacted]");
+                }
+                at = start + secret;
+            }
+            None => {
+                let c = text[at..].chars().next().unwrap_or_default();
+                out.push(c);
+                at += c.len_utf8().max(1);
+            }
         }
-        rest = &after[secret..];
     }
-    out.push_str(rest);
     Cow::Owned(out)
 }
+
+/// `pst_` with its underscore percent-encoded, in lower case (matched case-insensitively).
+const ENCODED_PREFIX: &str = "pst%5f";
 
 #[cfg(test)]
 mod tests {
@@ -65,6 +81,15 @@ mod tests {
             ("token pst_abc".to_owned(), "token pst_[redacted]"),
             ("no key here".to_owned(), "no key here"),
             ("pst_".to_owned(), "pst_"),
+            (
+                format!("?k=pst%5F{}&x=1", &key[4..]),
+                "?k=pst_[redacted]&x=1",
+            ),
+            (
+                format!("?k=pst_{}%41{}", &key[4..20], &key[20..]),
+                "?k=pst_[redacted]",
+            ),
+            ("PST_ABCD café".to_owned(), "pst_[redacted] café"),
         ];
         for (text, expected) in cases {
             assert_eq!(redact_keys(&text), expected, "{text}");

@@ -8,6 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use diesel::result::{DatabaseErrorKind, Error as DieselError};
+
 use crate::StoreError;
 
 /// Below this much free space, a failed write is taken for a full disk, and readiness fails
@@ -41,11 +43,19 @@ impl DiskSpace {
         Some(stat.f_bavail.saturating_mul(stat.f_frsize))
     }
 
-    /// `error` of a failed write, read as [`StoreError::Full`] when space is short.
+    /// `error` of a failed call, read as [`StoreError::Full`] when it is an error of no
+    /// particular kind (constraint violations and the like have theirs) and space is short.
     pub(crate) fn classify(&self, error: StoreError) -> StoreError {
         let StoreError::Database(source) = error else {
             return error;
         };
+        let kindless = matches!(
+            source.downcast_ref::<DieselError>(),
+            Some(DieselError::DatabaseError(DatabaseErrorKind::Unknown, _))
+        );
+        if !kindless {
+            return StoreError::Database(source);
+        }
         match self.available() {
             Some(available) if available < LOW_SPACE => {
                 if !self.full.swap(true, Ordering::Relaxed) {

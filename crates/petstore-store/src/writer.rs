@@ -106,8 +106,10 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
         };
         match commit(conn, &batch).map_err(classify) {
             Ok(results) => {
-                space.wrote();
                 // A pet's own insert may have failed (the lock wait ran out, or the disk filled).
+                if results.iter().any(Result::is_ok) {
+                    space.wrote();
+                }
                 for (job, result) in batch.into_iter().zip(results) {
                     (job.reply)(result.map_err(classify));
                 }

@@ -193,7 +193,8 @@ mod tests {
 
     #[test]
     fn body_errors_name_the_field() {
-        let cases = [
+        let thousand_digits = format!(r#"{{"name":"Rex","categoryId":{}}}"#, "9".repeat(1000));
+        let cases: [(&str, ErrorCode, &str); _] = [
             ("", ErrorCode::InvalidJson, "empty"),
             ("{", ErrorCode::InvalidJson, "EOF"),
             ("{\"name\": \"a\",}", ErrorCode::InvalidJson, ""),
@@ -274,6 +275,7 @@ mod tests {
                 ErrorCode::InvalidField,
                 "`categoryId`",
             ),
+            (&thousand_digits, ErrorCode::InvalidField, "`categoryId`"),
             (
                 r#"{"name":1,"categoryId":1}"#,
                 ErrorCode::InvalidField,

@@ -25,8 +25,10 @@ struct Entry {
     ban: Option<Ban>,
     /// When the subject was last counted (Unix seconds): the eviction order.
     last_seen: u64,
-    /// The day index of the subject's last refusal: over a limit that day.
-    refused_day: u64,
+    /// The minute index of the subject's last refusal: over its limit that minute.
+    refused_minute: u64,
+    /// The day index on which the subject used up its day's allowance.
+    exhausted_day: u64,
 }
 
 #[derive(Debug, Default)]
@@ -35,6 +37,9 @@ struct Shard {
     /// How many of `entries` are client addresses (the subjects a flood can make up).
     addresses: usize,
     since_sweep: u32,
+    /// Until when (Unix seconds) the shard is known to hold no address it may forget: no scan
+    /// for room before then.
+    full_until: u64,
 }
 
 /// Counters in this process, sharded to keep lock contention low.
@@ -42,8 +47,8 @@ struct Shard {
 /// Memory follows the number of active subjects: entries whose day has ended (and whose ban is
 /// forgotten) are dropped. Client addresses, which anyone can make up, have a budget
 /// (`max_addresses`, split over the shards): when a new address finds its shard full, the
-/// addresses seen least recently go first, except those over a limit today or banned, whose
-/// counts a flood must not reset. Should every address in the shard be such a one, the new
+/// addresses seen least recently go first, except those over a limit now (refused this minute,
+/// or out of today's allowance) or banned, whose counts a flood must not reset. Should every address in the shard be such a one, the new
 /// address is served uncounted ([`MemoryCounters::untracked`]) until room frees. Keys are never
 /// evicted: their number is the number of keys issued.
 #[derive(Debug)]
@@ -52,6 +57,7 @@ pub struct MemoryCounters {
     remember_bans_for: u64,
     addresses_per_shard: usize,
     untracked: AtomicU64,
+    last_warning: AtomicU64,
 }
 
 impl MemoryCounters {
@@ -63,6 +69,7 @@ impl MemoryCounters {
             remember_bans_for,
             addresses_per_shard: max_addresses.div_ceil(SHARDS).max(1),
             untracked: AtomicU64::new(0),
+            last_warning: AtomicU64::new(0),
         }
     }
 
@@ -88,7 +95,20 @@ impl MemoryCounters {
             && shard.addresses >= self.addresses_per_shard
             && !self.make_room(&mut shard, now)
         {
-            self.untracked.fetch_add(1, Ordering::Relaxed);
+            let untracked = self.untracked.fetch_add(1, Ordering::Relaxed) + 1;
+            let last = self.last_warning.load(Ordering::Relaxed);
+            if now >= last + 10
+                && self
+                    .last_warning
+                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok()
+            {
+                log::warn!(
+                    "the rate-limit table is full of client addresses over their limits: new \
+                     addresses are served uncounted ({untracked} requests so far); raise \
+                     --rate-limit-max-clients"
+                );
+            }
             return count(&mut Entry::default(), limits, now);
         }
         let entry = shard.entries.entry(subject).or_default();
@@ -149,18 +169,25 @@ impl MemoryCounters {
     }
 
     /// Whether an entry must survive eviction: a key, a ban in force or remembered for the next
-    /// one's length, or an address refused today (its counts are what keeps it out).
+    /// one's length, or an address over a limit now (refused this minute, or its day's allowance
+    /// used up): its counts are what keep it out. Protection by the minute lapses with the
+    /// minute, so filling the table with protected addresses takes a limit's worth of requests
+    /// per address every minute.
     fn protected(&self, subject: &Subject, entry: &Entry, now: u64) -> bool {
         matches!(subject, Subject::Key(_))
             || entry
                 .ban
                 .is_some_and(|ban| ban.until.saturating_add(self.remember_bans_for) > now)
-            || entry.refused_day == Window::Day.index(now)
+            || entry.refused_minute == Window::Minute.index(now)
+            || entry.exhausted_day == Window::Day.index(now)
     }
 
     /// Drops ended days, then, if the shard's addresses are still at their budget, the eighth of
     /// them seen least recently among those not protected. Whether there is room now.
     fn make_room(&self, shard: &mut Shard, now: u64) -> bool {
+        if now < shard.full_until {
+            return false;
+        }
         self.sweep(shard, now);
         if shard.addresses < self.addresses_per_shard {
             return true;
@@ -172,6 +199,9 @@ impl MemoryCounters {
             .map(|(_, entry)| entry.last_seen)
             .collect();
         if seen.is_empty() {
+            // Nothing to forget before protection can lapse, at the next minute: no rescan of
+            // the whole shard on every request until then.
+            shard.full_until = Window::Minute.reset_at(now);
             return false;
         }
         let evict = (self.addresses_per_shard / 8).clamp(1, seen.len());
@@ -228,7 +258,10 @@ fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
         entry.day_used += 1;
     } else {
         entry.rejected = entry.rejected.saturating_add(1);
-        entry.refused_day = day;
+        entry.refused_minute = minute;
+        if entry.day_used >= limits.per_day {
+            entry.exhausted_day = day;
+        }
     }
     Hit::Counted {
         counts: Counts {

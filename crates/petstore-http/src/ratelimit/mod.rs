@@ -148,8 +148,9 @@ impl Default for AddressPolicy {
 impl AddressPolicy {
     /// The subject a request from `ip` without a valid key is counted against.
     pub fn subject(&self, ip: IpAddr) -> Subject {
-        Subject::Address(match ip {
-            IpAddr::V4(_) => ip,
+        // `::ffff:192.0.2.1` (an IPv4 client on a dual-stack listener) is that IPv4 client.
+        Subject::Address(match ip.to_canonical() {
+            v4 @ IpAddr::V4(_) => v4,
             IpAddr::V6(v6) => {
                 let bits = u32::from(self.ipv6_prefix.min(128));
                 let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);

@@ -189,12 +189,17 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
     let via_proxy = db
         .url()
         .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", proxy.port), 1);
+    let db_url = via_proxy.clone();
     let mut config = StoreConfig::new(via_proxy);
     config.connect_timeout = Duration::from_millis(500);
     config.statement_timeout = Duration::from_millis(300);
     config.pool_size = 2;
     let app = TestApp::with_store(Some(db), Store::open(&config).expect("open"));
     app.create_pet("before", "available").await;
+    let mut patient = StoreConfig::new(db_url);
+    patient.connect_timeout = Duration::from_secs(10);
+    patient.statement_timeout = Duration::from_secs(10);
+    let patient = TestApp::with_store(None, Store::open(&patient).expect("open"));
 
     // Connections stay open and nothing comes back: neither the statement timeout (the server
     // never sees the statement) nor TCP (the peer acknowledges) notices.
@@ -214,6 +219,15 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
     answered("GET /readyz", app.send(TestRequest::get().uri("/readyz")))
         .await
         .assert_error(503, "service_unavailable");
+    // Where a store call may take long (a 10 s statement timeout, a 10 s wait for a connection),
+    // /readyz still answers within its own deadline (2 s; the guard here allows 8).
+    actix_web::rt::time::timeout(
+        Duration::from_secs(8),
+        patient.send(TestRequest::get().uri("/readyz")),
+    )
+    .await
+    .expect("/readyz answers within its deadline")
+    .assert_error(503, "service_unavailable");
 
     proxy.thaw();
     let deadline = Instant::now() + Duration::from_secs(20);
