@@ -35,9 +35,10 @@ pub fn app(
         .route("/healthz", web::head().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
         .route("/readyz", web::head().to(routes::health::readyz))
+        // The API first: routes are tried in order, and the docs page's pattern is a regex.
+        .configure(|cfg| routes::configure(cfg, &base_path))
         .route("/docs", web::get().to(to_docs))
         .service(docs_page(&base_path))
-        .configure(|cfg| routes::configure(cfg, &base_path))
         .default_service(web::to(routes::not_found))
         // Outermost last: the access log sees the final response, error bodies included. It is
         // left out when its lines would be filtered anyway (it renders every request first).
