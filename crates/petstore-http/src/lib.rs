@@ -5,7 +5,7 @@
 //! in [`db::Database`]; the backend is chosen and opened in [`commands`] alone. Modules depend
 //! one way, from the bottom up:
 //!
-//! - [`clock`], [`encode`], [`report`], [`sunset`]: leaves.
+//! - [`clock`], [`connection`], [`encode`], [`report`], [`sunset`]: leaves.
 //! - [`ratelimit`]: counters, limits, bans and their headers; knows no keys and no storage.
 //! - [`config`] (typed settings), then [`links`] (addresses written into responses).
 //! - [`error`]: [`ApiError`], the [`ErrorCode`] catalogue, the one writer of the Error object.
@@ -22,6 +22,7 @@ pub mod auth;
 pub mod clock;
 pub mod commands;
 pub mod config;
+pub mod connection;
 pub mod db;
 pub mod encode;
 pub mod error;

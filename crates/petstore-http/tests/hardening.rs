@@ -83,6 +83,32 @@ fn stalled_request_bodies_time_out_with_408_and_cannot_starve_other_clients() {
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
     assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
 
+    // The same with a chunked body, which the HTTP layer would drain for ever once answered:
+    // the answer comes, then the close, whether the body timed out or was never read.
+    for (auth, status) in [
+        (format!("Authorization: Bearer {key}\r\n"), "408"),
+        (String::new(), "401"),
+    ] {
+        let mut stream = TcpStream::connect(&addr).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .expect("timeout");
+        let head = format!(
+            "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}\
+             Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"nam"
+        );
+        stream.write_all(head.as_bytes()).expect("send");
+        let mut answer = Vec::new();
+        stream
+            .read_to_end(&mut answer)
+            .unwrap_or_else(|e| panic!("chunked, {status}: answered and closed ({e})"));
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{answer}"
+        );
+    }
+
     // Far more stalled bodies than the process may hold descriptors, in waves, while a normal
     // client keeps asking: every one of its requests is answered (each within the agent's
     // 10 s; without the body timeout the descriptors never come back and it waits forever).

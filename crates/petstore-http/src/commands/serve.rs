@@ -11,6 +11,7 @@ use petstore_store::StoreConfig;
 use super::open_store;
 use crate::app::app;
 use crate::config::Config;
+use crate::connection::Connection;
 use crate::state::AppState;
 
 /// Runs the server on the storage `store` names until SIGINT or SIGTERM, then stops accepting,
@@ -44,6 +45,7 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     let blocking_threads = storage.capacity().max_calls.max(1) as usize;
     let state = web::Data::new(state);
     let mut server = HttpServer::new(move || app(state.clone()))
+        .on_connect(Connection::record)
         .shutdown_timeout(30)
         .worker_max_blocking_threads(blocking_threads)
         .bind(&config.bind)?;

@@ -3,7 +3,7 @@
 
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::HeaderMap;
+use actix_web::http::header::{self, HeaderMap};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
@@ -12,6 +12,7 @@ use petstore_domain::Ban;
 
 use super::json_errors::json_errors;
 use crate::auth::{ApiClient, Credentials};
+use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::ratelimit::headers;
 use crate::ratelimit::{Caller, KeyBans, LimitError, Subject, Verdict};
@@ -29,8 +30,22 @@ pub async fn admission(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    // A chunked body that an error answer leaves unread would be drained for as long as the
+    // client cares to stall it (see `connection`): stop reading once answered.
+    let chunked = req
+        .headers()
+        .get(header::TRANSFER_ENCODING)
+        .is_some_and(|value| value.as_bytes().to_ascii_lowercase().ends_with(b"chunked"));
+    let connection = chunked
+        .then(|| req.conn_data::<Connection>().cloned())
+        .flatten();
     // Inner services answer errors as responses, so an `Err` here is not expected.
     let response = gate(req, next).await?.map_into_boxed_body();
+    if let Some(connection) = connection
+        && (response.status().is_client_error() || response.status().is_server_error())
+    {
+        connection.stop_reading();
+    }
     Ok(json_errors(response))
 }
 

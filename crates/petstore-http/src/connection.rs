@@ -1,0 +1,41 @@
+//! A handle on a request's TCP connection, to stop reading from it.
+//!
+//! actix-web keeps reading an abandoned *chunked* request body until the client sends its last
+//! chunk, with no time limit: a client that stalls one would hold its connection (and a file
+//! descriptor) open after its answer, however the answer came. With this handle the service
+//! shuts the connection's read side once it has answered such a request: the HTTP layer then sees
+//! the end of the stream, sends the answer and closes.
+
+use std::any::Any;
+use std::net::Shutdown;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use actix_web::dev::Extensions;
+
+/// The request's connection, as a second descriptor of the same socket (created when the
+/// connection is accepted, closed with it). Absent in tests that serve in process.
+#[derive(Debug, Clone)]
+pub struct Connection(Arc<std::net::TcpStream>);
+
+impl Connection {
+    /// For `HttpServer::on_connect`: records the connection's handle in its extensions.
+    pub fn record(connection: &dyn Any, extensions: &mut Extensions) {
+        let Some(tcp) = connection.downcast_ref::<actix_web::rt::net::TcpStream>() else {
+            return;
+        };
+        match tcp.as_fd().try_clone_to_owned() {
+            Ok(fd) => {
+                extensions.insert(Self(Arc::new(std::net::TcpStream::from(fd))));
+            }
+            // Out of descriptors: the connection just goes without the handle.
+            Err(error) => log::debug!("no handle on a new connection: {error}"),
+        }
+    }
+
+    /// Stops reading from the connection: what the client sends from now on is not read, and the
+    /// HTTP layer closes the connection once its answer is sent.
+    pub fn stop_reading(&self) {
+        let _ = self.0.shutdown(Shutdown::Read);
+    }
+}
