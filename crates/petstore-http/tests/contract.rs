@@ -9,7 +9,7 @@ mod common;
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::{Server, run};
+use common::Server;
 use petstore_store::testing::{in_ci, loud_skip};
 
 /// The schemathesis command: `PETSTORE_TEST_SCHEMATHESIS`, else the virtualenv the tools script
@@ -34,19 +34,7 @@ fn the_server_keeps_to_its_openapi_document() {
         return;
     };
     let (_dir, db) = common::temp_db();
-    let key = run(
-        &db,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "10000000",
-            "--per-day",
-            "1000000000",
-        ],
-    );
+    let key = common::unlimited_key(&db);
     let server = Server::start(&db, &["--bootstrap-key=false"]);
     let seed = std::env::var("PETSTORE_TEST_SCHEMATHESIS_SEED").unwrap_or_else(|_| "1".into());
     // Its replay cache (`.schemathesis/`) goes under target/, not into the source tree.
@@ -70,7 +58,7 @@ fn the_server_keeps_to_its_openapi_document() {
             "none",
             "--no-color",
             "--header",
-            &format!("Authorization: Bearer {}", key.trim()),
+            &format!("Authorization: Bearer {}", key.as_str()),
         ])
         .output()
         .expect("run schemathesis");

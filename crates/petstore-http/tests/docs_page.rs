@@ -7,7 +7,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{Server, run};
+use common::Server;
 use petstore_store::testing::{in_ci, loud_skip};
 
 fn browser_dir() -> PathBuf {
@@ -46,19 +46,7 @@ fn the_docs_page_lists_the_operations_and_tries_one_with_a_key_offline() {
         return;
     }
     let (_dir, db) = common::temp_db();
-    let key = run(
-        &db,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "100000",
-            "--per-day",
-            "1000000",
-        ],
-    );
+    let key = common::unlimited_key(&db);
     let server = Server::start(&db, &["--bootstrap-key=false"]);
     let origin = server.base.trim_end_matches("/v1").to_owned();
     let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-page.png");
@@ -66,7 +54,7 @@ fn the_docs_page_lists_the_operations_and_tries_one_with_a_key_offline() {
         .current_dir(browser_dir())
         .arg("docs-page.mjs")
         .arg(&origin)
-        .arg(key.trim())
+        .arg(key.as_str())
         .arg(&screenshot)
         .env("PETSTORE_TEST_CHROMIUM", chromium())
         .output()

@@ -39,20 +39,8 @@ fn stalled_request_bodies_time_out_with_408_and_cannot_starve_other_clients() {
     // This process holds the client ends: let it hold many more than the server may.
     rlimit::increase_nofile_limit(u64::MAX).expect("raise this test's open-files limit");
     let (dir, db) = common::temp_db();
-    let key = run(
-        &db,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "100000",
-            "--per-day",
-            "1000000",
-        ],
-    );
-    let key = key.trim();
+    let key = common::unlimited_key(&db);
+    let key = key.as_str();
     let log = dir.path().join("server.log");
     let server = Server::start_command(
         petstore_with_open_files(&db, 128, 256),

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures_util::future::{FutureExt, LocalBoxFuture};
 use petstore_domain::{Ban, Counts, RateLimits, Window};
 
-use super::{CounterError, CounterStore, Hit, Subject};
+use super::{CounterError, CounterStore, Hit, Subject, first_in_10_seconds};
 
 const SHARDS: usize = 16;
 /// A shard is swept of expired entries every this many requests.
@@ -96,13 +96,7 @@ impl MemoryCounters {
             && !self.make_room(&mut shard, now)
         {
             let untracked = self.untracked.fetch_add(1, Ordering::Relaxed) + 1;
-            let last = self.last_warning.load(Ordering::Relaxed);
-            if now >= last + 10
-                && self
-                    .last_warning
-                    .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-            {
+            if first_in_10_seconds(&self.last_warning, now) {
                 log::warn!(
                     "the rate-limit table is full of client addresses over their limits: new \
                      addresses are served uncounted ({untracked} requests so far); raise \

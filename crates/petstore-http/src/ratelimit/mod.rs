@@ -123,6 +123,16 @@ impl FromStr for FailurePolicy {
     }
 }
 
+/// Whether a warning may be logged at `now` (Unix seconds): at most one every 10 seconds per
+/// `last` (which it updates), so an outage or a flood writes a line, not one per request.
+fn first_in_10_seconds(last: &AtomicU64, now: u64) -> bool {
+    let previous = last.load(Ordering::Relaxed);
+    now >= previous + 10
+        && last
+            .compare_exchange(previous, now, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+}
+
 /// How anonymous clients are told apart and how many the limiter keeps count of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AddressPolicy {
@@ -399,13 +409,7 @@ impl Limiter {
     /// Counts the failure; logs at most one warning every 10 seconds.
     fn note_failure(&self, error: &CounterError, now: u64) {
         let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
-        let last = self.last_warning.load(Ordering::Relaxed);
-        if now >= last + 10
-            && self
-                .last_warning
-                .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
+        if first_in_10_seconds(&self.last_warning, now) {
             let action = match self.on_failure {
                 FailurePolicy::Open => "serving with per-instance counters",
                 FailurePolicy::Closed => "answering 503",

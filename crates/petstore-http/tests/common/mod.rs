@@ -32,6 +32,25 @@ pub fn run(db: &str, args: &[&str]) -> String {
     String::from_utf8(output.stdout).expect("utf-8")
 }
 
+/// A key of the enterprise plan with limits no test reaches, created with the CLI.
+pub fn unlimited_key(db: &str) -> String {
+    run(
+        db,
+        &[
+            "keys",
+            "create",
+            "--plan",
+            "enterprise",
+            "--per-minute",
+            "10000000",
+            "--per-day",
+            "1000000000",
+        ],
+    )
+    .trim()
+    .to_owned()
+}
+
 /// A SQLite database path in a temporary folder (removed when the folder is dropped).
 pub fn temp_db() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tempdir");
