@@ -3,6 +3,7 @@
 
 use std::error::Error;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use petstore_domain::Storage;
 
@@ -35,6 +36,9 @@ pub struct AppState {
     pub trusted_proxies: TrustedProxies,
     /// How long a request body may take to arrive.
     pub body_timeout: BodyTimeout,
+    /// Set when the server has been told to stop: `/readyz` answers `503` from then on, so load
+    /// balancers stop sending before the listener closes.
+    pub draining: AtomicBool,
 }
 
 impl AppState {
@@ -50,6 +54,7 @@ impl AppState {
             limiter: limiter(&config.rate_limit)?,
             trusted_proxies: config.rate_limit.trusted_proxies.clone(),
             body_timeout: BodyTimeout(config.client_body_timeout),
+            draining: AtomicBool::new(false),
         })
     }
 

@@ -181,6 +181,13 @@ pub struct ServeArgs {
     /// connection is closed.
     #[arg(long, env = "PETSTORE_CLIENT_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub client_body_timeout: Duration,
+    /// On SIGTERM or SIGINT, keep serving this long with `/readyz` answering 503, so load
+    /// balancers stop sending before the listener closes (`0s`: close at once).
+    #[arg(long, env = "PETSTORE_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]
+    pub shutdown_delay: Duration,
+    /// Then, the longest in-flight requests may take to finish.
+    #[arg(long, env = "PETSTORE_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: Duration,
     /// Where rate-limit counters live: `memory` (this process) or `redis://host:port[/db]`
     /// (shared by every instance).
     #[arg(long, env = "PETSTORE_RATE_LIMIT_STORE", default_value = "memory")]
@@ -235,6 +242,8 @@ impl ServeArgs {
             bootstrap_key: self.bootstrap_key,
             key_cache_ttl: self.key_cache_ttl,
             client_body_timeout: self.client_body_timeout,
+            shutdown_delay: self.shutdown_delay,
+            shutdown_timeout: self.shutdown_timeout,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),

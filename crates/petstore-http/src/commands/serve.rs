@@ -3,6 +3,8 @@
 use std::error::Error;
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
@@ -44,9 +46,11 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     // one had handed its thread back: 31 threads under 32 connections on a pool of 8.
     let blocking_threads = storage.capacity().max_calls.max(1) as usize;
     let state = web::Data::new(state);
-    let mut server = HttpServer::new(move || app(state.clone()))
+    let shared = state.clone();
+    let mut server = HttpServer::new(move || app(shared.clone()))
         .on_connect(Connection::record)
-        .shutdown_timeout(30)
+        .disable_signals()
+        .shutdown_timeout(config.shutdown_timeout.as_secs())
         .worker_max_blocking_threads(blocking_threads)
         .bind(&config.bind)?;
     if let Some(workers) = config.workers {
@@ -58,9 +62,47 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         log::info!("listening on http://{addr}");
     }
     std::io::stdout().flush()?;
-    server.run().await?;
+    let server = server.run();
+    let handle = server.handle();
+    actix_web::rt::spawn(async move {
+        stop_signal().await;
+        drain(&state, handle, config.shutdown_delay).await;
+    });
+    server.await?;
     log::info!("stopped");
     Ok(())
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn stop_signal() {
+    use actix_web::rt::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut terminate) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = actix_web::rt::signal::ctrl_c() => {}
+            }
+        }
+        Err(error) => {
+            log::warn!("cannot watch for SIGTERM ({error}); stopping on SIGINT only");
+            let _ = actix_web::rt::signal::ctrl_c().await;
+        }
+    }
+}
+
+/// The draining shutdown: `/readyz` answers `503` at once while everything else is still
+/// served for `delay` (load balancers take a few probes to notice), then the listener closes and
+/// in-flight requests finish (up to the shutdown timeout). Creates queued to SQLite's writer
+/// are among them: each is answered once committed.
+async fn drain(state: &web::Data<AppState>, server: actix_web::dev::ServerHandle, delay: Duration) {
+    state.draining.store(true, Ordering::Relaxed);
+    log::info!(
+        "stopping: /readyz answers 503; still serving for {}",
+        humantime::format_duration(delay)
+    );
+    actix_web::rt::time::sleep(delay).await;
+    log::info!("stopping: no longer accepting; finishing in-flight requests");
+    server.stop(true).await;
 }
 
 /// Every connection holds a file descriptor, and the usual soft limit (1,024) is far below what

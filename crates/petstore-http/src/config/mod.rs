@@ -22,6 +22,11 @@ pub struct Config {
     pub key_cache_ttl: Duration,
     /// How long a request body may take to arrive once its headers have (then `408`).
     pub client_body_timeout: Duration,
+    /// On SIGTERM/SIGINT, how long to keep serving with `/readyz` answering `503` before the
+    /// listener closes, so load balancers stop sending first.
+    pub shutdown_delay: Duration,
+    /// Then, how long in-flight requests may take to finish.
+    pub shutdown_timeout: Duration,
     /// Paths and links.
     pub http: HttpSettings,
     /// Rate limiting.
@@ -37,6 +42,8 @@ impl Config {
             bootstrap_key: true,
             key_cache_ttl: Duration::from_secs(5),
             client_body_timeout: Duration::from_secs(10),
+            shutdown_delay: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(30),
             http: HttpSettings::new("/v1", None),
             rate_limit: RateLimitConfig::default(),
         }

@@ -112,6 +112,9 @@ pub enum ApiError {
     /// closed, or a ban could not be recorded).
     #[error("{UNAVAILABLE}")]
     RateLimiting(#[from] LimitError),
+    /// The server is shutting down (draining: still answering, no longer ready).
+    #[error("{UNAVAILABLE}")]
+    ShuttingDown,
     /// `/readyz`: the service cannot serve requests now, for this reason.
     #[error("{UNAVAILABLE}")]
     NotReady(#[source] Box<ApiError>),
@@ -172,6 +175,7 @@ impl ApiError {
             Self::NoStorageSlot(_)
             | Self::StorageDeadline(_)
             | Self::RateLimiting(_)
+            | Self::ShuttingDown
             | Self::NotReady(_) => ErrorCode::ServiceUnavailable,
             Self::Internal(_) => ErrorCode::InternalError,
         }

@@ -1,5 +1,6 @@
 //! Health checks for load balancers, outside the base path and without authentication.
 
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use actix_web::rt::time::timeout;
@@ -18,9 +19,12 @@ pub async fn healthz() -> HttpResponse {
 /// of their own, and a silent database must read as "not ready", not as a hung check.
 pub const READY_DEADLINE: Duration = Duration::from_secs(2);
 
-/// `GET /readyz`: the storage answers within [`READY_DEADLINE`] and its schema is current;
-/// `503` otherwise.
+/// `GET /readyz`: the server is not shutting down, and the storage answers within
+/// [`READY_DEADLINE`] with its schema current; `503` otherwise.
 pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    if state.draining.load(Ordering::Relaxed) {
+        return Err(ApiError::NotReady(Box::new(ApiError::ShuttingDown)));
+    }
     timeout(READY_DEADLINE, state.db.call(|db| db.check_ready()))
         .await
         .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))

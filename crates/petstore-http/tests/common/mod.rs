@@ -87,8 +87,12 @@ impl Server {
             }
             None => Stdio::inherit(),
         };
+        command.args(["serve", "--bind", "127.0.0.1:0", "--key-cache-ttl", "1s"]);
+        // Tests stop servers often: no drain delay unless the test asks for one.
+        if !extra.contains(&"--shutdown-delay") {
+            command.args(["--shutdown-delay", "0s"]);
+        }
         let mut child = command
-            .args(["serve", "--bind", "127.0.0.1:0", "--key-cache-ttl", "1s"])
             .args(extra)
             .stdout(Stdio::piped())
             .stderr(stderr)
@@ -113,13 +117,23 @@ impl Server {
         }
     }
 
-    /// SIGTERM, then wait: the server must stop by itself, successfully.
-    pub fn stop(mut self) {
+    /// Sends SIGTERM and returns at once.
+    pub fn terminate(&self) {
         let status = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
             .expect("kill");
         assert!(status.success());
+    }
+
+    /// SIGTERM, then wait: the server must stop by itself, successfully.
+    pub fn stop(mut self) {
+        self.terminate();
+        self.wait_for_exit();
+    }
+
+    /// Waits for the server to exit by itself, successfully.
+    pub fn wait_for_exit(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             if let Some(status) = self.child.try_wait().expect("wait") {
