@@ -1,12 +1,15 @@
 //! The application: routes, middleware and error handling. Production and every test build it
 //! alike, from an [`AppState`].
 
+use actix_cors::Cors;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::{Condition, Logger, from_fn};
 use actix_web::{App, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
+
+use crate::config::CorsOrigins;
 
 use crate::state::AppState;
 use crate::{middleware, routes};
@@ -28,6 +31,7 @@ pub fn app(
 > {
     let base_path = state.links.settings().base_path().to_owned();
     let body_timeout = state.body_timeout;
+    let state_cors = state.cors.clone();
     App::new()
         .app_data(state)
         .app_data(body_timeout)
@@ -43,6 +47,8 @@ pub fn app(
         // Outermost last: the access log sees the final response, error bodies included. It is
         // left out when its lines would be filtered anyway (it renders every request first).
         .wrap(from_fn(middleware::admission))
+        // Outside admission: a preflight needs no key and counts against no limit.
+        .wrap(cors(&state_cors))
         .wrap(Condition::new(
             log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
             Logger::new(r#"%a "%r" %s %b %Dms"#).log_target(ACCESS_LOG),
@@ -67,4 +73,45 @@ async fn to_docs() -> HttpResponse {
     HttpResponse::PermanentRedirect()
         .insert_header((header::LOCATION, "/docs/"))
         .finish()
+}
+
+/// The response headers a browser client needs to read (CORS hides all others).
+const EXPOSED: [&str; 14] = [
+    "x-ratelimit-limit",
+    "x-ratelimit-remaining",
+    "x-ratelimit-reset",
+    "ratelimit",
+    "ratelimit-policy",
+    "retry-after",
+    "link",
+    "location",
+    "deprecation",
+    "sunset",
+    "x-api-stability",
+    "x-request-id",
+    "www-authenticate",
+    "allow",
+];
+
+/// CORS for the configured origins: off (no CORS header at all) unless some are.
+fn cors(origins: &CorsOrigins) -> Condition<Cors> {
+    let mut cors = Cors::default()
+        .allowed_methods(["GET", "HEAD", "POST"])
+        .allowed_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            header::HeaderName::from_static("idempotency-key"),
+        ])
+        .expose_headers(EXPOSED)
+        .max_age(3600);
+    match origins {
+        CorsOrigins::Off => {}
+        CorsOrigins::Any => cors = cors.allow_any_origin(),
+        CorsOrigins::Only(list) => {
+            for origin in list {
+                cors = cors.allowed_origin(origin);
+            }
+        }
+    }
+    Condition::new(*origins != CorsOrigins::Off, cors)
 }

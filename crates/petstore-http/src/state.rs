@@ -9,7 +9,7 @@ use petstore_domain::Storage;
 
 use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, RateLimitConfig};
+use crate::config::{Config, CorsOrigins, RateLimitConfig};
 use crate::db::Database;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
@@ -36,6 +36,8 @@ pub struct AppState {
     pub trusted_proxies: TrustedProxies,
     /// How long a request body may take to arrive.
     pub body_timeout: BodyTimeout,
+    /// Browser origins allowed to call the API.
+    pub cors: CorsOrigins,
     /// Set when the server has been told to stop: `/readyz` answers `503` from then on, so load
     /// balancers stop sending before the listener closes.
     pub draining: AtomicBool,
@@ -54,6 +56,7 @@ impl AppState {
             limiter: limiter(&config.rate_limit)?,
             trusted_proxies: config.rate_limit.trusted_proxies.clone(),
             body_timeout: BodyTimeout(config.client_body_timeout),
+            cors: config.cors.clone(),
             draining: AtomicBool::new(false),
         })
     }

@@ -8,7 +8,7 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use petstore_domain::{BanPolicy, Plan, RateLimits, ValidationError};
 use petstore_store::StoreConfig;
 
-use crate::config::{Config, HttpSettings, RateLimitConfig};
+use crate::config::{Config, CorsOrigins, HttpSettings, RateLimitConfig};
 use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
 
 /// The Animal Store Service.
@@ -181,6 +181,10 @@ pub struct ServeArgs {
     /// connection is closed.
     #[arg(long, env = "PETSTORE_CLIENT_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
     pub client_body_timeout: Duration,
+    /// Browser origins allowed to call the API (CORS): a comma-separated list of origins such as
+    /// `https://app.example.com`, or `*` for any. Off when empty.
+    #[arg(long, env = "PETSTORE_CORS_ALLOWED_ORIGINS", default_value = "")]
+    pub cors_allowed_origins: CorsOrigins,
     /// On SIGTERM or SIGINT, keep serving this long with `/readyz` answering 503, so load
     /// balancers stop sending before the listener closes (`0s`: close at once).
     #[arg(long, env = "PETSTORE_SHUTDOWN_DELAY", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -245,6 +249,7 @@ impl ServeArgs {
             shutdown_delay: self.shutdown_delay,
             shutdown_timeout: self.shutdown_timeout,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
+            cors: self.cors_allowed_origins,
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 prefix: self.rate_limit_prefix,

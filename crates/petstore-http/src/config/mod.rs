@@ -29,6 +29,8 @@ pub struct Config {
     pub shutdown_timeout: Duration,
     /// Paths and links.
     pub http: HttpSettings,
+    /// Browser origins allowed to call the API (CORS); empty: CORS off.
+    pub cors: CorsOrigins,
     /// Rate limiting.
     pub rate_limit: RateLimitConfig,
 }
@@ -45,6 +47,7 @@ impl Config {
             shutdown_delay: Duration::from_secs(5),
             shutdown_timeout: Duration::from_secs(30),
             http: HttpSettings::new("/v1", None),
+            cors: CorsOrigins::default(),
             rate_limit: RateLimitConfig::default(),
         }
     }
@@ -53,6 +56,50 @@ impl Config {
 impl Default for Config {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The browser origins allowed to call the API, from `--cors-allowed-origins`: a comma-separated
+/// list of origins (`https://app.example.com`), or `*` for any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum CorsOrigins {
+    /// CORS off: browsers on other origins cannot read the API's responses.
+    #[default]
+    Off,
+    /// Any origin.
+    Any,
+    /// These origins only.
+    Only(Vec<String>),
+}
+
+impl std::str::FromStr for CorsOrigins {
+    type Err = String;
+
+    fn from_str(list: &str) -> Result<Self, String> {
+        let origins: Vec<&str> = list
+            .split(',')
+            .map(str::trim)
+            .filter(|o| !o.is_empty())
+            .collect();
+        if origins.is_empty() {
+            return Ok(Self::Off);
+        }
+        if origins == ["*"] {
+            return Ok(Self::Any);
+        }
+        for origin in &origins {
+            let scheme = origin.split_once("://").map(|(scheme, _)| scheme);
+            let valid = matches!(scheme, Some("http" | "https"))
+                && !origin.ends_with('/')
+                && !origin.contains('*')
+                && origin.bytes().all(|b| b.is_ascii_graphic());
+            if !valid {
+                return Err(format!(
+                    "`{origin}` is not an origin (scheme://host[:port], no path), nor `*` alone"
+                ));
+            }
+        }
+        Ok(Self::Only(origins.into_iter().map(str::to_owned).collect()))
     }
 }
 

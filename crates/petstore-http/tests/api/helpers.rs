@@ -127,6 +127,13 @@ impl TestApp {
         Self::build(Some(db), Arc::new(store), None, settings)
     }
 
+    /// An app on a fresh SQLite database whose configuration `change` adjusts.
+    pub fn with_config(change: impl FnOnce(&mut Config)) -> Self {
+        let db = TestDatabase::sqlite();
+        let store = db.store();
+        Self::build_with(Some(db), Arc::new(store), None, default_settings(), change)
+    }
+
     /// The production state (`AppState::new`) over `store`, with a manual clock and, when
     /// given, another limiter.
     fn build(
@@ -134,6 +141,16 @@ impl TestApp {
         store: Arc<dyn Storage>,
         limiter: Option<Limiter>,
         settings: HttpSettings,
+    ) -> Self {
+        Self::build_with(db, store, limiter, settings, |_| {})
+    }
+
+    fn build_with(
+        db: Option<TestDatabase>,
+        store: Arc<dyn Storage>,
+        limiter: Option<Limiter>,
+        settings: HttpSettings,
+        change: impl FnOnce(&mut Config),
     ) -> Self {
         let clock = Arc::new(ManualClock::at(now_unix()));
         let unlimited = RateLimits::custom(u32::MAX, u32::MAX).expect("limits");
@@ -145,6 +162,7 @@ impl TestApp {
         // No caching: revocations in these tests must take effect at once.
         config.key_cache_ttl = Duration::ZERO;
         config.http = settings;
+        change(&mut config);
         let mut state = AppState::new(&config, store.clone())
             .expect("an in-memory limiter always builds")
             .with_clock(clock.clone());

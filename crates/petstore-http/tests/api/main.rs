@@ -6,6 +6,7 @@ mod memory_storage;
 mod openapi;
 
 mod auth;
+mod cors;
 mod create_pet;
 mod disk_full;
 mod errors;
