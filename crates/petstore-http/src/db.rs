@@ -39,11 +39,6 @@ impl Database {
         }
     }
 
-    /// The storage itself.
-    pub fn storage(&self) -> &Arc<dyn Storage> {
-        &self.storage
-    }
-
     /// Runs a storage call on the blocking thread pool, once a slot is free. A call beyond the
     /// storage's capacity waits here, as a future on the worker, instead of on a blocking thread
     /// of its own that would only wait for a connection: under load that kept dozens of threads

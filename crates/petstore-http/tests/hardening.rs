@@ -52,11 +52,7 @@ fn stalled_request_bodies_time_out_with_408_and_cannot_starve_other_clients() {
         started.contains("open files limit: 256"),
         "the soft limit (128) was raised to the hard one: {started}"
     );
-    let addr = server
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = server.addr();
 
     // One stalled body: 408 with the Error object once the timeout passes, then the close.
     let mut first = stalled_body(&addr, key).expect("connect");
@@ -147,11 +143,7 @@ fn api_keys_never_reach_the_log_even_where_they_do_not_belong() {
     let key = key.trim().to_owned();
     let log = dir.path().join("server.log");
     let server = Server::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
-    let addr = server
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = server.addr();
     let bogus = format!("pst_{}", "0".repeat(64));
     for target in [
         format!("/v1/pets?api_key={key}"),
@@ -184,11 +176,7 @@ fn head_is_answered_like_get_without_a_body_over_the_wire() {
     let (_dir, db) = common::temp_db();
     let key = run(&db, &["keys", "create", "--plan", "pro"]);
     let server = Server::start(&db, &["--bootstrap-key=false"]);
-    let addr = server
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = server.addr();
     let request = format!(
         "HEAD /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
         key.trim()
@@ -211,11 +199,7 @@ fn head_is_answered_like_get_without_a_body_over_the_wire() {
 fn malformed_http_is_refused_by_the_protocol_layer_as_documented() {
     let (_dir, db) = common::temp_db();
     let server = Server::start(&db, &["--bootstrap-key=false"]);
-    let addr = server
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = server.addr();
     let huge = format!(
         "GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
         "a".repeat(300_000)

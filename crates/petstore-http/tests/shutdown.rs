@@ -15,11 +15,7 @@ fn sigterm_drains_then_stops_with_in_flight_requests_completed() {
     let (_dir, db) = common::temp_db();
     let key = common::unlimited_key(&db);
     let mut server = Server::start(&db, &["--bootstrap-key=false", "--shutdown-delay", "2s"]);
-    let addr = server
-        .base
-        .trim_start_matches("http://")
-        .trim_end_matches("/v1")
-        .to_owned();
+    let addr = server.addr();
 
     // A create whose body arrives slowly: in flight when the signal comes, and past the delay.
     let slow = {

@@ -35,7 +35,11 @@ pub async fn admission(
     let chunked = req
         .headers()
         .get(header::TRANSFER_ENCODING)
-        .is_some_and(|value| value.as_bytes().to_ascii_lowercase().ends_with(b"chunked"));
+        .is_some_and(|value| {
+            let value = value.as_bytes();
+            let last = value.len().saturating_sub(b"chunked".len());
+            value[last..].eq_ignore_ascii_case(b"chunked")
+        });
     let connection = chunked
         .then(|| req.conn_data::<Connection>().cloned())
         .flatten();

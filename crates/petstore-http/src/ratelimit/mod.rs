@@ -298,11 +298,6 @@ impl Limiter {
         self.anonymous
     }
 
-    /// When clients are banned, and for how long.
-    pub fn ban_policy(&self) -> BanPolicy {
-        self.bans
-    }
-
     /// The header values fixed by `limits` (built once per distinct limits).
     pub fn limit_headers(&self, limits: RateLimits) -> LimitHeaders {
         self.headers.get(limits)

@@ -114,15 +114,7 @@ async fn a_full_disk_answers_503_storage_full_and_recovers_once_space_is_freed()
         200
     );
     app.create_pet("after", "available").await;
-    let names: Vec<String> = app
-        .get("/v1/pets?limit=100")
-        .await
-        .json()
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|pet| pet["name"].as_str().expect("name").to_owned())
-        .collect();
+    let names = app.pet_names().await;
     assert_eq!(names.len(), 5 + created_while_filling + 1);
     assert_eq!(
         names[..5],

@@ -237,6 +237,18 @@ impl TestApp {
         reply.json()
     }
 
+    /// The names of the first 100 pets, in id order.
+    pub async fn pet_names(&self) -> Vec<String> {
+        self.get("/v1/pets?limit=100")
+            .await
+            .json()
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|pet| pet["name"].as_str().expect("name").to_owned())
+            .collect()
+    }
+
     /// Follows `next` links from `first`, returning every id seen, page by page.
     pub async fn walk(&self, first: &str) -> Vec<Vec<i64>> {
         let mut pages = Vec::new();

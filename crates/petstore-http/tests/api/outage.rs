@@ -106,12 +106,10 @@ fn pipe(from: &TcpStream, to: &TcpStream, frozen: &Arc<AtomicBool>) {
     });
 }
 
-#[actix_web::test]
-async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
-    let Some(db) = TestDatabase::postgres() else {
-        return;
-    };
-    db.store(); // migrated through a direct connection
+/// Migrates `db` through a direct connection, then puts a proxy in front of the PostgreSQL
+/// server; returns the proxy and the database's URL through it.
+fn behind_a_proxy(db: &TestDatabase) -> (Proxy, String) {
+    db.store();
     let proxy = Proxy::start("127.0.0.1:5432");
     let via_proxy = db
         .url()
@@ -121,6 +119,15 @@ async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
         db.url(),
         "the test database URL names 127.0.0.1:5432"
     );
+    (proxy, via_proxy)
+}
+
+#[actix_web::test]
+async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let (proxy, via_proxy) = behind_a_proxy(&db);
     let mut config = StoreConfig::new(via_proxy);
     config.connect_timeout = Duration::from_millis(500);
     config.pool_size = 2;
@@ -160,15 +167,7 @@ async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
         app.send(TestRequest::get().uri("/readyz")).await.status,
         200
     );
-    let names: Vec<String> = app
-        .get("/v1/pets")
-        .await
-        .json()
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|p| p["name"].as_str().expect("name").to_owned())
-        .collect();
+    let names = app.pet_names().await;
     assert_eq!(names, ["before"], "nothing lost, nothing half-written");
 }
 
@@ -184,11 +183,7 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    db.store(); // migrated through a direct connection
-    let proxy = Proxy::start("127.0.0.1:5432");
-    let via_proxy = db
-        .url()
-        .replacen("127.0.0.1:5432", &format!("127.0.0.1:{}", proxy.port), 1);
+    let (proxy, via_proxy) = behind_a_proxy(&db);
     let db_url = via_proxy.clone();
     let mut config = StoreConfig::new(via_proxy);
     config.connect_timeout = Duration::from_millis(500);
@@ -240,15 +235,7 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
         assert!(Instant::now() < deadline, "the service did not recover");
         actix_web::rt::time::sleep(Duration::from_millis(200)).await;
     }
-    let names: Vec<String> = app
-        .get("/v1/pets?limit=100")
-        .await
-        .json()
-        .as_array()
-        .expect("array")
-        .iter()
-        .map(|p| p["name"].as_str().expect("name").to_owned())
-        .collect();
+    let names = app.pet_names().await;
     assert_eq!(names[0], "before", "nothing lost");
     // A create answered 503 past its deadline may still have reached the database once it
     // thawed (docs/deploy.md): at most once each, never a half-written pet.

@@ -117,6 +117,14 @@ impl Server {
         }
     }
 
+    /// `host:port` of the listener, for raw TCP.
+    pub fn addr(&self) -> String {
+        self.base
+            .trim_start_matches("http://")
+            .trim_end_matches("/v1")
+            .to_owned()
+    }
+
     /// Sends SIGTERM and returns at once.
     pub fn terminate(&self) {
         let status = Command::new("kill")
