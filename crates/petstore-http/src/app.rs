@@ -5,17 +5,15 @@ use actix_cors::Cors;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
-use actix_web::middleware::{Condition, Logger, from_fn};
+use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::config::CorsOrigins;
 
 use crate::state::AppState;
+use crate::telemetry::metric::Exporter;
 use crate::{middleware, routes};
-
-/// The `log` target of the access log (one line per request, at `info`).
-pub const ACCESS_LOG: &str = "actix_web::middleware::logger";
 
 /// The actix-web application over `state`.
 pub fn app(
@@ -32,9 +30,15 @@ pub fn app(
     let base_path = state.links.settings().base_path().to_owned();
     let body_timeout = state.body_timeout;
     let state_cors = state.cors.clone();
+    let metrics = state.metrics.clone();
     App::new()
         .app_data(state)
         .app_data(body_timeout)
+        .configure(|cfg| {
+            if let Some(exporter) = metrics {
+                metrics_route(cfg, exporter);
+            }
+        })
         .route("/healthz", web::get().to(routes::health::healthz))
         .route("/healthz", web::head().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
@@ -44,15 +48,39 @@ pub fn app(
         .route("/docs", web::get().to(to_docs))
         .service(docs_page(&base_path))
         .default_service(web::to(routes::not_found))
-        // Outermost last: the access log sees the final response, error bodies included. It is
-        // left out when its lines would be filtered anyway (it renders every request first).
         .wrap(from_fn(middleware::admission))
         // Outside admission: a preflight needs no key and counts against no limit.
         .wrap(cors(&state_cors))
-        .wrap(Condition::new(
-            log::log_enabled!(target: ACCESS_LOG, log::Level::Info),
-            Logger::new(r#"%a "%r" %s %b %Dms"#).log_target(ACCESS_LOG),
-        ))
+        // Outermost (wrapped last): every response gets its request id, and the access log and
+        // the metrics see the final response, preflights and error bodies included.
+        .wrap(from_fn(middleware::observe))
+}
+
+/// The application of a metrics listener of its own (`--metrics-bind`): `/metrics` alone.
+pub fn metrics_app(
+    exporter: Exporter,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    App::new()
+        .configure(|cfg| metrics_route(cfg, exporter))
+        .default_service(web::to(routes::not_found))
+        .wrap(from_fn(middleware::observe))
+}
+
+fn metrics_route(cfg: &mut web::ServiceConfig, exporter: Exporter) {
+    cfg.app_data(web::Data::new(exporter)).service(
+        web::resource("/metrics")
+            .route(web::get().to(routes::metrics::metrics))
+            .route(web::head().to(routes::metrics::metrics))
+            .default_service(web::to(routes::method_not_allowed("GET, HEAD"))),
+    );
 }
 
 /// `/docs/`: Swagger UI over `{base}/openapi.json`, every asset embedded in the binary (the

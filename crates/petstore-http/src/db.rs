@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use actix_web::rt::time::timeout;
 use actix_web::web;
@@ -17,6 +17,7 @@ use petstore_domain::{Pet, PetDraft, Storage, StorageError, StorageErrorKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
+use crate::telemetry::metric;
 
 /// The storage, and the bounds on its calls: how many run at once, how long one waits for its
 /// turn, how long one may take.
@@ -50,7 +51,20 @@ impl Database {
     /// answers (its slot stays taken until then, so a silent database cannot collect more work
     /// than it has connections); a call not yet started when the caller stops waiting (deadline,
     /// or client gone) never starts.
-    pub async fn call<T, F>(&self, f: F) -> Result<T, ApiError>
+    ///
+    /// `operation` names the call in the metrics (the storage method it makes).
+    pub async fn call<T, F>(&self, operation: &'static str, f: F) -> Result<T, ApiError>
+    where
+        F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
+        T: Send + 'static,
+    {
+        let started = Instant::now();
+        let result = self.run(f).await;
+        record(operation, started, &result);
+        result
+    }
+
+    async fn run<T, F>(&self, f: F) -> Result<T, ApiError>
     where
         F: FnOnce(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
         T: Send + 'static,
@@ -59,6 +73,8 @@ impl Database {
         let storage = self.storage.clone();
         let given_up = GiveUp(Arc::new(AtomicBool::new(false)));
         let abandoned = given_up.0.clone();
+        // The request's span goes along, so what the storage logs carries the request id.
+        let span = tracing::Span::current();
         let call = web::block(move || {
             let _slot = slot;
             if abandoned.load(Ordering::Acquire) {
@@ -67,34 +83,45 @@ impl Database {
                     "given up on before it started",
                 ));
             }
-            f(storage.as_ref())
+            span.in_scope(|| f(storage.as_ref()))
         });
         match timeout(self.deadline, call).await {
             Ok(done) => done.map_err(ApiError::internal)?.map_err(ApiError::from),
-            Err(_) => Err(ApiError::StorageDeadline(self.deadline)),
+            Err(_) => {
+                metrics::counter!(metric::STORE_DEADLINES).increment(1);
+                Err(ApiError::StorageDeadline(self.deadline))
+            }
         }
     }
 
     /// Runs a read: on the calling worker through the storage's non-blocking view when it has
     /// one and the read can run there at once, else like [`Self::call`]. `f` must be a read (one
     /// storage call) and may be called twice: once on the view, and again if that would block.
-    pub async fn read<T, F>(&self, f: F) -> Result<T, ApiError>
+    pub async fn read<T, F>(&self, operation: &'static str, f: F) -> Result<T, ApiError>
     where
         F: Fn(&dyn Storage) -> Result<T, StorageError> + Send + 'static,
         T: Send + 'static,
     {
-        if let Some(view) = self.storage.nonblocking() {
-            match f(view) {
-                Err(error) if error.kind() == StorageErrorKind::WouldBlock => {}
-                done => return done.map_err(ApiError::from),
-            }
-        }
-        self.call(f).await
+        let started = Instant::now();
+        let result = match self.storage.nonblocking().map(&f) {
+            Some(Err(error)) if error.kind() == StorageErrorKind::WouldBlock => self.run(f).await,
+            Some(done) => done.map_err(ApiError::from),
+            None => self.run(f).await,
+        };
+        record(operation, started, &result);
+        result
     }
 
     /// Stores a new pet: through the backend's own writer when it queues writes (answered once
     /// durable, with no blocking thread waiting), else like [`Self::call`].
     pub async fn create_pet(&self, draft: PetDraft) -> Result<Pet, ApiError> {
+        let started = Instant::now();
+        let result = self.queue_create_pet(draft).await;
+        record("create_pet", started, &result);
+        result
+    }
+
+    async fn queue_create_pet(&self, draft: PetDraft) -> Result<Pet, ApiError> {
         let (sender, committed) = tokio::sync::oneshot::channel();
         let reply = Box::new(move |result| {
             // The request may have gone (client disconnected): nobody to tell.
@@ -111,18 +138,35 @@ impl Database {
                     ))
                 })
                 .map_err(ApiError::from),
-            Err(_unused) => self.call(move |storage| storage.create_pet(&draft)).await,
+            Err(_unused) => self.run(move |storage| storage.create_pet(&draft)).await,
         }
     }
 
     async fn slot(&self) -> Result<OwnedSemaphorePermit, ApiError> {
-        match timeout(self.wait, self.slots.clone().acquire_owned()).await {
+        let started = Instant::now();
+        let slot = match timeout(self.wait, self.slots.clone().acquire_owned()).await {
             Ok(Ok(permit)) => Ok(permit),
             // The semaphore is never closed.
             Ok(Err(closed)) => Err(ApiError::internal(closed)),
-            Err(_) => Err(ApiError::NoStorageSlot(self.wait)),
-        }
+            Err(_) => {
+                metrics::counter!(metric::STORE_SLOT_TIMEOUTS).increment(1);
+                Err(ApiError::NoStorageSlot(self.wait))
+            }
+        };
+        metrics::histogram!(metric::STORE_SLOT_WAIT).record(started.elapsed().as_secs_f64());
+        slot
     }
+}
+
+/// Records a storage call's duration and outcome.
+fn record<T>(operation: &'static str, started: Instant, result: &Result<T, ApiError>) {
+    let outcome = if result.is_ok() { "ok" } else { "error" };
+    metrics::histogram!(
+        metric::STORE_CALL_DURATION,
+        "operation" => operation,
+        "outcome" => outcome
+    )
+    .record(started.elapsed().as_secs_f64());
 }
 
 /// Raises its flag when dropped: however the caller stops waiting (an answer, the deadline, the

@@ -5,7 +5,8 @@
 //! in [`db::Database`]; the backend is chosen and opened in [`commands`] alone. Modules depend
 //! one way, from the bottom up:
 //!
-//! - [`clock`], [`connection`], [`encode`], [`report`], [`sunset`]: leaves.
+//! - [`clock`], [`connection`], [`encode`], [`report`], [`sunset`]: leaves; then [`telemetry`]
+//!   (logging, request ids, metric names and the Prometheus recorder).
 //! - [`ratelimit`]: counters, limits, bans and their headers; knows no keys and no storage.
 //! - [`config`] (typed settings), then [`links`] (addresses written into responses).
 //! - [`error`]: [`ApiError`], the [`ErrorCode`] catalogue, the one writer of the Error object.
@@ -34,8 +35,9 @@ pub mod report;
 pub mod routes;
 pub mod state;
 pub mod sunset;
+pub mod telemetry;
 
-pub use app::{ACCESS_LOG, app};
+pub use app::{app, metrics_app};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Config, HttpSettings, RateLimitConfig};
 pub use error::{ApiError, ErrorCode};

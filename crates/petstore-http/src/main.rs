@@ -7,21 +7,6 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        // env_logger's layout, with every line redacted of anything shaped like an API key.
-        .format(|out, record| {
-            use std::io::Write;
-            let line = record.args().to_string();
-            writeln!(
-                out,
-                "[{} {:<5} {}] {}",
-                out.timestamp(),
-                record.level(),
-                record.target(),
-                petstore_http::report::redact_keys(&line)
-            )
-        })
-        .init();
     match petstore_http::commands::run() {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(error) => {

@@ -14,6 +14,7 @@ use crate::db::Database;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
 use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
+use crate::telemetry::metric::Exporter;
 
 /// How many key lookups the cache holds at most.
 const KEY_CACHE_CAPACITY: usize = 100_000;
@@ -41,6 +42,9 @@ pub struct AppState {
     /// Set when the server has been told to stop: `/readyz` answers `503` from then on, so load
     /// balancers stop sending before the listener closes.
     pub draining: AtomicBool,
+    /// The metrics `GET /metrics` serves on the main listener; `None` when they are off or
+    /// served on a listener of their own.
+    pub metrics: Option<Exporter>,
 }
 
 impl AppState {
@@ -58,12 +62,21 @@ impl AppState {
             body_timeout: BodyTimeout(config.client_body_timeout),
             cors: config.cors.clone(),
             draining: AtomicBool::new(false),
+            metrics: None,
         })
     }
 
     /// The same state on another clock (tests move time).
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
         Self { clock, ..self }
+    }
+
+    /// The same state serving `exporter`'s metrics at `/metrics`.
+    pub fn with_metrics(self, exporter: Exporter) -> Self {
+        Self {
+            metrics: Some(exporter),
+            ..self
+        }
     }
 
     /// The same state with another limiter (tests count in a store of their own).

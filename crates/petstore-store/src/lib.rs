@@ -26,6 +26,7 @@ macro_rules! native {
 mod connection;
 mod error;
 mod keys;
+pub mod metrics;
 mod migrations;
 mod orders;
 mod pets;
@@ -150,7 +151,10 @@ impl Store {
         let mut builder = Pool::builder()
             .max_size(config.pool_size)
             .test_on_check_out(false)
-            .connection_timeout(config.connect_timeout);
+            .connection_timeout(config.connect_timeout)
+            .event_handler(Box::new(metrics::PoolMetrics {
+                backend: backend_name,
+            }));
         builder = if config.keep_warm {
             builder.min_idle(Some(1))
         } else {
@@ -182,6 +186,12 @@ impl Store {
             nonblocking,
             ..store
         })
+    }
+
+    /// Sets the connection-pool gauges ([`metrics::POOL_CONNECTIONS`]) from the pool's state:
+    /// called when metrics are rendered.
+    pub fn record_pool_state(&self) {
+        metrics::pool_state(self.backend_name, self.pool.state(), self.pool.max_size());
     }
 
     /// `sqlite` or `postgres`.

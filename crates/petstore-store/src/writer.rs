@@ -85,6 +85,7 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
                 Err(_) => break,
             }
         }
+        crate::metrics::batch_written(batch.len());
         let conn = match connection.as_mut() {
             Some(conn) => conn,
             None => match manager.open() {

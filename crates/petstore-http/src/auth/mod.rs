@@ -17,6 +17,7 @@ pub use token::bearer_token;
 
 use crate::db::Database;
 use crate::error::ApiError;
+use crate::telemetry::metric;
 
 /// The authenticated caller, put in the request extensions by the admission middleware. A
 /// shared handle: the key cache holds the same one, so a request copies no part of the key.
@@ -74,8 +75,14 @@ impl Authenticator {
         credentials: Credentials<'_>,
     ) -> Result<Option<ApiClient>, ApiError> {
         match self.cache.get(credentials.fingerprint) {
-            Some(known) => Ok(known),
-            None => self.look_up(db, credentials).await,
+            Some(known) => {
+                metrics::counter!(metric::KEY_CACHE_LOOKUPS, "result" => "hit").increment(1);
+                Ok(known)
+            }
+            None => {
+                metrics::counter!(metric::KEY_CACHE_LOOKUPS, "result" => "miss").increment(1);
+                self.look_up(db, credentials).await
+            }
         }
     }
 
@@ -94,7 +101,9 @@ impl Authenticator {
             return Ok(None);
         };
         let found = db
-            .read(move |storage| storage.find_active_key(&hash))
+            .read("find_active_key", move |storage| {
+                storage.find_active_key(&hash)
+            })
             .await?
             .map(ApiClient::new);
         self.cache.put(credentials.fingerprint, found.clone());

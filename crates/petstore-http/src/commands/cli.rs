@@ -8,8 +8,9 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use petstore_domain::{BanPolicy, Plan, RateLimits, ValidationError};
 use petstore_store::StoreConfig;
 
-use crate::config::{Config, CorsOrigins, HttpSettings, RateLimitConfig};
+use crate::config::{Config, CorsOrigins, HttpSettings, MetricsEndpoint, RateLimitConfig};
 use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
+use crate::telemetry::LogFormat;
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]
@@ -18,6 +19,16 @@ pub struct Cli {
     /// Where the data lives.
     #[command(flatten)]
     pub database: DatabaseArgs,
+    /// Log lines: `text` (for people) or `json` (one object a line, for collectors). What is
+    /// logged is chosen with `RUST_LOG` (default `info`).
+    #[arg(
+        long,
+        env = "PETSTORE_LOG_FORMAT",
+        value_enum,
+        default_value = "text",
+        global = true
+    )]
+    pub log_format: LogFormat,
     /// What to do; `serve` (with its settings from the environment) when omitted.
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -192,6 +203,13 @@ pub struct ServeArgs {
     /// Then, the longest in-flight requests may take to finish.
     #[arg(long, env = "PETSTORE_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub shutdown_timeout: Duration,
+    /// Record Prometheus metrics and serve them at `/metrics`.
+    #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
+    pub metrics: bool,
+    /// Serve `/metrics` on this address (`host:port`) instead of the API's listener, to keep
+    /// it off the public network.
+    #[arg(long, env = "PETSTORE_METRICS_BIND")]
+    pub metrics_bind: Option<String>,
     /// Where rate-limit counters live: `memory` (this process) or `redis://host:port[/db]`
     /// (shared by every instance).
     #[arg(long, env = "PETSTORE_RATE_LIMIT_STORE", default_value = "memory")]
@@ -250,6 +268,11 @@ impl ServeArgs {
             shutdown_timeout: self.shutdown_timeout,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             cors: self.cors_allowed_origins,
+            metrics: match (self.metrics, self.metrics_bind) {
+                (false, _) => MetricsEndpoint::Off,
+                (true, None) => MetricsEndpoint::Main,
+                (true, Some(addr)) => MetricsEndpoint::Separate(addr),
+            },
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 prefix: self.rate_limit_prefix,
@@ -281,6 +304,20 @@ impl ValueEnum for FailurePolicy {
         Some(match self {
             Self::Open => PossibleValue::new("open"),
             Self::Closed => PossibleValue::new("closed"),
+        })
+    }
+}
+
+/// `--log-format text|json` (listed in `--help`).
+impl ValueEnum for LogFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[Self::Text, Self::Json]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            Self::Text => PossibleValue::new("text"),
+            Self::Json => PossibleValue::new("json"),
         })
     }
 }

@@ -18,6 +18,7 @@ use cli::{Cli, Command, ServeFromEnvironment};
 /// Parses the command line and runs it.
 pub fn run() -> Result<(), Box<dyn Error>> {
     let cli = Cli::parse();
+    crate::telemetry::logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
     match cli.command {
         None => {
             let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;

@@ -6,15 +6,17 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use actix_web::dev::ServerHandle;
 use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
-use petstore_store::StoreConfig;
+use petstore_store::{Store, StoreConfig};
 
 use super::open_store;
-use crate::app::app;
-use crate::config::Config;
+use crate::app::{app, metrics_app};
+use crate::config::{Config, MetricsEndpoint};
 use crate::connection::Connection;
 use crate::state::AppState;
+use crate::telemetry::metric::{self, Exporter};
 
 /// Runs the server on the storage `store` names until SIGINT or SIGTERM, then stops accepting,
 /// lets in-flight requests finish (up to 30 s) and returns.
@@ -27,12 +29,19 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         store.backend_name(),
         applied.len()
     );
+    let exporter = match config.metrics {
+        MetricsEndpoint::Off => None,
+        MetricsEndpoint::Main | MetricsEndpoint::Separate(_) => Some(metrics_exporter(&store)?),
+    };
     // The one place that names the backend: from here on it is a `dyn Storage`.
     let storage: Arc<dyn Storage> = Arc::new(store);
     if config.bootstrap_key {
         bootstrap_key(storage.as_ref(), &config)?;
     }
-    let state = AppState::new(&config, storage.clone())?;
+    let mut state = AppState::new(&config, storage.clone())?;
+    if let (Some(exporter), MetricsEndpoint::Main) = (&exporter, &config.metrics) {
+        state = state.with_metrics(exporter.clone());
+    }
     log::info!(
         "rate limits counted {}",
         match &config.rate_limit.redis_url {
@@ -56,6 +65,12 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     if let Some(workers) = config.workers {
         server = server.workers(workers);
     }
+    let metrics_server = match (&exporter, &config.metrics) {
+        (Some(exporter), MetricsEndpoint::Separate(addr)) => {
+            Some(metrics_server(exporter.clone(), addr)?)
+        }
+        _ => None,
+    };
     for addr in server.addrs() {
         // On stdout, so scripts and tests started with port 0 learn the port.
         println!("listening on http://{addr}");
@@ -69,8 +84,49 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         drain(&state, handle, config.shutdown_delay).await;
     });
     server.await?;
+    if let Some(metrics_server) = metrics_server {
+        metrics_server.stop(true).await;
+    }
     log::info!("stopped");
     Ok(())
+}
+
+/// Installs the metrics recorder, records the build's information and keeps the histograms
+/// folded (every few seconds, on this runtime).
+fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
+    let handle = metric::install()?;
+    metrics::gauge!(
+        metric::BUILD_INFO,
+        "version" => env!("CARGO_PKG_VERSION"),
+        "backend" => store.backend_name()
+    )
+    .set(1.0);
+    let pool = store.clone();
+    let exporter = Exporter::new(handle, Arc::new(move || pool.record_pool_state()));
+    let upkeep = exporter.clone();
+    actix_web::rt::spawn(async move {
+        loop {
+            actix_web::rt::time::sleep(metric::UPKEEP_EVERY).await;
+            upkeep.run_upkeep();
+        }
+    });
+    Ok(exporter)
+}
+
+/// Serves `/metrics` alone on `addr` (one worker), and says where on stdout.
+fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dyn Error>> {
+    let server = HttpServer::new(move || metrics_app(exporter.clone()))
+        .workers(1)
+        .disable_signals()
+        .bind(addr)?;
+    for addr in server.addrs() {
+        println!("metrics on http://{addr}/metrics");
+        log::info!("metrics on http://{addr}/metrics");
+    }
+    let server = server.run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    Ok(handle)
 }
 
 /// Resolves on SIGTERM or SIGINT.
@@ -94,7 +150,7 @@ async fn stop_signal() {
 /// served for `delay` (load balancers take a few probes to notice), then the listener closes and
 /// in-flight requests finish (up to the shutdown timeout). Creates queued to SQLite's writer
 /// are among them: each is answered once committed.
-async fn drain(state: &web::Data<AppState>, server: actix_web::dev::ServerHandle, delay: Duration) {
+async fn drain(state: &web::Data<AppState>, server: ServerHandle, delay: Duration) {
     state.draining.store(true, Ordering::Relaxed);
     log::info!(
         "stopping: /readyz answers 503; still serving for {}",

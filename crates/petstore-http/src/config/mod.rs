@@ -33,6 +33,8 @@ pub struct Config {
     pub cors: CorsOrigins,
     /// Rate limiting.
     pub rate_limit: RateLimitConfig,
+    /// Where `GET /metrics` is served.
+    pub metrics: MetricsEndpoint,
 }
 
 impl Config {
@@ -49,6 +51,7 @@ impl Config {
             http: HttpSettings::new("/v1", None),
             cors: CorsOrigins::default(),
             rate_limit: RateLimitConfig::default(),
+            metrics: MetricsEndpoint::Main,
         }
     }
 }
@@ -57,6 +60,18 @@ impl Default for Config {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Where the Prometheus metrics are served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsEndpoint {
+    /// At `/metrics` on the API's listener.
+    Main,
+    /// At `/metrics` on a listener of their own, at this address (`host:port`): keeps them off
+    /// the public network.
+    Separate(String),
+    /// Not recorded, not served.
+    Off,
 }
 
 /// The browser origins allowed to call the API, from `--cors-allowed-origins`: a comma-separated

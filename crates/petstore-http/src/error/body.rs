@@ -39,7 +39,8 @@ fn code_schema() -> ObjectBuilder {
 /// An Error object response: `code` and `message`, sent with `status` (the code's own status,
 /// except from the safety net, where the body must repeat whatever status the response has).
 /// Adds the headers that every error of the code carries: `WWW-Authenticate` on `401`, and
-/// `Retry-After` on `503` (1 s; 60 s for `storage_full`).
+/// `Retry-After` on `503` (1 s; 60 s for `storage_full`). The code also goes into the
+/// response's extensions, where the access log finds it.
 pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> HttpResponse {
     let mut response = HttpResponseBuilder::new(status);
     match code {
@@ -58,9 +59,12 @@ pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> Htt
         }
         _ => {}
     }
-    response.json(ErrorObject {
+    let mut response = response.json(ErrorObject {
         code: code.as_str(),
         message,
         status: status.as_u16(),
-    })
+    });
+    // For the access log.
+    response.extensions_mut().insert(code);
+    response
 }

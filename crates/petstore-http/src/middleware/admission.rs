@@ -17,9 +17,10 @@ use crate::error::ApiError;
 use crate::ratelimit::headers;
 use crate::ratelimit::{Caller, KeyBans, LimitError, Subject, Verdict};
 use crate::state::AppState;
+use crate::telemetry::metric;
 
-/// Paths that are never limited: load balancers poll them.
-const UNLIMITED: [&str; 2] = ["/healthz", "/readyz"];
+/// Paths that are never limited: load balancers and Prometheus poll them.
+const UNLIMITED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
 
 /// Identifies the caller (a valid key, else the client address), counts the request, refuses it
 /// with `429` when over a limit or banned, and writes the rate-limit headers on the response;
@@ -97,11 +98,13 @@ async fn gate(
         credentials,
     };
     let verdict = limiter.check(&caller, now, &key_bans).await;
+    count_decision(&verdict, &caller, client.as_ref());
+    // For the handlers, and the access log (refusals included).
+    if let Some(client) = client {
+        req.extensions_mut().insert(client);
+    }
     match verdict {
         Ok(Verdict::Allowed(decision)) => {
-            if let Some(client) = client {
-                req.extensions_mut().insert(client);
-            }
             let mut response = next.call(req).await?;
             headers::write(response.headers_mut(), &decision, &limits, now);
             Ok(response.map_into_left_body())
@@ -137,6 +140,27 @@ async fn gate(
     }
 }
 
+/// Counts the decision in [`metric::RATE_LIMIT_DECISIONS`].
+fn count_decision(
+    verdict: &Result<Verdict, LimitError>,
+    caller: &Caller,
+    client: Option<&ApiClient>,
+) {
+    let outcome = match verdict {
+        Ok(Verdict::Allowed(_)) => "allowed",
+        Ok(Verdict::Limited(_)) => "limited",
+        Ok(Verdict::Banned(_)) => "banned",
+        Err(_) => "error",
+    };
+    metrics::counter!(
+        metric::RATE_LIMIT_DECISIONS,
+        "outcome" => outcome,
+        "plan" => client.map_or("anonymous", |client| client.key().plan.as_str()),
+        "subject" => caller.subject.kind()
+    )
+    .increment(1);
+}
+
 /// The error's response, with the rate-limit headers `write` puts on it.
 fn refuse<B>(
     req: ServiceRequest,
@@ -168,7 +192,7 @@ impl KeyBans for StoredBans<'_> {
             // `false` when another instance just imposed one: the key read below has it.
             state
                 .db
-                .call(move |storage| storage.ban_key(id, ban, now))
+                .call("ban_key", move |storage| storage.ban_key(id, ban, now))
                 .await?;
             let Some(credentials) = self.credentials else {
                 return Ok(None);

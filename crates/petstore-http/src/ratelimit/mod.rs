@@ -31,6 +31,7 @@ pub use memory::MemoryCounters;
 pub use redis::RedisCounters;
 
 use crate::report::Chain;
+use crate::telemetry::metric;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -41,6 +42,16 @@ pub enum Subject {
     Key(i64),
     /// A client address, for requests without a valid key.
     Address(IpAddr),
+}
+
+impl Subject {
+    /// `key` or `address`: the `subject` label of the rate-limit metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Key(_) => "key",
+            Self::Address(_) => "address",
+        }
+    }
 }
 
 impl fmt::Display for Subject {
@@ -363,6 +374,7 @@ impl Limiter {
                 ban
             }
         };
+        metrics::counter!(metric::RATE_LIMIT_BANS, "subject" => subject.kind()).increment(1);
         log::warn!(
             "{subject} banned until {} (ban #{} in a row) for requests after 429s",
             ban.until,
@@ -383,7 +395,10 @@ impl Limiter {
             Err(error) => {
                 self.note_failure(&error, now);
                 match &self.fallback {
-                    Some(fallback) => Ok(fallback.hit_now(subject, limits, now)),
+                    Some(fallback) => {
+                        metrics::counter!(metric::RATE_LIMIT_FALLBACKS).increment(1);
+                        Ok(fallback.hit_now(subject, limits, now))
+                    }
                     None => Err(error),
                 }
             }
@@ -404,6 +419,7 @@ impl Limiter {
     /// Counts the failure; logs at most one warning every 10 seconds.
     fn note_failure(&self, error: &CounterError, now: u64) {
         let failures = self.failures.fetch_add(1, Ordering::Relaxed) + 1;
+        metrics::counter!(metric::RATE_LIMIT_REDIS_ERRORS).increment(1);
         if first_in_10_seconds(&self.last_warning, now) {
             let action = match self.on_failure {
                 FailurePolicy::Open => "serving with per-instance counters",

@@ -25,9 +25,12 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
     if state.draining.load(Ordering::Relaxed) {
         return Err(ApiError::NotReady(Box::new(ApiError::ShuttingDown)));
     }
-    timeout(READY_DEADLINE, state.db.call(|db| db.check_ready()))
-        .await
-        .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))
-        .map_err(|error| ApiError::NotReady(Box::new(error)))?;
+    timeout(
+        READY_DEADLINE,
+        state.db.call("check_ready", |db| db.check_ready()),
+    )
+    .await
+    .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))
+    .map_err(|error| ApiError::NotReady(Box::new(error)))?;
     Ok(HttpResponse::Ok().json(json!({"status": "ready"})))
 }

@@ -3,6 +3,7 @@
 //! and map the result; they know no backend.
 
 pub mod health;
+pub mod metrics;
 pub mod openapi;
 mod orders;
 mod pets;
@@ -62,7 +63,8 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     );
 }
 
-fn method_not_allowed(
+/// `405` with `Allow: allow`, for any method a resource does not serve.
+pub fn method_not_allowed(
     allow: &'static str,
 ) -> impl Fn(HttpRequest) -> std::future::Ready<Result<HttpResponse, ApiError>> + Clone + 'static {
     move |req: HttpRequest| {

@@ -129,7 +129,7 @@ impl Modify for Conventions {
 
 /// Headers every response carries (`Retry-After`: every 429 and 503), defined once under
 /// `components/headers`: name, whether the value is an integer, description.
-const SHARED_HEADERS: [(&str, bool, &str); 6] = [
+const SHARED_HEADERS: [(&str, bool, &str); 7] = [
     (
         "X-RateLimit-Limit",
         true,
@@ -157,6 +157,13 @@ const SHARED_HEADERS: [(&str, bool, &str); 6] = [
         "Both windows' quotas, e.g. `\"minute\";q=60;w=60, \"day\";q=1000;w=86400`.",
     ),
     ("Retry-After", true, "Seconds to wait before retrying."),
+    (
+        "X-Request-Id",
+        false,
+        "The request's id, as the service logged it: the request's own `X-Request-Id` when it \
+         sent one of 1 to 128 visible ASCII characters, else a new UUIDv7. Quote it when \
+         reporting a problem.",
+    ),
 ];
 
 /// Responses any operation can give, whatever its input.
@@ -190,7 +197,7 @@ fn add_headers(response: &mut Response, status: &str, deprecated: bool, experime
     ] {
         headers.insert(name.into(), shared(name));
     }
-    for name in ["RateLimit", "RateLimit-Policy"] {
+    for name in ["RateLimit", "RateLimit-Policy", "X-Request-Id"] {
         headers.insert(name.into(), shared(name));
     }
     if status == "429" || status == "503" {

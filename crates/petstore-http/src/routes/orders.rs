@@ -38,7 +38,10 @@ pub async fn list_orders(
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let query = OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let page = state.db.read(move |db| db.list_orders(&query)).await?;
+    let page = state
+        .db
+        .read("list_orders", move |db| db.list_orders(&query))
+        .await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let limit = query.page.limit.get();

@@ -42,7 +42,10 @@ pub async fn list_pets(
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let query = PetListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    let page = state.db.read(move |db| db.list_pets(&query)).await?;
+    let page = state
+        .db
+        .read("list_pets", move |db| db.list_pets(&query))
+        .await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let status = query.status.map(PetStatus::as_str);
@@ -127,7 +130,7 @@ pub async fn get_pet(
     let id = parse_id(req.match_info().get("petId").unwrap_or_default())?;
     let pet = state
         .db
-        .read(move |db| db.find_pet(id))
+        .read("find_pet", move |db| db.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
     Ok(encoded_body(HttpResponse::Ok(), &pet, 1))

@@ -306,7 +306,7 @@ async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
     let most = Arc::new(AtomicUsize::new(0));
     let calls = (0..8).map(|_| {
         let (running, most) = (running.clone(), most.clone());
-        app.state.db.call(move |store| {
+        app.state.db.call("check_ready", move |store| {
             let now = running.fetch_add(1, Ordering::SeqCst) + 1;
             most.fetch_max(now, Ordering::SeqCst);
             thread::sleep(Duration::from_millis(50));
@@ -329,7 +329,7 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     let holder = actix_web::rt::spawn(async move {
         state
             .db
-            .call(move |_| {
+            .call("test_sleep", move |_| {
                 let _ = entered.send(());
                 thread::sleep(Duration::from_secs(3));
                 Ok(())
@@ -339,7 +339,7 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     holding.await.expect("the holder's call runs");
 
     // Had it waited for the holder's slot rather than timing out, it would have succeeded.
-    let refused = app.state.db.call(|_| Ok(())).await;
+    let refused = app.state.db.call("test_noop", |_| Ok(())).await;
     assert!(
         matches!(refused, Err(petstore_http::ApiError::NoStorageSlot(_))),
         "{refused:?}"
@@ -348,7 +348,7 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     holder.await.expect("task").expect("the holder's call");
     app.state
         .db
-        .call(|_| Ok(()))
+        .call("test_noop", |_| Ok(()))
         .await
         .expect("a slot is free again");
 }

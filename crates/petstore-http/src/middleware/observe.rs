@@ -1,0 +1,111 @@
+//! The outermost layer: every request gets an id (`X-Request-Id`, on every response), a span
+//! that the log lines written while handling it carry, one access-log line and its metrics.
+
+use std::time::Instant;
+
+use actix_web::body::{BodySize, BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
+use actix_web::middleware::Next;
+use actix_web::{HttpMessage, web};
+use tracing::Instrument;
+
+use crate::auth::ApiClient;
+use crate::error::ErrorCode;
+use crate::state::AppState;
+use crate::telemetry::request_id::{X_REQUEST_ID, traceparent};
+use crate::telemetry::{ACCESS_LOG, RequestId, metric};
+
+/// The `route` label of requests that matched no route (a path is never a label: unbounded).
+const UNMATCHED: &str = "unmatched";
+
+/// Runs the request inside its span, then stamps its id on the response, counts it and writes
+/// its access-log line.
+pub async fn observe(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let started = Instant::now();
+    let id = RequestId::of(req.headers());
+    let span = tracing::info_span!(
+        "request",
+        request_id = %id,
+        traceparent = tracing::field::Empty
+    );
+    let traceparent = traceparent(req.headers()).map(str::to_owned);
+    if let Some(traceparent) = &traceparent {
+        span.record("traceparent", traceparent.as_str());
+    }
+    // Worked out before the request is handed on, and only when the line will be written.
+    let client = tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
+        .then(|| {
+            req.app_data::<web::Data<AppState>>()
+                .map(|state| state.trusted_proxies.client_address(&req))
+        })
+        .flatten();
+    // Inner layers answer every error as a response (the request is theirs until then: routing
+    // needs it unshared, so no copy of it can be kept here for an `Err`).
+    let mut response = next.call(req).instrument(span).await?.map_into_boxed_body();
+    response
+        .headers_mut()
+        .insert(X_REQUEST_ID, id.header_value());
+    let elapsed = started.elapsed();
+    let request = response.request();
+    let route = request.match_pattern();
+    let route = route.as_deref().unwrap_or(UNMATCHED);
+    let method = method_label(request.method());
+    let status = response.status();
+    metrics::counter!(
+        metric::HTTP_REQUESTS,
+        "route" => route.to_owned(),
+        "method" => method,
+        "status" => status.as_str().to_owned()
+    )
+    .increment(1);
+    metrics::histogram!(metric::HTTP_DURATION, "route" => route.to_owned(), "method" => method)
+        .record(elapsed.as_secs_f64());
+    let extensions = request.extensions();
+    let key = extensions.get::<ApiClient>().map(ApiClient::key);
+    tracing::info!(
+        target: ACCESS_LOG,
+        request_id = %id,
+        traceparent,
+        method = request.method().as_str(),
+        route,
+        path = request.path(),
+        status = status.as_u16(),
+        code = response.response().extensions().get::<ErrorCode>().map(|code| code.as_str()),
+        key_id = key.map(|key| key.id),
+        plan = key.map(|key| key.plan.as_str()),
+        client = client.map(tracing::field::display),
+        // Milliseconds to the microsecond.
+        latency_ms = elapsed.as_micros() as f64 / 1000.0,
+        bytes = match response.response().body().size() {
+            BodySize::Sized(bytes) => Some(bytes),
+            BodySize::None => Some(0),
+            BodySize::Stream => None,
+        },
+        "{} {} {}",
+        request.method(),
+        request.uri(),
+        status.as_u16(),
+    );
+    drop(extensions);
+    Ok(response)
+}
+
+/// The `method` label: the standard methods, anything else as `other` (bounded).
+fn method_label(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::HEAD => "HEAD",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::PATCH => "PATCH",
+        Method::DELETE => "DELETE",
+        Method::OPTIONS => "OPTIONS",
+        Method::TRACE => "TRACE",
+        Method::CONNECT => "CONNECT",
+        _ => "other",
+    }
+}

@@ -1,0 +1,160 @@
+//! Logging: `tracing`, with every crate's `log` macros bridged into it, filtered by `RUST_LOG`
+//! (default `info`), written to stderr as text or as JSON lines, every line redacted of
+//! anything shaped like an API key.
+//!
+//! Lines written while a request is handled carry its span, `request{request_id=...
+//! traceparent=...}`; the access log (target [`ACCESS_LOG`]) is one line per request, written
+//! by the `observe` middleware once the response is ready.
+
+use std::fmt;
+use std::io::{self, Write};
+use std::str::FromStr;
+
+use serde_json::{Map, Value};
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_log::NormalizeEvent;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::fmt::format::{FmtSpan, JsonFields, Writer};
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::report::redact_keys;
+
+/// The target of the access log: `RUST_LOG=info,petstore::access=off` silences it.
+pub const ACCESS_LOG: &str = "petstore::access";
+
+/// How log lines are written (`--log-format`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum LogFormat {
+    /// For people: `time LEVEL span: target: message key=value ...`.
+    #[default]
+    Text,
+    /// One JSON object a line, for collectors.
+    Json,
+}
+
+impl FromStr for LogFormat {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "text" => Ok(Self::Text),
+            "json" => Ok(Self::Json),
+            other => Err(format!("unknown log format {other:?}: text or json")),
+        }
+    }
+}
+
+/// Installs the process's logger. Fails if one is installed already.
+pub fn init(format: LogFormat) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let filter = EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new("info"))?;
+    let layer = tracing_subscriber::fmt::layer()
+        .with_writer(|| RedactingStderr)
+        .with_ansi(false)
+        .with_span_events(FmtSpan::NONE);
+    let registry = tracing_subscriber::registry().with(filter);
+    match format {
+        LogFormat::Text => registry.with(layer).try_init()?,
+        LogFormat::Json => registry
+            .with(layer.fmt_fields(JsonFields::new()).event_format(JsonLines))
+            .try_init()?,
+    }
+    Ok(())
+}
+
+/// One JSON object a line: `time`, `level`, `target`, the fields of the spans the event is in
+/// (`request_id`, `traceparent`), then the event's own (`message`, ...), all at the top level.
+/// tracing-subscriber's own JSON format nests span fields and, for events from the `log`
+/// macros, adds `log.*` fields of their origin: this one does neither.
+struct JsonLines;
+
+impl<S, N> FormatEvent<S, N> for JsonLines
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let normalized = event.normalized_metadata();
+        let meta = normalized.as_ref().unwrap_or_else(|| event.metadata());
+        let mut time = String::new();
+        SystemTime.format_time(&mut Writer::new(&mut time))?;
+        let mut line = Map::new();
+        line.insert("time".into(), time.into());
+        line.insert("level".into(), meta.level().as_str().into());
+        line.insert("target".into(), meta.target().into());
+        if let Some(scope) = ctx.event_scope() {
+            for span in scope.from_root() {
+                let extensions = span.extensions();
+                let fields = extensions
+                    .get::<FormattedFields<N>>()
+                    .and_then(|fields| serde_json::from_str::<Map<String, Value>>(fields).ok());
+                line.extend(fields.into_iter().flatten());
+            }
+        }
+        event.record(&mut JsonVisitor(&mut line));
+        writeln!(writer, "{}", Value::Object(line))
+    }
+}
+
+/// An event's fields into a JSON object, but the `log.*` ones.
+struct JsonVisitor<'a>(&'a mut Map<String, Value>);
+
+impl JsonVisitor<'_> {
+    fn insert(&mut self, field: &Field, value: Value) {
+        if !field.name().starts_with("log.") {
+            self.0.insert(field.name().to_owned(), value);
+        }
+    }
+}
+
+impl Visit for JsonVisitor<'_> {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.insert(field, value.into());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.insert(field, value.into());
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.insert(field, value.into());
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.insert(field, value.into());
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.insert(field, value.into());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.insert(field, format!("{value:?}").into());
+    }
+}
+
+/// Stderr, through [`redact_keys`]. The formatter hands over each line whole, in one write.
+struct RedactingStderr;
+
+impl Write for RedactingStderr {
+    fn write(&mut self, line: &[u8]) -> io::Result<usize> {
+        let text = String::from_utf8_lossy(line);
+        io::stderr()
+            .lock()
+            .write_all(redact_keys(&text).as_bytes())?;
+        Ok(line.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}

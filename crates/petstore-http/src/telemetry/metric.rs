@@ -1,0 +1,144 @@
+//! Prometheus metrics: the names this crate records under (through the `metrics` facade, a
+//! no-op until [`install`] runs), their descriptions, and the recorder `GET /metrics` renders.
+//! `docs/operations.md` lists every metric with its labels and what to alert on.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
+
+/// Requests answered: `route` (the template, `unmatched` for none), `method`, `status`.
+pub const HTTP_REQUESTS: &str = "petstore_http_requests_total";
+/// Time from the request's arrival to its response: `route`, `method`.
+pub const HTTP_DURATION: &str = "petstore_http_request_duration_seconds";
+/// Rate-limit decisions: `outcome` (`allowed`, `limited`, `banned`, `error`), `plan`
+/// (`anonymous` without a key), `subject` (`key`, `address`).
+pub const RATE_LIMIT_DECISIONS: &str = "petstore_rate_limit_decisions_total";
+/// Temporary bans started by this instance: `subject`.
+pub const RATE_LIMIT_BANS: &str = "petstore_rate_limit_bans_total";
+/// Failed calls to the shared (Redis) counter store.
+pub const RATE_LIMIT_REDIS_ERRORS: &str = "petstore_rate_limit_redis_errors_total";
+/// Requests counted in this instance's memory because the shared store failed (fail open).
+pub const RATE_LIMIT_FALLBACKS: &str = "petstore_rate_limit_fallbacks_total";
+/// API-key lookups: `result` (`hit`: answered by the key cache; `miss`: read from the storage).
+pub const KEY_CACHE_LOOKUPS: &str = "petstore_key_cache_lookups_total";
+/// Storage calls, from the call to its answer (slot wait included): `operation`, `outcome`
+/// (`ok`, `error`).
+pub const STORE_CALL_DURATION: &str = "petstore_store_call_duration_seconds";
+/// Time a storage call waited for one of the storage's slots (one per pooled connection).
+pub const STORE_SLOT_WAIT: &str = "petstore_store_slot_wait_seconds";
+/// Storage calls refused (`503`) because no slot came free in time.
+pub const STORE_SLOT_TIMEOUTS: &str = "petstore_store_slot_timeouts_total";
+/// Storage calls that outlived their deadline (answered `503`).
+pub const STORE_DEADLINES: &str = "petstore_store_deadline_exceeded_total";
+/// Always 1: `version`, `backend`.
+pub const BUILD_INFO: &str = "petstore_build_info";
+
+/// Latency buckets, in seconds: half a millisecond to ten seconds.
+const SECONDS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// How often recorded histogram samples are folded into their buckets.
+pub const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Installs the process-wide recorder and describes every metric; the handle renders them.
+/// The caller runs [`PrometheusHandle::run_upkeep`] every [`UPKEEP_EVERY`].
+pub fn install() -> Result<PrometheusHandle, BuildError> {
+    let handle = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS)?
+        .set_buckets_for_metric(
+            Matcher::Full(petstore_store::metrics::WRITER_BATCH_SIZE.into()),
+            &petstore_store::metrics::BATCH_SIZE_BUCKETS,
+        )?
+        .upkeep_timeout(UPKEEP_EVERY)
+        .install_recorder()?;
+    describe();
+    petstore_store::metrics::describe();
+    Ok(handle)
+}
+
+fn describe() {
+    describe_counter!(
+        HTTP_REQUESTS,
+        "Requests answered, by route template, method and status."
+    );
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "Time from a request's arrival to its response, by route template and method."
+    );
+    describe_counter!(
+        RATE_LIMIT_DECISIONS,
+        "Rate-limit decisions, by outcome (allowed, limited, banned, error), plan and subject kind."
+    );
+    describe_counter!(RATE_LIMIT_BANS, "Temporary bans started, by subject kind.");
+    describe_counter!(
+        RATE_LIMIT_REDIS_ERRORS,
+        "Failed calls to the shared Redis rate-limit counters."
+    );
+    describe_counter!(
+        RATE_LIMIT_FALLBACKS,
+        "Requests counted in this instance's memory while Redis failed (fail open)."
+    );
+    describe_counter!(
+        KEY_CACHE_LOOKUPS,
+        "API-key lookups, by result: hit (key cache) or miss (read from the storage)."
+    );
+    describe_histogram!(
+        STORE_CALL_DURATION,
+        Unit::Seconds,
+        "Storage calls from call to answer, slot wait included, by operation and outcome."
+    );
+    describe_histogram!(
+        STORE_SLOT_WAIT,
+        Unit::Seconds,
+        "Time storage calls waited for a free slot (one per pooled connection)."
+    );
+    describe_counter!(
+        STORE_SLOT_TIMEOUTS,
+        "Storage calls answered 503 because no slot came free in time."
+    );
+    describe_counter!(
+        STORE_DEADLINES,
+        "Storage calls answered 503 because they outlived their deadline."
+    );
+    describe_gauge!(
+        BUILD_INFO,
+        "Always 1, labelled with the version and storage backend."
+    );
+}
+
+/// What `GET /metrics` renders: every recorded metric, after `refresh` has set the gauges that
+/// are read on demand (the connection pool's).
+#[derive(Clone)]
+pub struct Exporter {
+    handle: PrometheusHandle,
+    refresh: Arc<dyn Fn() + Send + Sync>,
+}
+
+impl Exporter {
+    /// Renders `handle`'s metrics, calling `refresh` first each time.
+    pub fn new(handle: PrometheusHandle, refresh: Arc<dyn Fn() + Send + Sync>) -> Self {
+        Self { handle, refresh }
+    }
+
+    /// The metrics in the Prometheus text format.
+    pub fn render(&self) -> String {
+        (self.refresh)();
+        self.handle.render()
+    }
+
+    /// Folds recorded histogram samples into their buckets (every [`UPKEEP_EVERY`]).
+    pub fn run_upkeep(&self) {
+        self.handle.run_upkeep();
+    }
+}
+
+impl fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Exporter").finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,78 @@
+//! The store's metrics, recorded through the `metrics` facade (a no-op unless the binary
+//! installs a recorder): the connection pool's state and waits, and the SQLite writer's batches.
+
+use ::metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+use diesel::r2d2::{self, HandleEvent};
+
+/// Pooled connections: `state` (`open`: connected; `idle`; `in_use`: checked out; `max`: the
+/// pool's size), `backend`. Read from the pool when metrics are rendered.
+pub const POOL_CONNECTIONS: &str = "petstore_db_pool_connections";
+/// Time to check a connection out of the pool, for checkouts that may wait (near zero unless
+/// connections ran short or one had to be opened): `backend`.
+pub const POOL_CHECKOUT: &str = "petstore_db_pool_checkout_seconds";
+/// Checkouts that found no connection within the connect timeout: `backend`.
+pub const POOL_TIMEOUTS: &str = "petstore_db_pool_timeouts_total";
+/// Pets committed per transaction by the SQLite writer.
+pub const WRITER_BATCH_SIZE: &str = "petstore_sqlite_writer_batch_size";
+/// Buckets of [`WRITER_BATCH_SIZE`]: powers of two up to the writer's largest batch.
+pub const BATCH_SIZE_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+
+/// Describes the store's metrics to the installed recorder.
+pub fn describe() {
+    describe_gauge!(
+        POOL_CONNECTIONS,
+        "Pooled database connections, by state: open, idle, in_use (checked out) and max (the pool's size)."
+    );
+    describe_histogram!(
+        POOL_CHECKOUT,
+        Unit::Seconds,
+        "Time to check a connection out of the pool."
+    );
+    describe_counter!(
+        POOL_TIMEOUTS,
+        "Checkouts that found no connection within the connect timeout."
+    );
+    describe_histogram!(
+        WRITER_BATCH_SIZE,
+        Unit::Count,
+        "Pets committed per transaction by the SQLite writer (group commit)."
+    );
+}
+
+/// The pool's events, as metrics.
+#[derive(Debug)]
+pub(crate) struct PoolMetrics {
+    pub(crate) backend: &'static str,
+}
+
+impl HandleEvent for PoolMetrics {
+    // Only checkouts that may wait report here (`Pool::get`); the idle-only checkouts of
+    // SQLite's inline reads (`Pool::try_get`) never wait, and r2d2 does not report them.
+    fn handle_checkout(&self, event: r2d2::event::CheckoutEvent) {
+        ::metrics::histogram!(POOL_CHECKOUT, "backend" => self.backend)
+            .record(event.duration().as_secs_f64());
+    }
+
+    fn handle_timeout(&self, _: r2d2::event::TimeoutEvent) {
+        ::metrics::counter!(POOL_TIMEOUTS, "backend" => self.backend).increment(1);
+    }
+}
+
+/// Sets the pool gauges from the pool's current state.
+pub(crate) fn pool_state(backend: &'static str, state: r2d2::State, max_size: u32) {
+    let idle = f64::from(state.idle_connections);
+    let open = f64::from(state.connections);
+    for (kind, value) in [
+        ("open", open),
+        ("idle", idle),
+        ("in_use", open - idle),
+        ("max", f64::from(max_size)),
+    ] {
+        ::metrics::gauge!(POOL_CONNECTIONS, "state" => kind, "backend" => backend).set(value);
+    }
+}
+
+/// Records a batch of `size` pets handed to one transaction.
+pub(crate) fn batch_written(size: usize) {
+    ::metrics::histogram!(WRITER_BATCH_SIZE).record(size as f64);
+}
