@@ -8,12 +8,17 @@
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
 #   scripts/bench.sh --instructions [--out FILE]
+#   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
 # ceiling and of petstore's GET routes on SQLite (1,000 pets), under valgrind's callgrind, for a
 # fixed number of keep-alive requests. Repeatable to a fraction of a percent whatever the machine
 # is doing, where the timed runs move by a third; blind to the kernel, and to CPU features that
 # valgrind hides (SHA extensions, say).
+#
+# --metrics-cost: the list route's throughput with metrics recorded against the same without
+# (--metrics=false), SQLite with 1,000 pets, two servers on the same core, runs alternating;
+# reports the median of the paired ratios.
 #
 # PostgreSQL (and Redis with --redis) are used when reachable on 127.0.0.1 (PETSTORE_BENCH_PG,
 # PETSTORE_BENCH_REDIS override the URLs); a database of its own is created and dropped, and
@@ -31,6 +36,7 @@ RUNS=3
 CONNS=32
 OUT=""
 INSTRUCTIONS=0
+METRICS_COST=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --pets) PETS=$2; shift 2 ;;
@@ -41,6 +47,7 @@ while [ $# -gt 0 ]; do
     --connections) CONNS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --instructions) INSTRUCTIONS=1; shift ;;
+    --metrics-cost) METRICS_COST=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -236,6 +243,36 @@ if [ "$INSTRUCTIONS" = 1 ]; then
       count route "$path" "${auth[@]}" -- "${serve[@]}"
       echo "| GET $path | $IR | $(awk -v c="$ceiling" -v r="$IR" 'BEGIN { printf "%.0f%%", 100 * c / r }') |"
     done
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# --- metrics cost (--metrics-cost) -----------------------------------------------------------
+if [ "$METRICS_COST" = 1 ]; then
+  db=$WORK/metrics.db
+  seed sqlite "$db" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
+  start_server metrics-on env RUST_LOG=warn "${serve[@]}" --metrics=true
+  ON_PID=$SERVER_PID ON_BASE=$BASE
+  start_server metrics-off env RUST_LOG=warn "${serve[@]}" --metrics=false
+  OFF_PID=$SERVER_PID OFF_BASE=$BASE
+  ratios=() on=() off=()
+  for _ in $(seq 1 "$RUNS"); do
+    off+=("$(wrk_once "${auth[@]}" "$OFF_BASE/v1/pets?limit=20" | rps_of)")
+    on+=("$(wrk_once "${auth[@]}" "$ON_BASE/v1/pets?limit=20" | rps_of)")
+    ratios+=("$(awk -v a="${on[-1]}" -v b="${off[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: metrics off ${off[-1]} req/s, on ${on[-1]} req/s" >&2
+  done
+  kill -TERM "$ON_PID" "$OFF_PID"; wait "$ON_PID" "$OFF_PID" 2>/dev/null || true; SERVER_PID=""
+  OUT=${OUT%/*}/metrics-cost.md
+  {
+    echo "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker, $CONNS connections; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| Metrics off (median req/s) | Metrics on (median req/s) | On / off (median of pairs) |"
+    echo "|---|---|---|"
+    echo "| $(printf '%s\n' "${off[@]}" | median) | $(printf '%s\n' "${on[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
   } >"$OUT"
   cat "$OUT"
   exit 0
