@@ -49,6 +49,25 @@ impl Plan {
     }
 }
 
+string_enum! {
+    /// What a key may do.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+    pub enum Scope in "scope" {
+        /// Everything (the default).
+        #[default]
+        ReadWrite = "read-write",
+        /// Reads only: a write (`POST`) is refused with `403 insufficient_scope`.
+        ReadOnly = "read-only",
+    }
+}
+
+impl Scope {
+    /// Whether a key of this scope may write.
+    pub fn may_write(self) -> bool {
+        self == Self::ReadWrite
+    }
+}
+
 /// Requests allowed per fixed UTC minute and per fixed UTC day.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RateLimits {
@@ -83,6 +102,8 @@ pub struct KeySpec {
     plan: Plan,
     label: String,
     custom_limits: Option<RateLimits>,
+    scope: Scope,
+    expires_at: Option<i64>,
 }
 
 impl KeySpec {
@@ -115,6 +136,8 @@ impl KeySpec {
                 plan,
                 label,
                 custom_limits,
+                scope: Scope::default(),
+                expires_at: None,
             }),
             (_, Some(_)) => Err(ValidationError::invalid(
                 "perMinute",
@@ -123,9 +146,39 @@ impl KeySpec {
         }
     }
 
+    /// The same spec with `scope` (read-write by default).
+    pub fn with_scope(self, scope: Scope) -> Self {
+        Self { scope, ..self }
+    }
+
+    /// The same spec for a key that stops working at `expires_at` (Unix seconds), which must
+    /// be after `now`.
+    pub fn expiring_at(self, expires_at: i64, now: i64) -> Result<Self, ValidationError> {
+        if expires_at <= now {
+            return Err(ValidationError::invalid(
+                "expiresAt",
+                "must be in the future",
+            ));
+        }
+        Ok(Self {
+            expires_at: Some(expires_at),
+            ..self
+        })
+    }
+
     /// The plan.
     pub fn plan(&self) -> Plan {
         self.plan
+    }
+
+    /// What the key may do.
+    pub fn scope(&self) -> Scope {
+        self.scope
+    }
+
+    /// When the key stops working, Unix seconds; `None`: never.
+    pub fn expires_at(&self) -> Option<i64> {
+        self.expires_at
     }
 
     /// The label.
@@ -158,6 +211,15 @@ pub struct ApiKey {
     pub revoked_at: Option<i64>,
     /// The current or most recent temporary ban, kept after it ends so repeats escalate.
     pub ban: Option<Ban>,
+    /// What the key may do.
+    pub scope: Scope,
+    /// When the key stops working, Unix seconds; `None`: never. An expired key authenticates
+    /// nothing, like an unknown one.
+    pub expires_at: Option<i64>,
+    /// When the key was last seen, Unix seconds (recorded at most once a minute per instance).
+    pub last_used_at: Option<i64>,
+    /// After a rotation: when the previous secret stops working, Unix seconds.
+    pub previous_secret_until: Option<i64>,
 }
 
 impl ApiKey {
@@ -171,14 +233,57 @@ impl ApiKey {
             .expect("BUG: the free plan has standard limits")
     }
 
-    /// Whether the key still authenticates.
-    pub fn is_active(&self) -> bool {
-        self.revoked_at.is_none()
+    /// Whether the key still authenticates at `now` (with its current secret).
+    pub fn is_active_at(&self, now: i64) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
+    }
+
+    /// `active`, `expired` or `revoked`, at `now`: for listings.
+    pub fn state_at(&self, now: i64) -> &'static str {
+        match (self.revoked_at, self.expires_at) {
+            (Some(_), _) => "revoked",
+            (None, Some(at)) if at <= now => "expired",
+            (None, _) => "active",
+        }
     }
 
     /// The ban in force at `now`, if any.
     pub fn ban_at(&self, now: u64) -> Option<Ban> {
         self.ban.filter(|ban| ban.until > now)
+    }
+}
+
+/// A key found by one of its secrets: the current one, or the previous one during a rotation's
+/// grace period.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyMatch {
+    /// The key.
+    pub key: ApiKey,
+    /// Until when (Unix seconds) the secret presented authenticates: the key's expiry, or for
+    /// a rotated-out secret the end of its grace period if sooner. `None`: no end.
+    pub valid_until: Option<i64>,
+}
+
+impl KeyMatch {
+    /// The match of `key` by its current secret.
+    pub fn current(key: ApiKey) -> Self {
+        Self {
+            valid_until: key.expires_at,
+            key,
+        }
+    }
+
+    /// The match of `key` by its previous secret, which works until `grace_until`.
+    pub fn previous(key: ApiKey, grace_until: i64) -> Self {
+        Self {
+            valid_until: Some(key.expires_at.map_or(grace_until, |at| at.min(grace_until))),
+            key,
+        }
+    }
+
+    /// Whether the secret presented authenticates at `now`.
+    pub fn is_valid_at(&self, now: i64) -> bool {
+        self.key.revoked_at.is_none() && self.valid_until.is_none_or(|until| until > now)
     }
 }
 
@@ -346,6 +451,47 @@ mod tests {
     }
 
     #[test]
+    fn a_key_expires_and_a_rotated_out_secret_ends_with_its_grace() {
+        let spec = KeySpec::new(Plan::Free, "x", None).expect("spec");
+        assert_eq!(spec.scope(), Scope::ReadWrite);
+        assert!(spec.clone().expiring_at(100, 100).is_err());
+        let spec = spec.expiring_at(200, 100).expect("future");
+        assert_eq!(spec.expires_at(), Some(200));
+        let key = ApiKey {
+            id: 1,
+            display_prefix: "pst_00000000".into(),
+            plan: Plan::Free,
+            label: String::new(),
+            custom_limits: None,
+            created_at: 0,
+            revoked_at: None,
+            ban: None,
+            scope: Scope::ReadOnly,
+            expires_at: Some(200),
+            last_used_at: None,
+            previous_secret_until: Some(150),
+        };
+        assert!(key.is_active_at(199) && !key.is_active_at(200));
+        assert_eq!(
+            (key.state_at(199), key.state_at(200)),
+            ("active", "expired")
+        );
+        let current = KeyMatch::current(key.clone());
+        assert!(current.is_valid_at(199) && !current.is_valid_at(200));
+        let previous = KeyMatch::previous(key.clone(), 150);
+        assert!(previous.is_valid_at(149) && !previous.is_valid_at(150));
+        // The grace period never outlives the key.
+        assert_eq!(KeyMatch::previous(key.clone(), 500).valid_until, Some(200));
+        let revoked = KeyMatch::current(ApiKey {
+            revoked_at: Some(1),
+            ..key
+        });
+        assert!(!revoked.is_valid_at(0));
+        assert!(!Scope::ReadOnly.may_write() && Scope::ReadWrite.may_write());
+        assert_eq!("read-only".parse::<Scope>(), Ok(Scope::ReadOnly));
+    }
+
+    #[test]
     fn labels_are_bounded_and_printable() {
         assert!(KeySpec::new(Plan::Free, "x".repeat(101), None).is_err());
         assert!(KeySpec::new(Plan::Free, "a\nb", None).is_err());
@@ -369,6 +515,10 @@ mod tests {
                 until: 100,
                 level: 1,
             }),
+            scope: Scope::ReadWrite,
+            expires_at: None,
+            last_used_at: None,
+            previous_secret_until: None,
         };
         assert!(key.ban_at(99).is_some());
         assert!(key.ban_at(100).is_none());

@@ -12,6 +12,7 @@
 mod string_enum;
 
 pub mod error;
+pub mod idempotency;
 pub mod key;
 pub mod order;
 pub mod pet;
@@ -20,12 +21,16 @@ pub mod rate_limit;
 pub mod repository;
 
 pub use error::ValidationError;
-pub use key::{ApiKey, ApiKeySecret, KeyHash, KeySpec, Plan, RateLimits};
+pub use idempotency::{
+    ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotencyRepository,
+    IdempotentRequest, StoredResponse,
+};
+pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, Plan, RateLimits, Scope};
 pub use order::{NewOrder, Order, OrderStatus};
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
 pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
 pub use rate_limit::{Ban, BanPolicy, Counts, RateDecision, Window, WindowUsage};
 pub use repository::{
-    ApiKeyRepository, Capacity, OrderRepository, PetReply, PetRepository, Storage, StorageError,
-    StorageErrorKind,
+    ApiKeyRepository, Capacity, CreatePet, OrderRepository, PetReply, PetRepository, Storage,
+    StorageError, StorageErrorKind, Unqueued,
 };

@@ -13,8 +13,8 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::{
-    ApiKey, ApiKeySecret, Ban, KeyHash, KeySpec, NewOrder, Order, OrderListQuery, Page, Pet,
-    PetDraft, PetListQuery, Plan, RateLimits,
+    ApiKey, ApiKeySecret, Ban, Completion, IdempotencyRepository, KeyHash, KeyMatch, KeySpec,
+    NewOrder, Order, OrderListQuery, Page, Pet, PetDraft, PetListQuery, Plan, RateLimits, Scope,
 };
 
 /// What a failed storage call means to its caller.
@@ -73,11 +73,32 @@ impl StorageError {
     }
 }
 
+/// A pet to create, and the idempotency claim to complete with the response in the same
+/// transaction when the request sent an `Idempotency-Key`.
+#[derive(Debug, Clone)]
+pub struct CreatePet {
+    /// The validated pet.
+    pub draft: PetDraft,
+    /// Completed with the pet's response in the pet's own transaction.
+    pub completion: Option<Completion<Pet>>,
+}
+
+impl CreatePet {
+    /// A plain create, without an idempotency key.
+    pub fn new(draft: PetDraft) -> Self {
+        Self {
+            draft,
+            completion: None,
+        }
+    }
+}
+
 /// Pets: create, read one, list a page.
 pub trait PetRepository {
     /// Stores a validated pet and returns it with its new id. Returns only once the pet is
-    /// durably stored.
-    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StorageError>;
+    /// durably stored. With a completion, its claim is completed in the same transaction, or
+    /// nothing is stored (the claim was lost: `Unavailable`, so that the client retries).
+    fn create_pet(&self, pet: &CreatePet) -> Result<Pet, StorageError>;
 
     /// The pet with this id, if any.
     fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError>;
@@ -100,8 +121,10 @@ pub trait ApiKeyRepository {
     /// Issues a new random key.
     fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError>;
 
-    /// The non-revoked key with this hash, if any.
-    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StorageError>;
+    /// The non-revoked key whose current secret has this hash, or whose previous secret has it
+    /// (after a rotation, whether or not its grace period is over: the caller checks
+    /// [`KeyMatch::is_valid_at`], so that a cached answer expires on time too).
+    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError>;
 
     /// Every key, revoked ones included, in id order.
     fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError>;
@@ -124,6 +147,22 @@ pub trait ApiKeyRepository {
 
     /// Lifts a key's ban and forgets its history; `false` when no key has this id.
     fn unban_key(&self, id: i64) -> Result<bool, StorageError>;
+
+    /// Gives a non-revoked key a new secret, returned once; the current one keeps working
+    /// until `grace_until` (Unix seconds; now or earlier: not at all). The key keeps its id,
+    /// and with it its plan, limits, label, scope, expiry, counters and ban. `None` when no
+    /// non-revoked key has this id.
+    fn rotate_key(
+        &self,
+        id: i64,
+        grace_until: i64,
+    ) -> Result<Option<(ApiKey, ApiKeySecret)>, StorageError>;
+
+    /// Changes what a key may do; `false` when no key has this id.
+    fn update_key_scope(&self, id: i64, scope: Scope) -> Result<bool, StorageError>;
+
+    /// Records that the key was used at `now` (Unix seconds); never moves the time back.
+    fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError>;
 }
 
 /// How many calls a backend serves at once, how long a call may wait for its turn, and how long
@@ -144,10 +183,13 @@ pub struct Capacity {
 /// Receives the outcome of [`Storage::queue_create_pet`].
 pub type PetReply = Box<dyn FnOnce(Result<Pet, StorageError>) + Send>;
 
+/// A create [`Storage::queue_create_pet`] did not queue, given back with its reply.
+pub type Unqueued = (CreatePet, PetReply);
+
 /// A complete storage backend: every repository, readiness, and how its calls are best run.
 /// The HTTP layer holds one as `Arc<dyn Storage>` and knows nothing else of the backend.
 pub trait Storage:
-    PetRepository + OrderRepository + ApiKeyRepository + Send + Sync + 'static
+    PetRepository + OrderRepository + ApiKeyRepository + IdempotencyRepository + Send + Sync + 'static
 {
     /// Ready to serve: reachable, with the schema this version expects.
     fn check_ready(&self) -> Result<(), StorageError>;
@@ -166,11 +208,10 @@ pub trait Storage:
 
     /// Starts creating `pet` and returns at once, if the backend queues writes: `done` then
     /// receives the outcome, on a thread of the backend's, once the pet is durable (as
-    /// [`PetRepository::create_pet`] would have returned it). Gives `done` back unused when the
-    /// backend does not queue (the default): the caller then calls `create_pet` where blocking is
-    /// allowed.
-    fn queue_create_pet(&self, pet: &PetDraft, done: PetReply) -> Result<(), PetReply> {
-        let _ = pet;
-        Err(done)
+    /// [`PetRepository::create_pet`] would have returned it). Gives both back unused when the
+    /// backend does not queue (the default): the caller then calls `create_pet` where blocking
+    /// is allowed.
+    fn queue_create_pet(&self, pet: CreatePet, done: PetReply) -> Result<(), Unqueued> {
+        Err((pet, done))
     }
 }

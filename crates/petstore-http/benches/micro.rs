@@ -83,9 +83,16 @@ fn key_lookup(c: &mut Criterion) {
             created_at: 0,
             revoked_at: None,
             ban: None,
+            scope: petstore_domain::Scope::ReadWrite,
+            expires_at: None,
+            last_used_at: None,
+            previous_secret_until: None,
         };
         let fingerprint = cache.fingerprint(secret.expose().as_bytes());
-        cache.put(fingerprint, Some(ApiClient::new(key)));
+        cache.put(
+            fingerprint,
+            Some(ApiClient::new(petstore_domain::KeyMatch::current(key))),
+        );
     }
     let header = secrets[KEYS as usize / 2].expose().to_owned();
     c.bench_function("look up a cached API key, 10,000 keys", |b| {

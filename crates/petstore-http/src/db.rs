@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use actix_web::rt::time::timeout;
 use actix_web::web;
-use petstore_domain::{Pet, PetDraft, Storage, StorageError, StorageErrorKind};
+use petstore_domain::{CreatePet, Pet, Storage, StorageError, StorageErrorKind};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::error::ApiError;
@@ -114,20 +114,20 @@ impl Database {
 
     /// Stores a new pet: through the backend's own writer when it queues writes (answered once
     /// durable, with no blocking thread waiting), else like [`Self::call`].
-    pub async fn create_pet(&self, draft: PetDraft) -> Result<Pet, ApiError> {
+    pub async fn create_pet(&self, pet: CreatePet) -> Result<Pet, ApiError> {
         let started = Instant::now();
-        let result = self.queue_create_pet(draft).await;
+        let result = self.queue_create_pet(pet).await;
         record("create_pet", started, &result);
         result
     }
 
-    async fn queue_create_pet(&self, draft: PetDraft) -> Result<Pet, ApiError> {
+    async fn queue_create_pet(&self, pet: CreatePet) -> Result<Pet, ApiError> {
         let (sender, committed) = tokio::sync::oneshot::channel();
         let reply = Box::new(move |result| {
             // The request may have gone (client disconnected): nobody to tell.
             let _ = sender.send(result);
         });
-        match self.storage.queue_create_pet(&draft, reply) {
+        match self.storage.queue_create_pet(pet, reply) {
             Ok(()) => timeout(self.deadline, committed)
                 .await
                 .map_err(|_| ApiError::StorageDeadline(self.deadline))?
@@ -138,7 +138,7 @@ impl Database {
                     ))
                 })
                 .map_err(ApiError::from),
-            Err(_unused) => self.run(move |storage| storage.create_pet(&draft)).await,
+            Err((pet, _unused)) => self.run(move |storage| storage.create_pet(&pet)).await,
         }
     }
 

@@ -12,7 +12,8 @@
 //! - [`error`]: [`ApiError`], the [`ErrorCode`] catalogue, the one writer of the Error object.
 //! - [`db`] (storage calls from async code), then [`auth`] (bearer keys, looked up through it).
 //! - [`extract`]: strict request parsing.
-//! - [`state`]: [`AppState`], built by one constructor.
+//! - [`state`]: [`AppState`], built by one constructor; then [`idempotency`] (safe retries of
+//!   writes, for the handlers).
 //! - [`middleware`] (admission composes auth and rate limits), [`routes`] (thin handlers),
 //!   then [`app`], then [`commands`].
 //!
@@ -28,6 +29,7 @@ pub mod db;
 pub mod encode;
 pub mod error;
 pub mod extract;
+pub mod idempotency;
 pub mod links;
 mod middleware;
 pub mod ratelimit;

@@ -12,6 +12,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, CorsOrigins, RateLimitConfig};
 use crate::db::Database;
 use crate::extract::BodyTimeout;
+use crate::idempotency::IdempotencySettings;
 use crate::links::Links;
 use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
 use crate::telemetry::metric::Exporter;
@@ -42,6 +43,8 @@ pub struct AppState {
     /// Set when the server has been told to stop: `/readyz` answers `503` from then on, so load
     /// balancers stop sending before the listener closes.
     pub draining: AtomicBool,
+    /// `Idempotency-Key` records: how long they are kept, how long a claim may stay unfinished.
+    pub idempotency: IdempotencySettings,
     /// The metrics `GET /metrics` serves on the main listener; `None` when they are off or
     /// served on a listener of their own.
     pub metrics: Option<Exporter>,
@@ -62,6 +65,10 @@ impl AppState {
             body_timeout: BodyTimeout(config.client_body_timeout),
             cors: config.cors.clone(),
             draining: AtomicBool::new(false),
+            idempotency: IdempotencySettings {
+                retention: config.idempotency_retention,
+                ..IdempotencySettings::default()
+            },
             metrics: None,
         })
     }

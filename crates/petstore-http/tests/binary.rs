@@ -198,18 +198,23 @@ fn bans_are_listed_and_lifted_with_the_cli() {
         ]
     );
     let listed = run(db, &["keys", "list"]);
+    let banned_column = listed
+        .lines()
+        .next()
+        .and_then(|header| header.split_whitespace().position(|c| c == "BANNED_UNTIL"))
+        .expect("a BANNED_UNTIL column");
     let line = listed
         .lines()
         .find(|l| l.contains("pushy"))
         .expect("listed");
     let columns: Vec<&str> = line.split_whitespace().collect();
-    assert_ne!(columns[7], "-", "BANNED_UNTIL is shown: {line}");
+    assert_ne!(columns[banned_column], "-", "BANNED_UNTIL is shown: {line}");
 
     run(db, &["keys", "unban", columns[0]]);
     assert!(
         !run(db, &["keys", "list"])
             .lines()
-            .any(|l| l.contains("pushy") && l.split_whitespace().nth(7) != Some("-"))
+            .any(|l| l.contains("pushy") && l.split_whitespace().nth(banned_column) != Some("-"))
     );
     // The running server sees the lifted ban within its key-cache period (1 s).
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -280,4 +285,142 @@ fn keys_never_reach_the_log() {
         !text.contains(&key[4..20]),
         "part of a key was logged:\n{text}"
     );
+}
+
+#[test]
+fn the_key_lifecycle_from_the_command_line() {
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
+    let reader = run(
+        db,
+        &[
+            "keys",
+            "create",
+            "--plan",
+            "pro",
+            "--label",
+            "reader",
+            "--scope",
+            "read-only",
+            "--expires-in",
+            "90d",
+        ],
+    );
+    let reader = reader.trim().to_owned();
+    let writer = run(
+        db,
+        &["keys", "create", "--plan", "free", "--label", "writer"],
+    );
+    let writer = writer.trim().to_owned();
+    let list = |db: &str| -> Vec<Value> {
+        serde_json::from_str(&run(db, &["keys", "list", "--format", "json"])).expect("JSON")
+    };
+    let keys = list(db);
+    assert_eq!(keys.len(), 2);
+    let (reader_entry, writer_entry) = (&keys[0], &keys[1]);
+    assert_eq!(reader_entry["scope"], "read-only");
+    assert_eq!(reader_entry["state"], "active");
+    assert!(
+        reader_entry["expiresAt"].as_str().is_some(),
+        "{reader_entry}"
+    );
+    assert_eq!(writer_entry["scope"], "read-write");
+    assert_eq!(writer_entry["expiresAt"], Value::Null);
+    assert_eq!(writer_entry["lastUsedAt"], Value::Null);
+    assert!(
+        !serde_json::to_string(&keys)
+            .expect("text")
+            .contains(&writer[4..]),
+        "no secret in the listing"
+    );
+    let text = run(db, &["keys", "list"]);
+    assert!(
+        text.contains("read-only") && text.contains("SCOPE"),
+        "{text}"
+    );
+
+    let server = Server::start(db, &["--bootstrap-key=false"]);
+    let (status, body) = post(&server.base, &reader, r#"{"name":"Rex","categoryId":1}"#);
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (403, Some("insufficient_scope"))
+    );
+    assert_eq!(get(&server.base, "/pets", &reader).0, 200);
+    assert_eq!(get(&server.base, "/pets", &writer).0, 200);
+
+    // Rotation: a new secret for the same key; the old one works through the grace period.
+    let id = writer_entry["id"].to_string();
+    let rotated = run(db, &["keys", "rotate", &id, "--grace", "1h"]);
+    let rotated = rotated.trim().to_owned();
+    assert!(rotated.starts_with("pst_") && rotated != writer);
+    assert_eq!(get(&server.base, "/pets", &rotated).0, 200);
+    assert_eq!(get(&server.base, "/pets", &writer).0, 200);
+    let keys = list(db);
+    assert_eq!(keys.len(), 2, "the same key, not a new one");
+    assert!(keys[1]["previousSecretUntil"].as_str().is_some());
+    assert!(
+        keys[1]["lastUsedAt"].as_str().is_some(),
+        "recorded in the background: {}",
+        keys[1]
+    );
+    // Without grace, the old secret stops (within the key-cache TTL, 1 s here).
+    let newest = run(db, &["keys", "rotate", &id, "--grace", "0s"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while get(&server.base, "/pets", &rotated).0 != 401 {
+        assert!(
+            Instant::now() < deadline,
+            "the rotated-out secret still works"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(get(&server.base, "/pets", newest.trim()).0, 200);
+
+    // Re-scoping: the reader may write once it is read-write.
+    let reader_id = reader_entry["id"].to_string();
+    run(db, &["keys", "update", &reader_id, "--scope", "read-write"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while post(&server.base, &reader, r#"{"name":"Rex","categoryId":1}"#).0 != 201 {
+        assert!(Instant::now() < deadline, "the new scope never applied");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server.stop();
+
+    // What the command line refuses.
+    for args in [
+        &["keys", "update", "1"][..],
+        &["keys", "create", "--plan", "pro", "--scope", "admin"],
+        &[
+            "keys",
+            "create",
+            "--plan",
+            "pro",
+            "--expires-at",
+            "2001-01-01T00:00:00Z",
+        ],
+        &[
+            "keys",
+            "create",
+            "--plan",
+            "pro",
+            "--expires-in",
+            "1d",
+            "--expires-at",
+            "2099-01-01T00:00:00Z",
+        ],
+        &["keys", "rotate", "999"],
+    ] {
+        let output = petstore(db).args(args).output().expect("run");
+        assert!(!output.status.success(), "{args:?} succeeded");
+    }
+    let help = petstore(db)
+        .args(["keys", "--help"])
+        .output()
+        .expect("help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    for word in ["rotate", "update", "list", "create"] {
+        assert!(
+            help.contains(word),
+            "{word} missing from keys --help:\n{help}"
+        );
+    }
 }

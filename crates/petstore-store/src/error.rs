@@ -43,6 +43,10 @@ pub enum StoreError {
     /// The SQLite writer thread is gone (it only stops when the store is dropped).
     #[error("the SQLite writer has stopped")]
     WriterStopped,
+    /// An idempotency claim was taken over by another request (this one outlived its lease)
+    /// before its outcome could be stored: nothing was written; a retry sees the other's.
+    #[error("the idempotency key's claim was taken over by another request")]
+    ClaimLost,
     /// The transaction holding this write failed as a whole (SQLite group commit).
     #[error("the batch holding this write failed")]
     Batch(#[source] Arc<StoreError>),
@@ -77,7 +81,8 @@ impl StoreError {
             | Self::ConnectionLost(_)
             | Self::TimedOut(..)
             | Self::Conflict(_)
-            | Self::WriterStopped => StorageErrorKind::Unavailable,
+            | Self::WriterStopped
+            | Self::ClaimLost => StorageErrorKind::Unavailable,
             Self::NoIdleConnection => StorageErrorKind::WouldBlock,
             Self::Full(..) => StorageErrorKind::Full,
             Self::Batch(inner) => inner.kind(),

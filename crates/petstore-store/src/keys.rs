@@ -2,7 +2,8 @@
 
 use diesel::prelude::*;
 use petstore_domain::{
-    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, KeyHash, KeySpec, Plan, RateLimits, StorageError,
+    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, KeyHash, KeyMatch, KeySpec, Plan, RateLimits,
+    Scope, StorageError,
 };
 
 use crate::schema::api_keys;
@@ -19,6 +20,10 @@ type KeyColumns = (
     api_keys::revoked_at,
     api_keys::banned_until,
     api_keys::ban_level,
+    api_keys::scope,
+    api_keys::expires_at,
+    api_keys::last_used_at,
+    api_keys::previous_secret_until,
 );
 const KEY_COLUMNS: KeyColumns = (
     api_keys::id,
@@ -31,6 +36,10 @@ const KEY_COLUMNS: KeyColumns = (
     api_keys::revoked_at,
     api_keys::banned_until,
     api_keys::ban_level,
+    api_keys::scope,
+    api_keys::expires_at,
+    api_keys::last_used_at,
+    api_keys::previous_secret_until,
 );
 
 #[derive(Queryable)]
@@ -45,6 +54,10 @@ struct KeyRow {
     revoked_at: Option<i64>,
     banned_until: Option<i64>,
     ban_level: i32,
+    scope: String,
+    expires_at: Option<i64>,
+    last_used_at: Option<i64>,
+    previous_secret_until: Option<i64>,
 }
 
 impl TryFrom<KeyRow> for ApiKey {
@@ -73,6 +86,10 @@ impl TryFrom<KeyRow> for ApiKey {
             (None, None) => None,
             _ => return Err(corrupt("only one of the two custom limits is set".into())),
         };
+        let scope: Scope = row
+            .scope
+            .parse()
+            .map_err(|_| corrupt(format!("unknown scope {:?}", row.scope)))?;
         Ok(ApiKey {
             id: row.id,
             display_prefix: row.display_prefix,
@@ -85,6 +102,10 @@ impl TryFrom<KeyRow> for ApiKey {
                 until: u64::try_from(until).unwrap_or(0),
                 level: u32::try_from(row.ban_level).unwrap_or(1),
             }),
+            scope,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+            previous_secret_until: row.previous_secret_until,
         })
     }
 }
@@ -109,6 +130,8 @@ impl ApiKeyRepository for Store {
                     api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
                     api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
                     api_keys::created_at.eq(unix_now()),
+                    api_keys::scope.eq(spec.scope().as_str()),
+                    api_keys::expires_at.eq(spec.expires_at()),
                 ))
                 .returning(KEY_COLUMNS)
                 .get_result(conn)?;
@@ -116,16 +139,29 @@ impl ApiKeyRepository for Store {
         })
     }
 
-    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StorageError> {
+    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
         self.call(|conn| {
-            api_keys::table
-                .select(KEY_COLUMNS)
-                .filter(api_keys::key_hash.eq(hash.as_str()))
+            let found = api_keys::table
+                .select((KEY_COLUMNS, api_keys::key_hash))
+                .filter(
+                    api_keys::key_hash
+                        .eq(hash.as_str())
+                        .or(api_keys::previous_key_hash.eq(hash.as_str())),
+                )
                 .filter(api_keys::revoked_at.is_null())
-                .first::<KeyRow>(conn)
-                .optional()?
-                .map(ApiKey::try_from)
-                .transpose()
+                .first::<(KeyRow, String)>(conn)
+                .optional()?;
+            let Some((row, current_hash)) = found else {
+                return Ok(None);
+            };
+            let key = ApiKey::try_from(row)?;
+            Ok(Some(if current_hash == hash.as_str() {
+                KeyMatch::current(key)
+            } else {
+                // A rotated-out secret: until its grace period ends (never, if none was set).
+                let until = key.previous_secret_until.unwrap_or(0);
+                KeyMatch::previous(key, until)
+            }))
         })
     }
 
@@ -193,6 +229,60 @@ impl ApiKeyRepository for Store {
                 ))
                 .execute(conn)?;
             Ok(updated > 0)
+        })
+    }
+
+    fn rotate_key(
+        &self,
+        id: i64,
+        grace_until: i64,
+    ) -> Result<Option<(ApiKey, ApiKeySecret)>, StorageError> {
+        let secret = random_secret()?;
+        self.call(|conn| {
+            conn.transaction(|conn| {
+                let current: Option<String> = api_keys::table
+                    .find(id)
+                    .filter(api_keys::revoked_at.is_null())
+                    .select(api_keys::key_hash)
+                    .first(conn)
+                    .optional()?;
+                let Some(current) = current else {
+                    return Ok(None);
+                };
+                let row: KeyRow = diesel::update(api_keys::table.find(id))
+                    .set((
+                        api_keys::previous_key_hash.eq(Some(current)),
+                        api_keys::previous_secret_until.eq(Some(grace_until)),
+                        api_keys::key_hash.eq(secret.hash().as_str()),
+                        api_keys::display_prefix.eq(secret.display_prefix()),
+                    ))
+                    .returning(KEY_COLUMNS)
+                    .get_result(conn)?;
+                Ok(Some((row.try_into()?, secret)))
+            })
+        })
+    }
+
+    fn update_key_scope(&self, id: i64, scope: Scope) -> Result<bool, StorageError> {
+        self.call(|conn| {
+            let updated = diesel::update(api_keys::table.find(id))
+                .set(api_keys::scope.eq(scope.as_str()))
+                .execute(conn)?;
+            Ok(updated > 0)
+        })
+    }
+
+    fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError> {
+        self.call(|conn| {
+            diesel::update(api_keys::table.find(id))
+                .filter(
+                    api_keys::last_used_at
+                        .is_null()
+                        .or(api_keys::last_used_at.lt(now)),
+                )
+                .set(api_keys::last_used_at.eq(Some(now)))
+                .execute(conn)?;
+            Ok(())
         })
     }
 

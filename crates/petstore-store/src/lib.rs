@@ -25,6 +25,7 @@ macro_rules! native {
 
 mod connection;
 mod error;
+mod idempotency;
 mod keys;
 pub mod metrics;
 mod migrations;
@@ -40,7 +41,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use diesel::r2d2::Pool;
-use petstore_domain::{Capacity, PetDraft, PetReply, Storage, StorageError, StorageErrorKind};
+use petstore_domain::{
+    Capacity, CreatePet, PetReply, Storage, StorageError, StorageErrorKind, Unqueued,
+};
 
 use connection::ConnectionManager;
 pub use connection::{AnyConnection, Backend};
@@ -276,7 +279,7 @@ impl Storage for Store {
 
     /// SQLite: the pet is queued for the group-commit writer, and `done` is called on the
     /// writer's thread once the transaction holding it has committed.
-    fn queue_create_pet(&self, pet: &PetDraft, done: PetReply) -> Result<(), PetReply> {
+    fn queue_create_pet(&self, pet: CreatePet, done: PetReply) -> Result<(), Unqueued> {
         match &self.pet_writer {
             Some(writer) => {
                 writer.submit(
@@ -285,7 +288,7 @@ impl Storage for Store {
                 );
                 Ok(())
             }
-            None => Err(done),
+            None => Err((pet, done)),
         }
     }
 }

@@ -5,7 +5,9 @@ use diesel::pg::{Pg, PgValue};
 use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel::sqlite::{Sqlite, SqliteValue};
-use petstore_domain::{Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus, StorageError};
+use petstore_domain::{
+    CreatePet, Page, Pet, PetDraft, PetListQuery, PetRepository, PetStatus, StorageError,
+};
 
 use crate::schema::pets;
 use crate::{AnyConnection, Store, StoreError, overfetch, unix_now};
@@ -86,12 +88,31 @@ impl TryFrom<PetRow> for Pet {
     }
 }
 
+/// Inserts `pet` and, when it carries an idempotency completion, completes the claim with the
+/// pet's response: both or neither (the caller runs this in a transaction or savepoint).
+pub(crate) fn insert_completing(
+    conn: &mut AnyConnection,
+    pet: &CreatePet,
+) -> Result<Pet, StoreError> {
+    let created = Pet::try_from(insert_pet(conn, &pet.draft)?)?;
+    if let Some(completion) = &pet.completion {
+        let response = (completion.respond)(&created);
+        if !crate::idempotency::complete(conn, &completion.claim, &response)? {
+            return Err(StoreError::ClaimLost);
+        }
+    }
+    Ok(created)
+}
+
 impl PetRepository for Store {
-    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StorageError> {
+    fn create_pet(&self, pet: &CreatePet) -> Result<Pet, StorageError> {
         if let Some(writer) = &self.pet_writer {
             return Ok(writer.create(pet)?);
         }
-        self.call(|conn| insert_pet(conn, pet)?.try_into())
+        self.call(|conn| match pet.completion {
+            None => insert_pet(conn, &pet.draft)?.try_into(),
+            Some(_) => conn.transaction(|conn| insert_completing(conn, pet)),
+        })
     }
 
     fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {

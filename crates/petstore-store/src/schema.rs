@@ -34,8 +34,28 @@ diesel::table! {
         revoked_at -> Nullable<BigInt>,
         banned_until -> Nullable<BigInt>,
         ban_level -> Integer,
+        expires_at -> Nullable<BigInt>,
+        scope -> Text,
+        last_used_at -> Nullable<BigInt>,
+        previous_key_hash -> Nullable<Text>,
+        previous_secret_until -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (owner_key_id, idempotency_key) {
+        owner_key_id -> BigInt,
+        idempotency_key -> Text,
+        fingerprint -> Text,
+        token -> BigInt,
+        state -> Text,
+        claimed_at -> BigInt,
+        created_at -> BigInt,
+        response_status -> Nullable<Integer>,
+        response_location -> Nullable<Text>,
+        response_body -> Nullable<Text>,
     }
 }
 
 diesel::joinable!(orders -> pets (pet_id));
-diesel::allow_tables_to_appear_in_same_query!(pets, orders, api_keys);
+diesel::allow_tables_to_appear_in_same_query!(pets, orders, api_keys, idempotency_keys);

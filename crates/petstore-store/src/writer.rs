@@ -10,10 +10,10 @@ use std::thread;
 use std::time::Instant;
 
 use diesel::Connection;
-use petstore_domain::{Pet, PetDraft, StorageErrorKind};
+use petstore_domain::{CreatePet, Pet, StorageErrorKind};
 
 use crate::connection::ConnectionManager;
-use crate::pets::insert_pet;
+use crate::pets::insert_completing;
 use crate::space::DiskSpace;
 use crate::{AnyConnection, StoreError};
 
@@ -24,7 +24,7 @@ const MAX_BATCH: usize = 256;
 pub(crate) type Reply = Box<dyn FnOnce(Result<Pet, StoreError>) + Send>;
 
 struct Job {
-    draft: PetDraft,
+    pet: CreatePet,
     reply: Reply,
 }
 
@@ -46,11 +46,11 @@ impl PetWriter {
         Ok(Self { jobs })
     }
 
-    /// Stores `draft` and returns once its transaction has committed.
-    pub(crate) fn create(&self, draft: &PetDraft) -> Result<Pet, StoreError> {
+    /// Stores `pet` and returns once its transaction has committed.
+    pub(crate) fn create(&self, pet: &CreatePet) -> Result<Pet, StoreError> {
         let (reply, answer) = mpsc::sync_channel(1);
         self.submit(
-            draft,
+            pet.clone(),
             Box::new(move |result| {
                 let _ = reply.send(result);
             }),
@@ -58,13 +58,10 @@ impl PetWriter {
         answer.recv().map_err(|_| stopped())?
     }
 
-    /// Queues `draft` and returns at once; `reply` gets the outcome after the commit (or at
+    /// Queues `pet` and returns at once; `reply` gets the outcome after the commit (or at
     /// once if the writer has stopped).
-    pub(crate) fn submit(&self, draft: &PetDraft, reply: Reply) {
-        let job = Job {
-            draft: draft.clone(),
-            reply,
-        };
+    pub(crate) fn submit(&self, pet: CreatePet, reply: Reply) {
+        let job = Job { pet, reply };
         if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
             (job.reply)(Err(stopped()));
         }
@@ -128,22 +125,18 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
     }
 }
 
-/// One transaction for the batch, a savepoint per pet: a pet that cannot be inserted fails
-/// alone, and nothing is answered before the commit.
+/// One transaction for the batch, a savepoint per pet (with its idempotency record, if any): a
+/// pet that cannot be inserted fails alone, and nothing is answered before the commit.
 fn commit(
     conn: &mut AnyConnection,
     batch: &[Job],
 ) -> Result<Vec<Result<Pet, StoreError>>, StoreError> {
-    let rows = conn.transaction(|conn| {
-        Ok::<_, diesel::result::Error>(
+    conn.transaction(|conn| {
+        Ok::<_, StoreError>(
             batch
                 .iter()
-                .map(|job| conn.transaction(|conn| insert_pet(conn, &job.draft)))
+                .map(|job| conn.transaction(|conn| insert_completing(conn, &job.pet)))
                 .collect::<Vec<_>>(),
         )
-    })?;
-    Ok(rows
-        .into_iter()
-        .map(|row| row.map_err(StoreError::from).and_then(Pet::try_from))
-        .collect())
+    })
 }

@@ -3,9 +3,9 @@
 use std::collections::HashSet;
 
 use petstore_domain::{
-    ApiKeyRepository, ApiKeySecret, Ban, KeySpec, Limit, NewOrder, OrderListQuery, OrderRepository,
-    OrderStatus, PageRequest, PetDraft, PetListQuery, PetRepository, PetStatus, Plan, RateLimits,
-    Storage, StorageError, StorageErrorKind,
+    ApiKeyRepository, ApiKeySecret, Ban, CreatePet, KeyMatch, KeySpec, Limit, NewOrder,
+    OrderListQuery, OrderRepository, OrderStatus, PageRequest, PetDraft, PetListQuery,
+    PetRepository, PetStatus, Plan, RateLimits, Storage, StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
 use petstore_store::{Store, StoreConfig, StoreError};
@@ -64,8 +64,11 @@ fn raw_execute(url: &str, sql: &str) {
     .expect("execute");
 }
 
-fn draft(name: &str, status: PetStatus) -> PetDraft {
-    PetDraft::new(name, 1, status).expect("valid draft")
+/// How many migrations each backend has (the folders of `migrations/sqlite`).
+const MIGRATIONS: usize = 3;
+
+fn draft(name: &str, status: PetStatus) -> CreatePet {
+    CreatePet::new(PetDraft::new(name, 1, status).expect("valid draft"))
 }
 
 fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
@@ -234,7 +237,7 @@ for_each_backend! {
         assert_eq!(key.plan, Plan::Pro);
         assert_eq!(key.label, "ci");
         assert_eq!(key.display_prefix, secret.display_prefix());
-        assert_eq!(store.find_active_key(&secret.hash()).expect("find"), Some(key.clone()));
+        assert_eq!(store.find_active_key(&secret.hash()).expect("find"), Some(KeyMatch::current(key.clone())));
 
         assert!(store.revoke_key(key.id).expect("revoke"));
         assert_eq!(store.find_active_key(&secret.hash()).expect("find"), None);
@@ -288,7 +291,7 @@ for_each_backend! {
         assert!(store.ban_key(key.id, ban, 1_000).expect("ban"));
         let other = Ban { until: 3_000, level: 2 };
         assert!(!store.ban_key(key.id, other, 1_500).expect("ban again"), "a ban is in force");
-        let found = store.find_active_key(&secret.hash()).expect("find").expect("banned keys still authenticate");
+        let found = store.find_active_key(&secret.hash()).expect("find").expect("banned keys still authenticate").key;
         assert_eq!(found.ban, Some(ban));
         assert!(store.ban_key(key.id, other, 2_000).expect("escalate"), "the first ban has ended");
         assert_eq!(store.list_keys().expect("list")[0].ban, Some(other));
@@ -302,10 +305,10 @@ for_each_backend! {
         let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec")).expect("create");
         let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
         assert!(store.update_key_plan(key.id, Plan::Enterprise, Some(limits)).expect("update"));
-        let found = store.find_active_key(&secret.hash()).expect("find").expect("key");
+        let found = store.find_active_key(&secret.hash()).expect("find").expect("key").key;
         assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
         assert!(store.update_key_plan(key.id, Plan::Pro, None).expect("update"));
-        let found = store.find_active_key(&secret.hash()).expect("find").expect("key");
+        let found = store.find_active_key(&secret.hash()).expect("find").expect("key").key;
         assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
         assert!(!store.update_key_plan(key.id + 99, Plan::Pro, None).expect("update unknown"));
     }
@@ -333,7 +336,7 @@ fn a_fresh_database_is_not_ready_until_migrated() {
         matches!(store_error(&error), StoreError::Migration(..)),
         "{error:?}"
     );
-    assert_eq!(store.migrate().expect("migrate").len(), 2);
+    assert_eq!(store.migrate().expect("migrate").len(), MIGRATIONS);
     store.check_ready().expect("ready");
 }
 
@@ -412,7 +415,7 @@ fn a_migration_waits_for_the_lock_longer_than_the_statement_timeout() {
         .join()
         .expect("thread")
         .expect("migrated after the wait");
-    assert_eq!(applied.len(), 2);
+    assert_eq!(applied.len(), MIGRATIONS);
 }
 
 #[test]
@@ -433,7 +436,7 @@ fn processes_starting_together_on_a_new_sqlite_file_migrate_once() {
                 .len()
         })
         .sum();
-    assert_eq!(applied, 2, "each migration applied exactly once");
+    assert_eq!(applied, MIGRATIONS, "each migration applied exactly once");
 }
 
 #[test]
@@ -493,7 +496,7 @@ for_each_backend! {
     fn a_pet_handed_to_the_writer_is_answered_once_committed(db) {
         let store = db.store();
         let (sender, answer) = std::sync::mpsc::channel();
-        let queued = store.queue_create_pet(&draft("Queued", PetStatus::Pending), Box::new(move |result| {
+        let queued = store.queue_create_pet(draft("Queued", PetStatus::Pending), Box::new(move |result| {
             sender.send(result).expect("the test is waiting");
         }));
         if store.backend_name() == "sqlite" {

@@ -167,8 +167,15 @@ mod tests {
             created_at: 0,
             revoked_at: None,
             ban: None,
+            scope: petstore_domain::Scope::ReadWrite,
+            expires_at: None,
+            last_used_at: None,
+            previous_secret_until: None,
         };
-        cache.put(fp(&cache, 0), Some(ApiClient::new(key)));
+        cache.put(
+            fp(&cache, 0),
+            Some(ApiClient::new(petstore_domain::KeyMatch::current(key))),
+        );
         for n in 1..10_000 {
             cache.put(fp(&cache, n), None);
         }

@@ -5,15 +5,20 @@
 
 mod cache;
 mod token;
+mod usage;
 
+use std::future::{Ready, ready};
 use std::sync::Arc;
 use std::time::Duration;
 
+use actix_web::dev::Payload;
 use actix_web::http::header::HeaderMap;
-use petstore_domain::{ApiKey, ApiKeySecret};
+use actix_web::{FromRequest, HttpMessage, HttpRequest};
+use petstore_domain::{ApiKey, ApiKeySecret, KeyMatch};
 
 pub use cache::{KeyCache, KeyFingerprint};
 pub use token::bearer_token;
+pub use usage::Usage;
 
 use crate::db::Database;
 use crate::error::ApiError;
@@ -22,17 +27,57 @@ use crate::telemetry::metric;
 /// The authenticated caller, put in the request extensions by the admission middleware. A
 /// shared handle: the key cache holds the same one, so a request copies no part of the key.
 #[derive(Debug, Clone)]
-pub struct ApiClient(Arc<ApiKey>);
+pub struct ApiClient(Arc<KeyMatch>);
 
 impl ApiClient {
-    /// The caller with this key.
-    pub fn new(key: ApiKey) -> Self {
-        Self(Arc::new(key))
+    /// The caller with this key, found by one of its secrets.
+    pub fn new(found: KeyMatch) -> Self {
+        Self(Arc::new(found))
     }
 
     /// The caller's key.
     pub fn key(&self) -> &ApiKey {
-        &self.0
+        &self.0.key
+    }
+
+    /// Whether the secret the caller presented authenticates at `now` (not expired, not past a
+    /// rotation's grace period).
+    pub fn is_valid_at(&self, now: u64) -> bool {
+        self.0.is_valid_at(i64::try_from(now).unwrap_or(i64::MAX))
+    }
+}
+
+/// The caller, in a handler of a resource that requires a key (`require_key_and_mark` has
+/// answered `401` without one).
+impl FromRequest for ApiClient {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions()
+                .get::<ApiClient>()
+                .cloned()
+                .ok_or(ApiError::Unauthorized),
+        )
+    }
+}
+
+/// A caller allowed to write: taken by the handlers of operations that create or change
+/// something; a read-only key gets `403 insufficient_scope`.
+#[derive(Debug, Clone)]
+pub struct Writer(pub ApiClient);
+
+impl FromRequest for Writer {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(match req.extensions().get::<ApiClient>() {
+            None => Err(ApiError::Unauthorized),
+            Some(client) if client.key().scope.may_write() => Ok(Self(client.clone())),
+            Some(_) => Err(ApiError::InsufficientScope),
+        })
     }
 }
 
@@ -47,6 +92,8 @@ pub struct Credentials<'a> {
 #[derive(Debug)]
 pub struct Authenticator {
     cache: KeyCache,
+    /// When keys' use was last recorded.
+    pub usage: Usage,
 }
 
 impl Authenticator {
@@ -54,6 +101,7 @@ impl Authenticator {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
         Self {
             cache: KeyCache::new(ttl, capacity),
+            usage: Usage::default(),
         }
     }
 
@@ -66,10 +114,21 @@ impl Authenticator {
         })
     }
 
-    /// The valid key `credentials` name, if any (`None` for a malformed, unknown or revoked
-    /// one): from the cache when it has a fresh answer, else from the storage (one read per key
-    /// and cache period, unknown keys included).
+    /// The valid key `credentials` name at `now`, if any (`None` for a malformed, unknown,
+    /// revoked or expired one, or a rotated-out secret past its grace period): from the cache
+    /// when it has a fresh answer, else from the storage (one read per key and cache period,
+    /// unknown keys included). Expiry is checked on every request, cached answers included.
     pub async fn authenticate(
+        &self,
+        db: &Database,
+        credentials: Credentials<'_>,
+        now: u64,
+    ) -> Result<Option<ApiClient>, ApiError> {
+        let found = self.find(db, credentials).await?;
+        Ok(found.filter(|client| client.is_valid_at(now)))
+    }
+
+    async fn find(
         &self,
         db: &Database,
         credentials: Credentials<'_>,

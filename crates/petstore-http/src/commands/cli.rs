@@ -1,11 +1,11 @@
 //! The `petstore` command line, defined with clap (the only module that uses it). Every flag
 //! can also be set by the environment variable shown in `--help`.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use clap::builder::PossibleValue;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
-use petstore_domain::{BanPolicy, Plan, RateLimits, ValidationError};
+use petstore_domain::{BanPolicy, Plan, RateLimits, Scope, ValidationError};
 use petstore_store::StoreConfig;
 
 use crate::config::{Config, CorsOrigins, HttpSettings, MetricsEndpoint, RateLimitConfig};
@@ -74,33 +74,74 @@ pub enum KeysCommand {
         /// Requests per day (enterprise only, with --per-minute).
         #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires = "per_minute")]
         per_day: Option<u32>,
+        /// read-write (the default) or read-only: a read-only key gets 403
+        /// `insufficient_scope` on writes (POST).
+        #[arg(long, default_value = "read-write")]
+        scope: Scope,
+        /// The key stops working this long from now (e.g. `90d`, `12h`); an expired key is
+        /// refused like an unknown one.
+        #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "expires_at")]
+        expires_in: Option<Duration>,
+        /// The key stops working at this time (RFC 3339, e.g. `2027-03-01T00:00:00Z`).
+        #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
+        expires_at: Option<SystemTime>,
     },
-    /// List every key (never the secrets).
-    List,
+    /// List every key (never the secrets): plan, limits, scope, state (active, expired or
+    /// revoked), expiry, last use (recorded at most once a minute per instance), ban, and the
+    /// end of a rotation's grace period.
+    List {
+        /// `text` (a table) or `json` (an array of objects, for scripts).
+        #[arg(long, default_value = "text")]
+        format: ListFormat,
+    },
     /// Revoke a key by id.
     Revoke {
         /// The key's id, as `keys list` shows it.
         id: i64,
     },
-    /// Change a key's plan (and, for enterprise, its limits).
+    /// Give a key a new secret, printed once on stdout. The key keeps its id, plan, limits,
+    /// label, scope, expiry, usage counters and any ban; the old secret keeps working until
+    /// the grace period ends (on every instance within the key-cache TTL), then is refused.
+    /// Rotating again ends the previous grace period at once.
+    Rotate {
+        /// The key's id.
+        id: i64,
+        /// How long the old secret keeps working (`0s`: not at all, e.g. after a leak).
+        #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+        grace: Duration,
+    },
+    /// Change a key's plan (and, for enterprise, its limits), its scope, or both.
+    #[command(group = clap::ArgGroup::new("change").required(true).multiple(true).args(["plan", "scope"]))]
     Update {
         /// The key's id.
         id: i64,
         /// free, pro, business or enterprise.
         #[arg(long, env = "PETSTORE_KEY_PLAN")]
-        plan: Plan,
+        plan: Option<Plan>,
         /// Requests per minute (enterprise only, with --per-day).
-        #[arg(long, env = "PETSTORE_KEY_PER_MINUTE", requires = "per_day")]
+        #[arg(long, env = "PETSTORE_KEY_PER_MINUTE", requires_all = ["per_day", "plan"])]
         per_minute: Option<u32>,
         /// Requests per day (enterprise only, with --per-minute).
-        #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires = "per_minute")]
+        #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires_all = ["per_minute", "plan"])]
         per_day: Option<u32>,
+        /// read-write or read-only.
+        #[arg(long)]
+        scope: Option<Scope>,
     },
     /// Lift a key's temporary ban.
     Unban {
         /// The key's id.
         id: i64,
     },
+}
+
+/// How `keys list` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ListFormat {
+    /// A table, for people.
+    Text,
+    /// A JSON array, for scripts.
+    Json,
 }
 
 /// Options of `openapi`.
@@ -203,6 +244,10 @@ pub struct ServeArgs {
     /// Then, the longest in-flight requests may take to finish.
     #[arg(long, env = "PETSTORE_SHUTDOWN_TIMEOUT", default_value = "30s", value_parser = humantime::parse_duration)]
     pub shutdown_timeout: Duration,
+    /// How long `Idempotency-Key` records are kept: a retry within it is answered from the
+    /// record; after it the key is free again. Expired records are pruned in the background.
+    #[arg(long, env = "PETSTORE_IDEMPOTENCY_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
+    pub idempotency_retention: Duration,
     /// Record Prometheus metrics and serve them at `/metrics`.
     #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
     pub metrics: bool,
@@ -268,6 +313,7 @@ impl ServeArgs {
             shutdown_timeout: self.shutdown_timeout,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             cors: self.cors_allowed_origins,
+            idempotency_retention: self.idempotency_retention,
             metrics: match (self.metrics, self.metrics_bind) {
                 (false, _) => MetricsEndpoint::Off,
                 (true, None) => MetricsEndpoint::Main,

@@ -79,6 +79,7 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     std::io::stdout().flush()?;
     let server = server.run();
     let handle = server.handle();
+    prune_idempotency_records(state.clone());
     actix_web::rt::spawn(async move {
         stop_signal().await;
         drain(&state, handle, config.shutdown_delay).await;
@@ -127,6 +128,38 @@ fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dy
     let handle = server.handle();
     actix_web::rt::spawn(server);
     Ok(handle)
+}
+
+/// How often expired `Idempotency-Key` records are deleted (by every instance: the delete is
+/// cheap when there is nothing to delete).
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+
+/// Deletes expired `Idempotency-Key` records now and every [`PRUNE_EVERY`], in the background:
+/// no request pays for it.
+fn prune_idempotency_records(state: web::Data<AppState>) {
+    actix_web::rt::spawn(async move {
+        loop {
+            let before = state
+                .clock
+                .unix_seconds()
+                .saturating_sub(state.idempotency.retention.as_secs());
+            match state
+                .db
+                .call("prune_idempotency_keys", move |storage| {
+                    storage.prune_idempotency_keys(before)
+                })
+                .await
+            {
+                Ok(0) => {}
+                Ok(pruned) => log::info!("pruned {pruned} expired idempotency record(s)"),
+                Err(error) => log::warn!(
+                    "could not prune idempotency records: {}",
+                    crate::error::Chain(&error)
+                ),
+            }
+            actix_web::rt::time::sleep(PRUNE_EVERY).await;
+        }
+    });
 }
 
 /// Resolves on SIGTERM or SIGINT.

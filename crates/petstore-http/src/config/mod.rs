@@ -35,6 +35,9 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     /// Where `GET /metrics` is served.
     pub metrics: MetricsEndpoint,
+    /// How long `Idempotency-Key` records are kept (and a key cannot be reused for another
+    /// request).
+    pub idempotency_retention: Duration,
 }
 
 impl Config {
@@ -52,6 +55,7 @@ impl Config {
             cors: CorsOrigins::default(),
             rate_limit: RateLimitConfig::default(),
             metrics: MetricsEndpoint::Main,
+            idempotency_retention: Duration::from_secs(24 * 3600),
         }
     }
 }

@@ -20,10 +20,14 @@ pub enum ErrorCode {
     UnknownQueryParameter,
     /// 400: a path parameter is malformed (e.g. `petId` not an int64).
     InvalidPathParameter,
+    /// 400: a request header is malformed (e.g. `Idempotency-Key`).
+    InvalidHeader,
     /// 400: the request is malformed in a way no other code describes.
     BadRequest,
     /// 401: the API key is missing, malformed, unknown or revoked.
     Unauthorized,
+    /// 403: the API key is read-only and the operation writes.
+    InsufficientScope,
     /// 404: no pet has the requested id.
     PetNotFound,
     /// 404: no endpoint has this path.
@@ -32,12 +36,17 @@ pub enum ErrorCode {
     MethodNotAllowed,
     /// 408: the request body stopped arriving; the connection is closed.
     RequestTimeout,
+    /// 409: a request with the same `Idempotency-Key` is still being processed; retry after
+    /// `Retry-After`.
+    IdempotencyRequestInProgress,
     /// 410: the endpoint was removed at its sunset date.
     EndpointRemoved,
     /// 413: the body is larger than the service accepts.
     PayloadTooLarge,
     /// 415: the body is not `application/json`.
     UnsupportedMediaType,
+    /// 422: the `Idempotency-Key` was used before with a different request.
+    IdempotencyKeyReused,
     /// 429: over the plan's per-minute or per-day limit; retry after `Retry-After`.
     RateLimited,
     /// 429: banned for a while for sending on after 429s; retry after `Retry-After`.
@@ -52,7 +61,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for documentation checks.
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 25] = [
         Self::InvalidJson,
         Self::MissingField,
         Self::UnknownField,
@@ -60,15 +69,19 @@ impl ErrorCode {
         Self::InvalidQueryParameter,
         Self::UnknownQueryParameter,
         Self::InvalidPathParameter,
+        Self::InvalidHeader,
         Self::BadRequest,
         Self::Unauthorized,
+        Self::InsufficientScope,
         Self::PetNotFound,
         Self::RouteNotFound,
         Self::MethodNotAllowed,
         Self::RequestTimeout,
+        Self::IdempotencyRequestInProgress,
         Self::EndpointRemoved,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
+        Self::IdempotencyKeyReused,
         Self::RateLimited,
         Self::TemporarilyBanned,
         Self::InternalError,
@@ -86,15 +99,19 @@ impl ErrorCode {
             Self::InvalidQueryParameter => "invalid_query_parameter",
             Self::UnknownQueryParameter => "unknown_query_parameter",
             Self::InvalidPathParameter => "invalid_path_parameter",
+            Self::InvalidHeader => "invalid_header",
             Self::BadRequest => "bad_request",
             Self::Unauthorized => "unauthorized",
+            Self::InsufficientScope => "insufficient_scope",
             Self::PetNotFound => "pet_not_found",
             Self::RouteNotFound => "route_not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::RequestTimeout => "request_timeout",
+            Self::IdempotencyRequestInProgress => "idempotency_request_in_progress",
             Self::EndpointRemoved => "endpoint_removed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
+            Self::IdempotencyKeyReused => "idempotency_key_reused",
             Self::RateLimited => "rate_limited",
             Self::TemporarilyBanned => "temporarily_banned",
             Self::InternalError => "internal_error",
@@ -113,14 +130,18 @@ impl ErrorCode {
             | Self::InvalidQueryParameter
             | Self::UnknownQueryParameter
             | Self::InvalidPathParameter
+            | Self::InvalidHeader
             | Self::BadRequest => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::InsufficientScope => StatusCode::FORBIDDEN,
             Self::PetNotFound | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::IdempotencyRequestInProgress => StatusCode::CONFLICT,
             Self::EndpointRemoved => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::IdempotencyKeyReused => StatusCode::UNPROCESSABLE_ENTITY,
             Self::RateLimited | Self::TemporarilyBanned => StatusCode::TOO_MANY_REQUESTS,
             Self::InternalError => StatusCode::INTERNAL_SERVER_ERROR,
             Self::ServiceUnavailable | Self::StorageFull => StatusCode::SERVICE_UNAVAILABLE,

@@ -79,6 +79,22 @@ pub enum ApiError {
     /// A header that must appear at most once appears more often.
     #[error("the header `{0}` must be sent at most once")]
     RepeatedHeader(&'static str),
+    /// A request header is malformed; the message names it.
+    #[error("header {0}")]
+    InvalidHeader(#[source] ValidationError),
+    /// A read-only key tried to write.
+    #[error("this API key is read-only: it cannot create or change anything")]
+    InsufficientScope,
+    /// The `Idempotency-Key` was used before with another request.
+    #[error(
+        "this Idempotency-Key was already used with a different request; send a new key for a new request"
+    )]
+    IdempotencyKeyReused,
+    /// A request with this `Idempotency-Key` is still running.
+    #[error(
+        "a request with this Idempotency-Key is still being processed; retry after {IN_PROGRESS_RETRY_AFTER} s"
+    )]
+    IdempotencyRequestInProgress,
     /// Over the caller's per-minute or per-day limit.
     #[error(
         "rate limit exceeded ({} requests per minute, {} per day); retry after {retry_after} s",
@@ -123,6 +139,9 @@ pub enum ApiError {
     Internal(#[source] BoxError),
 }
 
+/// Seconds a client waits before retrying a request whose `Idempotency-Key` is in flight.
+pub const IN_PROGRESS_RETRY_AFTER: u64 = 1;
+
 const UNAVAILABLE: &str = "the service is temporarily unavailable; retry later";
 const INTERNAL: &str = "an internal error occurred";
 
@@ -165,6 +184,10 @@ impl ApiError {
                 ErrorCode::UnsupportedMediaType
             }
             Self::RepeatedHeader(_) => ErrorCode::BadRequest,
+            Self::InvalidHeader(_) => ErrorCode::InvalidHeader,
+            Self::InsufficientScope => ErrorCode::InsufficientScope,
+            Self::IdempotencyKeyReused => ErrorCode::IdempotencyKeyReused,
+            Self::IdempotencyRequestInProgress => ErrorCode::IdempotencyRequestInProgress,
             Self::RateLimited { .. } => ErrorCode::RateLimited,
             Self::TemporarilyBanned { .. } => ErrorCode::TemporarilyBanned,
             Self::Storage(error) => match error.kind() {
@@ -217,6 +240,12 @@ impl ResponseError for ApiError {
             }
             Self::RateLimited { retry_after, .. } | Self::TemporarilyBanned { retry_after } => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            }
+            Self::IdempotencyRequestInProgress => {
+                headers.insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(IN_PROGRESS_RETRY_AFTER),
+                );
             }
             _ => {}
         }

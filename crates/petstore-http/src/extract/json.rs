@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use actix_web::dev::Payload;
 use actix_web::http::header;
-use actix_web::web::BytesMut;
+use actix_web::web::{Bytes, BytesMut};
 use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use futures_util::StreamExt;
 use petstore_domain::ValidationError;
@@ -41,6 +41,22 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
     type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let bytes = JsonBytes::from_request(req, payload);
+        Box::pin(async move { parse(&bytes.await?.0).map(JsonBody) })
+    }
+}
+
+/// A JSON body as sent, not yet parsed (for a request whose bytes matter: its idempotency
+/// fingerprint): the content type checked (`415`), the size bounded (`413`), and the whole body
+/// read within the body timeout (`408`).
+#[derive(Debug)]
+pub struct JsonBytes(pub Bytes);
+
+impl FromRequest for JsonBytes {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let checked = check_headers(req);
         let BodyTimeout(timeout) = req.app_data::<BodyTimeout>().copied().unwrap_or_default();
         let mut payload = payload.take();
@@ -57,12 +73,12 @@ impl<T: DeserializeOwned + 'static> FromRequest for JsonBody<T> {
                     }
                     body.extend_from_slice(&chunk);
                 }
-                Ok(body)
+                Ok(body.freeze())
             };
             let body = actix_web::rt::time::timeout(timeout, read)
                 .await
                 .map_err(|_| ApiError::RequestTimeout(timeout))??;
-            parse(&body).map(JsonBody)
+            Ok(JsonBytes(body))
         })
     }
 }

@@ -15,7 +15,10 @@ use crate::auth::{ApiClient, Credentials};
 use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::ratelimit::headers;
-use crate::ratelimit::{Caller, KeyBans, LimitError, Subject, Verdict};
+use crate::ratelimit::{
+    Caller, KeyBans, LimitError, RATE_LIMIT_PATH, RateStatus, Subject, Verdict,
+};
+use crate::report::Chain;
 use crate::state::AppState;
 use crate::telemetry::metric;
 
@@ -70,7 +73,7 @@ async fn gate(
     let credentials = state.auth.credentials(req.headers());
     let client = match credentials {
         None => None,
-        Some(credentials) => match state.auth.authenticate(&state.db, credentials).await {
+        Some(credentials) => match state.auth.authenticate(&state.db, credentials, now).await {
             Ok(found) => found,
             Err(error) => {
                 let limits = limiter.limit_headers(limiter.anonymous_limits());
@@ -97,14 +100,30 @@ async fn gate(
         state: &state,
         credentials,
     };
-    let verdict = limiter.check(&caller, now, &key_bans).await;
-    count_decision(&verdict, &caller, client.as_ref());
+    if let Some(client) = &client {
+        record_use(&state, client, now);
+    }
+    // The rate-limit status spends nothing: the caller's standing is read, not counted.
+    let status_only = is_rate_limit_status(req.path(), &state);
+    let verdict = if status_only {
+        limiter.peek(&caller, now).await
+    } else {
+        let verdict = limiter.check(&caller, now, &key_bans).await;
+        count_decision(&verdict, &caller, client.as_ref());
+        verdict
+    };
     // For the handlers, and the access log (refusals included).
     if let Some(client) = client {
         req.extensions_mut().insert(client);
     }
     match verdict {
         Ok(Verdict::Allowed(decision)) => {
+            if status_only {
+                req.extensions_mut().insert(RateStatus {
+                    decision,
+                    limits: caller.limits,
+                });
+            }
             let mut response = next.call(req).await?;
             headers::write(response.headers_mut(), &decision, &limits, now);
             Ok(response.map_into_left_body())
@@ -138,6 +157,31 @@ async fn gate(
             }))
         }
     }
+}
+
+/// `{base}/rate_limit`.
+fn is_rate_limit_status(path: &str, state: &AppState) -> bool {
+    path.strip_prefix(state.links.settings().base_path()) == Some(RATE_LIMIT_PATH)
+}
+
+/// Records the key's use, at most once a minute per key on this instance, in the background
+/// (the request does not wait for it; a failure is logged).
+fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
+    let id = client.key().id;
+    if !state.auth.usage.note(id, now) {
+        return;
+    }
+    let state = state.clone();
+    let now = i64::try_from(now).unwrap_or(i64::MAX);
+    actix_web::rt::spawn(async move {
+        if let Err(error) = state
+            .db
+            .call("touch_key", move |storage| storage.touch_key(id, now))
+            .await
+        {
+            log::warn!("could not record the use of key {id}: {}", Chain(&error));
+        }
+    });
 }
 
 /// Counts the decision in [`metric::RATE_LIMIT_DECISIONS`].

@@ -114,6 +114,16 @@ impl MemoryCounters {
         hit
     }
 
+    /// [`CounterStore::peek`], synchronously.
+    pub fn peek_now(&self, subject: Subject, limits: RateLimits, now: u64) -> Hit {
+        let shard = self
+            .shard(&subject)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let entry = shard.entries.get(&subject);
+        peek(entry.unwrap_or(&Entry::default()), limits, now)
+    }
+
     /// [`CounterStore::start_ban`], synchronously.
     pub fn start_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) {
         let mut shard = self
@@ -268,7 +278,42 @@ fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
     }
 }
 
+/// What [`count`] would find in `entry`, counting nothing.
+fn peek(entry: &Entry, limits: RateLimits, now: u64) -> Hit {
+    if let Some(ban) = entry.ban.filter(|ban| ban.until > now) {
+        return Hit::Banned(ban);
+    }
+    let (minute_used, rejected) = if entry.minute == Window::Minute.index(now) {
+        (entry.minute_used, entry.rejected)
+    } else {
+        (0, 0)
+    };
+    let day_used = if entry.day == Window::Day.index(now) {
+        entry.day_used
+    } else {
+        0
+    };
+    Hit::Counted {
+        counts: Counts {
+            allowed: minute_used < limits.per_minute && day_used < limits.per_day,
+            minute_used,
+            day_used,
+            rejected,
+        },
+        previous_ban: entry.ban,
+    }
+}
+
 impl CounterStore for MemoryCounters {
+    fn peek<'a>(
+        &'a self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
+        std::future::ready(Ok(self.peek_now(subject, limits, now))).boxed_local()
+    }
+
     fn hit<'a>(
         &'a self,
         subject: Subject,

@@ -101,6 +101,15 @@ pub trait CounterStore: Send + Sync + 'static {
         now: u64,
     ) -> LocalBoxFuture<'a, Result<Hit, CounterError>>;
 
+    /// What [`Self::hit`] would find, without counting anything: the subject's counts now (its
+    /// ban, if banned). For the rate-limit status, which spends nothing.
+    fn peek<'a>(
+        &'a self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>>;
+
     /// A ban of `subject` starts: forgets its refusals in the current minute (so that, once the
     /// ban ends or is lifted, only new refusals count towards the next one) and, for an address,
     /// records the ban (key bans are kept with the key, in the database).
@@ -179,6 +188,19 @@ impl AddressPolicy {
             }
         })
     }
+}
+
+/// The rate-limit status resource, under the base path: read without being counted.
+pub const RATE_LIMIT_PATH: &str = "/rate_limit";
+
+/// A caller's standing, read without counting, for the rate-limit status response (put in the
+/// request's extensions by admission).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateStatus {
+    /// Both windows now.
+    pub decision: RateDecision,
+    /// The caller's limits.
+    pub limits: RateLimits,
 }
 
 /// Who is asking, as the limiter sees it.
@@ -381,6 +403,31 @@ impl Limiter {
             ban.level
         );
         Ok(Verdict::Banned(ban))
+    }
+
+    /// The caller's standing at `now` without counting the request: `Banned` when banned (so a
+    /// banned caller still gets its `429`), else `Allowed` with the current counts (whether or
+    /// not a window is used up). For `GET {base}/rate_limit`.
+    pub async fn peek(&self, caller: &Caller, now: u64) -> Result<Verdict, LimitError> {
+        if let Some(ban) = caller.ban.filter(|ban| ban.until > now) {
+            return Ok(Verdict::Banned(ban));
+        }
+        let hit = match self.counters.peek(caller.subject, caller.limits, now).await {
+            Ok(hit) => hit,
+            Err(error) => {
+                self.note_failure(&error, now);
+                match &self.fallback {
+                    Some(fallback) => fallback.peek_now(caller.subject, caller.limits, now),
+                    None => return Err(LimitError::Counters(error)),
+                }
+            }
+        };
+        Ok(match hit {
+            Hit::Banned(ban) => Verdict::Banned(ban),
+            Hit::Counted { counts, .. } => {
+                Verdict::Allowed(RateDecision::new(counts, caller.limits, now))
+            }
+        })
     }
 
     /// Counts in the counter store, or in the fallback while it fails (fail open).

@@ -37,6 +37,26 @@ if refused == 1 then redis.call('EXPIRE', KEYS[3], ARGV[4]) end
 return {0, minute, day, refused, ban_until, ban_level}
 ";
 
+/// [`HIT`] without counting: the same reply, state 1 when both windows have room.
+const PEEK: &str = r"
+local ban_until, ban_level = 0, 0
+local ban = redis.call('GET', KEYS[4])
+if ban then
+  local sep = string.find(ban, ':', 1, true)
+  ban_until = tonumber(string.sub(ban, 1, sep - 1))
+  ban_level = tonumber(string.sub(ban, sep + 1))
+  if ban_until > tonumber(ARGV[3]) then
+    return {2, 0, 0, 0, ban_until, ban_level}
+  end
+end
+local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
+local day = tonumber(redis.call('GET', KEYS[2]) or '0')
+local refused = tonumber(redis.call('GET', KEYS[3]) or '0')
+local room = 0
+if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then room = 1 end
+return {room, minute, day, refused, ban_until, ban_level}
+";
+
 /// Slack added to key lifetimes, so instances whose clocks differ a little still agree.
 const MINUTE_SLACK: u64 = 60;
 const DAY_SLACK: u64 = 3_600;
@@ -45,6 +65,7 @@ const DAY_SLACK: u64 = 3_600;
 pub struct RedisCounters {
     connection: ConnectionManager,
     script: redis::Script,
+    peek: redis::Script,
     prefix: String,
     timeout: Duration,
     remember_bans_for: u64,
@@ -71,6 +92,7 @@ impl RedisCounters {
         Ok(Self {
             connection,
             script: redis::Script::new(HIT),
+            peek: redis::Script::new(PEEK),
             prefix: prefix.to_owned(),
             timeout,
             remember_bans_for,
@@ -82,15 +104,17 @@ impl RedisCounters {
         format!("{}:{{{subject}}}:{suffix}", self.prefix)
     }
 
-    async fn hit_inner(
+    /// Runs `script` (`HIT` or `PEEK`) for `subject`.
+    async fn run(
         &self,
+        script: &redis::Script,
         subject: Subject,
         limits: RateLimits,
         now: u64,
     ) -> Result<Hit, CounterError> {
         let minute = Window::Minute.index(now);
         let day = Window::Day.index(now);
-        let mut invocation = self.script.prepare_invoke();
+        let mut invocation = script.prepare_invoke();
         invocation
             .key(self.key(subject, &format!("m:{minute}")))
             .key(self.key(subject, &format!("d:{day}")))
@@ -169,7 +193,16 @@ impl CounterStore for RedisCounters {
         limits: RateLimits,
         now: u64,
     ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.hit_inner(subject, limits, now).boxed_local()
+        self.run(&self.script, subject, limits, now).boxed_local()
+    }
+
+    fn peek<'a>(
+        &'a self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
+        self.run(&self.peek, subject, limits, now).boxed_local()
     }
 
     fn start_ban<'a>(

@@ -7,6 +7,7 @@ pub mod metrics;
 pub mod openapi;
 mod orders;
 mod pets;
+mod rate_limit;
 mod respond;
 
 use actix_web::middleware::from_fn;
@@ -14,6 +15,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 
 use crate::error::ApiError;
 use crate::middleware::{Marks, require_key_and_mark};
+use crate::ratelimit::RATE_LIMIT_PATH;
 
 /// Registers the API's resources under `base` (the base path, e.g. `/v1`), and its description
 /// (`openapi.json`, which needs no key). Each API resource requires a key (so `401` precedes
@@ -42,6 +44,16 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             .default_service(web::to(method_not_allowed("GET, HEAD")))
             .wrap(from_fn(|req, next| {
                 require_key_and_mark(Marks::Deprecated, req, next)
+            })),
+    )
+    .service(
+        web::resource(format!("{base}{RATE_LIMIT_PATH}"))
+            .name("getRateLimit")
+            .route(web::get().to(rate_limit::get_rate_limit))
+            .route(web::head().to(rate_limit::get_rate_limit))
+            .default_service(web::to(method_not_allowed("GET, HEAD")))
+            .wrap(from_fn(|req, next| {
+                require_key_and_mark(Marks::None, req, next)
             })),
     )
     .service(

@@ -19,7 +19,7 @@ use utoipa::openapi::{
 };
 use utoipa::{Modify, OpenApi};
 
-use super::{orders, pets};
+use super::{orders, pets, rate_limit};
 use crate::error::{ApiError, ErrorObject};
 use crate::state::AppState;
 use crate::sunset::SUNSET;
@@ -35,11 +35,27 @@ use crate::sunset::SUNSET;
             `x-stability: experimental` may change without a new version.",
         license(name = "MIT OR Apache-2.0"),
     ),
-    paths(pets::list_pets, pets::create_pet, pets::get_pet, orders::list_orders),
-    components(schemas(Pet, NewPet, PetStatus, Order, OrderStatus, ErrorObject)),
+    paths(
+        pets::list_pets,
+        pets::create_pet,
+        pets::get_pet,
+        orders::list_orders,
+        rate_limit::get_rate_limit
+    ),
+    components(schemas(
+        Pet,
+        NewPet,
+        PetStatus,
+        Order,
+        OrderStatus,
+        ErrorObject,
+        rate_limit::RateLimitStatus,
+        rate_limit::WindowStatus
+    )),
     tags(
         (name = "pets", description = "The catalogue of animals."),
         (name = "store", description = "The store-orders area (experimental)."),
+        (name = "rate limits", description = "Your standing against your plan's limits."),
     ),
     modifiers(&Conventions),
 )]

@@ -1,12 +1,19 @@
 //! `GET /pets`, `POST /pets`, `GET /pets/{petId}`.
 
+use std::sync::Arc;
+
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{NewPet, Pet, PetListQuery, PetStatus};
+use petstore_domain::{
+    Completion, CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredResponse,
+};
 
 use super::respond::encoded_body;
+use crate::auth::Writer;
+use crate::encode::EncodeJson;
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{JsonBody, query_pairs};
+use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
+use crate::idempotency;
 use crate::state::AppState;
 use crate::sunset::{SUNSET, SUNSET_UNIX};
 
@@ -68,31 +75,88 @@ pub async fn list_pets(
     tag = "pets",
     summary = "Add a pet",
     description = "Stores a new pet; `status` defaults to `available`. The body is strict: unknown \
-        fields (including `id`), `null`s and wrong types are refused, naming the field.",
+        fields (including `id`), `null`s and wrong types are refused, naming the field. \
+        Send an `Idempotency-Key` to retry safely: the same request with the same key is \
+        answered once and replayed after (`Idempotent-Replayed: true`), for 24 hours. Needs a \
+        read-write key.",
+    params(
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
+            pattern = "^[!-~]+$",
+            description = "A key of the client's choosing, unique per request it means (a UUID, \
+                say): a retry with the same key and body creates nothing more and gets the \
+                first answer again. Scoped to the API key; kept 24 hours."),
+    ),
     request_body(content = NewPet, content_type = "application/json"),
     responses(
         (status = 201, description = "The pet, with its id; durable when answered.", body = Pet,
-            headers(("Location" = String, description = "The pet's address."))),
+            headers(
+                ("Location" = String, description = "The pet's address."),
+                ("Idempotent-Replayed" = String,
+                    description = "`true` when this is the stored answer to an earlier request \
+                        with the same `Idempotency-Key`."),
+            )),
         (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
-            `invalid_field`, naming the field.", body = ErrorObject),
+            `invalid_field`, naming the field; `invalid_header`: a malformed `Idempotency-Key`.",
+            body = ErrorObject),
         (status = 408, description = "`request_timeout`: the body did not arrive within the \
             body timeout (10 s by default); the connection is closed.", body = ErrorObject),
         (status = 413, description = "`payload_too_large`: over 64 KiB.", body = ErrorObject),
+        (status = 403, description = "`insufficient_scope`: the key is read-only (an addition \
+            to the interface).", body = ErrorObject),
+        (status = 409, description = "`idempotency_request_in_progress`: a request with this \
+            `Idempotency-Key` is still being processed; retry after `Retry-After`.",
+            body = ErrorObject, headers(("Retry-After" = u64, description = "Seconds to wait."))),
         (status = 415, description = "`unsupported_media_type`: not `application/json`.",
             body = ErrorObject),
+        (status = 422, description = "`idempotency_key_reused`: the `Idempotency-Key` was used \
+            with a different request.", body = ErrorObject),
     ),
 )]
 pub async fn create_pet(
     state: web::Data<AppState>,
     req: HttpRequest,
-    body: JsonBody<NewPet>,
+    Writer(client): Writer,
+    IdempotencyHeader(key): IdempotencyHeader,
+    JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    let draft = body.0.validate_into()?;
-    let pet = state.db.create_pet(draft).await?;
-    let location = format!("{}/pets/{}", state.links.public_base(&req), pet.id);
-    let mut response = HttpResponse::Created();
-    response.insert_header((header::LOCATION, location));
-    Ok(encoded_body(response, &pet, 1))
+    let pets = format!("{}/pets", state.links.public_base(&req));
+    let Some(key) = key else {
+        let draft = parse::<NewPet>(&body)?.validate_into()?;
+        let pet = state.db.create_pet(CreatePet::new(draft)).await?;
+        let mut response = HttpResponse::Created();
+        response.insert_header((header::LOCATION, format!("{pets}/{}", pet.id)));
+        return Ok(encoded_body(response, &pet, 1));
+    };
+    idempotency::run(&state, &req, &client, key, &body, |claim| async {
+        let draft = parse::<NewPet>(&body)?.validate_into()?;
+        let respond = Arc::new(move |pet: &Pet| created(&pets, pet));
+        let completion = Completion {
+            claim,
+            respond: respond.clone(),
+        };
+        let pet = state
+            .db
+            .create_pet(CreatePet {
+                draft,
+                completion: Some(completion),
+            })
+            .await?;
+        Ok(respond(&pet))
+    })
+    .await
+}
+
+/// The `201` of a created pet, as stored for replay: its address and JSON.
+fn created(pets: &str, pet: &Pet) -> StoredResponse {
+    let mut body = Vec::with_capacity(96);
+    // A pet's JSON is written by hand (`encode`), from strings serde_json escapes: it cannot
+    // fail, and is UTF-8.
+    let _ = pet.encode_json(&mut body);
+    StoredResponse {
+        status: 201,
+        location: Some(format!("{pets}/{}", pet.id)),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    }
 }
 
 /// `getPet` (deprecated): the pet, `404`, or `410` once past the sunset.

@@ -44,6 +44,10 @@ async fn allowed_origins_get_preflights_for_free_and_the_headers_they_need() {
     for _ in 0..3 {
         let reply = app.send(preflight()).await;
         assert_eq!(reply.status, 200, "a preflight needs no key");
+        assert!(
+            reply.header("x-request-id").is_some(),
+            "a preflight has its id too"
+        );
         assert_eq!(reply.header("access-control-allow-origin"), Some(ORIGIN));
         let methods = reply
             .header("access-control-allow-methods")

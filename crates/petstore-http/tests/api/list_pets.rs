@@ -109,7 +109,9 @@ api_tests! {
     }
 
     async fn limit_bounds_are_1_and_100(app) {
-        let draft = petstore_domain::PetDraft::new("many", 1, petstore_domain::PetStatus::Sold).expect("draft");
+        let draft = petstore_domain::CreatePet::new(
+            petstore_domain::PetDraft::new("many", 1, petstore_domain::PetStatus::Sold).expect("draft"),
+        );
         for _ in 0..101 {
             app.store.create_pet(&draft).expect("create");
         }

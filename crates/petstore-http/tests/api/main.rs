@@ -12,6 +12,8 @@ mod disk_full;
 mod errors;
 mod get_pet;
 mod health;
+mod idempotency;
+mod keys;
 mod list_pets;
 mod orders;
 mod outage;

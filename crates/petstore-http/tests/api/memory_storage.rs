@@ -8,31 +8,56 @@
 
 use std::collections::BTreeMap;
 use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::{
-    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, KeyHash, KeySpec, NewOrder, Order,
-    OrderListQuery, OrderRepository, Page, Pet, PetDraft, PetListQuery, PetRepository, Plan,
-    RateLimits, Storage, StorageError, StorageErrorKind,
+    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, Fingerprint,
+    IdempotencyClaim, IdempotencyRepository, IdempotentRequest, KeyHash, KeyMatch, KeySpec,
+    NewOrder, Order, OrderListQuery, OrderRepository, Page, Pet, PetListQuery, PetRepository, Plan,
+    RateLimits, Scope, Storage, StorageError, StorageErrorKind, StoredResponse,
 };
 
 #[derive(Default)]
 pub struct MemoryStorage {
     data: Mutex<Data>,
     seed: RandomState,
+    /// While set, creating a pet fails as unavailable (a database gone away).
+    failing_creates: AtomicBool,
 }
 
 #[derive(Default)]
 struct Data {
     pets: BTreeMap<i64, Pet>,
     orders: BTreeMap<i64, Order>,
-    keys: BTreeMap<i64, (KeyHash, ApiKey)>,
+    keys: BTreeMap<i64, StoredKey>,
+    idempotency: BTreeMap<(i64, String), Record>,
+    tokens: i64,
+}
+
+struct StoredKey {
+    hash: KeyHash,
+    previous: Option<KeyHash>,
+    key: ApiKey,
+}
+
+struct Record {
+    fingerprint: Fingerprint,
+    token: i64,
+    claimed_at: i64,
+    created_at: i64,
+    response: Option<StoredResponse>,
 }
 
 impl MemoryStorage {
     fn data(&self) -> MutexGuard<'_, Data> {
         self.data.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Makes pet creation fail as unavailable, or work again.
+    pub fn fail_creates(&self, fail: bool) {
+        self.failing_creates.store(fail, Ordering::SeqCst);
     }
 }
 
@@ -47,15 +72,32 @@ fn next_id<T>(map: &BTreeMap<i64, T>) -> i64 {
 }
 
 impl PetRepository for MemoryStorage {
-    fn create_pet(&self, pet: &PetDraft) -> Result<Pet, StorageError> {
+    fn create_pet(&self, create: &CreatePet) -> Result<Pet, StorageError> {
+        if self.failing_creates.load(Ordering::SeqCst) {
+            return Err(StorageError::new(
+                StorageErrorKind::Unavailable,
+                "creates are failing (test switch)",
+            ));
+        }
         let mut data = self.data();
         let id = next_id(&data.pets);
+        let draft = &create.draft;
         let pet = Pet {
             id,
-            name: pet.name().to_owned(),
-            category_id: pet.category_id(),
-            status: pet.status(),
+            name: draft.name().to_owned(),
+            category_id: draft.category_id(),
+            status: draft.status(),
         };
+        // Both or neither, under the one lock.
+        if let Some(completion) = &create.completion {
+            let response = (completion.respond)(&pet);
+            if !complete(&mut data, &completion.claim, response) {
+                return Err(StorageError::new(
+                    StorageErrorKind::Unavailable,
+                    "the idempotency claim was taken over",
+                ));
+            }
+        }
         data.pets.insert(id, pet.clone());
         Ok(pet)
     }
@@ -135,18 +177,36 @@ impl ApiKeyRepository for MemoryStorage {
             created_at: now(),
             revoked_at: None,
             ban: None,
+            scope: spec.scope(),
+            expires_at: spec.expires_at(),
+            last_used_at: None,
+            previous_secret_until: None,
         };
-        data.keys.insert(id, (secret.hash(), key.clone()));
+        data.keys.insert(
+            id,
+            StoredKey {
+                hash: secret.hash(),
+                previous: None,
+                key: key.clone(),
+            },
+        );
         Ok((key, secret))
     }
 
-    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<ApiKey>, StorageError> {
-        Ok(self
-            .data()
-            .keys
-            .values()
-            .find(|(stored, key)| stored == hash && key.is_active())
-            .map(|(_, key)| key.clone()))
+    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
+        let data = self.data();
+        let found = data.keys.values().find(|stored| {
+            stored.key.revoked_at.is_none()
+                && (stored.hash == *hash || stored.previous.as_ref() == Some(hash))
+        });
+        Ok(found.map(|stored| {
+            if stored.hash == *hash {
+                KeyMatch::current(stored.key.clone())
+            } else {
+                let until = stored.key.previous_secret_until.unwrap_or(0);
+                KeyMatch::previous(stored.key.clone(), until)
+            }
+        }))
     }
 
     fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
@@ -154,7 +214,7 @@ impl ApiKeyRepository for MemoryStorage {
             .data()
             .keys
             .values()
-            .map(|(_, key)| key.clone())
+            .map(|stored| stored.key.clone())
             .collect())
     }
 
@@ -190,14 +250,149 @@ impl ApiKeyRepository for MemoryStorage {
     fn unban_key(&self, id: i64) -> Result<bool, StorageError> {
         Ok(self.with_key(id, |key| key.ban = None))
     }
+
+    fn rotate_key(
+        &self,
+        id: i64,
+        grace_until: i64,
+    ) -> Result<Option<(ApiKey, ApiKeySecret)>, StorageError> {
+        let mut data = self.data();
+        // A fresh secret per rotation: the counter makes each input unique.
+        data.tokens += 1;
+        let rotation = data.tokens;
+        let mut bytes = [0u8; 32];
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(
+                &self
+                    .seed
+                    .hash_one((id, i, "rotated", rotation))
+                    .to_le_bytes(),
+            );
+        }
+        let secret = ApiKeySecret::from_random_bytes(bytes);
+        let Some(stored) = data
+            .keys
+            .get_mut(&id)
+            .filter(|stored| stored.key.revoked_at.is_none())
+        else {
+            return Ok(None);
+        };
+        stored.previous = Some(std::mem::replace(&mut stored.hash, secret.hash()));
+        stored.key.previous_secret_until = Some(grace_until);
+        stored.key.display_prefix = secret.display_prefix().to_owned();
+        Ok(Some((stored.key.clone(), secret)))
+    }
+
+    fn update_key_scope(&self, id: i64, scope: Scope) -> Result<bool, StorageError> {
+        Ok(self.with_key(id, |key| key.scope = scope))
+    }
+
+    fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError> {
+        self.with_key(id, |key| {
+            key.last_used_at = Some(key.last_used_at.map_or(now, |last| last.max(now)));
+        });
+        Ok(())
+    }
+}
+
+/// Completes `claim` with `response`; `false` when the claim is no longer held.
+fn complete(data: &mut Data, claim: &IdempotencyClaim, response: StoredResponse) -> bool {
+    match data
+        .idempotency
+        .get_mut(&(claim.owner, claim.key.as_str().to_owned()))
+    {
+        Some(record) if record.token == claim.token && record.response.is_none() => {
+            record.response = Some(response);
+            true
+        }
+        _ => false,
+    }
+}
+
+impl IdempotencyRepository for MemoryStorage {
+    fn claim_idempotency_key(
+        &self,
+        request: &IdempotentRequest,
+    ) -> Result<ClaimOutcome, StorageError> {
+        let mut data = self.data();
+        data.tokens += 1;
+        let token = data.tokens;
+        let now = request.now as i64;
+        let claimed = ClaimOutcome::Claimed(IdempotencyClaim {
+            owner: request.owner,
+            key: request.key.clone(),
+            token,
+        });
+        let fresh = Record {
+            fingerprint: request.fingerprint.clone(),
+            token,
+            claimed_at: now,
+            created_at: now,
+            response: None,
+        };
+        let slot = (request.owner, request.key.as_str().to_owned());
+        let Some(record) = data.idempotency.get_mut(&slot) else {
+            data.idempotency.insert(slot, fresh);
+            return Ok(claimed);
+        };
+        let expired = record.created_at <= now - request.retention as i64;
+        let same = record.fingerprint == request.fingerprint;
+        let abandoned =
+            record.response.is_none() && record.claimed_at <= now - request.lease as i64;
+        Ok(if expired || (same && abandoned) {
+            let created_at = if expired { now } else { record.created_at };
+            *record = Record {
+                created_at,
+                ..fresh
+            };
+            claimed
+        } else if !same {
+            ClaimOutcome::Mismatch
+        } else {
+            match &record.response {
+                Some(response) => ClaimOutcome::Completed(response.clone()),
+                None => ClaimOutcome::InFlight,
+            }
+        })
+    }
+
+    fn complete_idempotency_key(
+        &self,
+        claim: &IdempotencyClaim,
+        response: &StoredResponse,
+    ) -> Result<(), StorageError> {
+        complete(&mut self.data(), claim, response.clone());
+        Ok(())
+    }
+
+    fn release_idempotency_key(&self, claim: &IdempotencyClaim) -> Result<(), StorageError> {
+        let mut data = self.data();
+        let slot = (claim.owner, claim.key.as_str().to_owned());
+        if data
+            .idempotency
+            .get(&slot)
+            .is_some_and(|record| record.token == claim.token && record.response.is_none())
+        {
+            data.idempotency.remove(&slot);
+        }
+        Ok(())
+    }
+
+    fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError> {
+        let mut data = self.data();
+        let count = data.idempotency.len();
+        data.idempotency
+            .retain(|_, record| record.created_at >= before as i64);
+        Ok((count - data.idempotency.len()) as u64)
+    }
 }
 
 impl MemoryStorage {
     /// Applies `change` to key `id`; `false` when there is none.
     fn with_key(&self, id: i64, change: impl FnOnce(&mut ApiKey)) -> bool {
         match self.data().keys.get_mut(&id) {
-            Some((_, key)) => {
-                change(key);
+            Some(stored) => {
+                change(&mut stored.key);
                 true
             }
             None => false,

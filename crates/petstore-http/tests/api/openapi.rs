@@ -59,8 +59,13 @@ fn the_document_describes_every_operation_completely() {
                 ] {
                     assert!(headers.contains_key(name), "{id} {status}: no {name}");
                 }
+                // Every 429 and 503, and the 409 of an `Idempotency-Key` still in flight.
                 let retry = headers.contains_key("Retry-After");
-                assert_eq!(retry, status == "429" || status == "503", "{id} {status}");
+                assert_eq!(
+                    retry,
+                    matches!(status.as_str(), "409" | "429" | "503"),
+                    "{id} {status}"
+                );
                 if status.starts_with('4') || status.starts_with('5') {
                     assert_eq!(
                         response["content"]["application/json"]["schema"]["$ref"],
@@ -79,7 +84,13 @@ fn the_document_describes_every_operation_completely() {
             }
         }
     }
-    let expected = ["createPet", "getPet", "listOrders", "listPets"];
+    let expected = [
+        "createPet",
+        "getPet",
+        "getRateLimit",
+        "listOrders",
+        "listPets",
+    ];
     assert_eq!(ids.iter().map(String::as_str).collect::<Vec<_>>(), expected);
     assert_eq!(doc["paths"]["/pets/{petId}"]["get"]["deprecated"], true);
     assert_eq!(
@@ -91,6 +102,16 @@ fn the_document_describes_every_operation_completely() {
         "experimental"
     );
     assert!(doc["paths"]["/pets"]["post"]["responses"]["201"]["headers"]["Location"].is_object());
+    let idempotency = &doc["paths"]["/pets"]["post"]["parameters"][0];
+    assert_eq!(idempotency["name"], "Idempotency-Key");
+    assert_eq!(idempotency["in"], "header");
+    assert_eq!(idempotency["required"], false);
+    for status in ["403", "409", "422"] {
+        assert!(
+            doc["paths"]["/pets"]["post"]["responses"][status].is_object(),
+            "createPet documents {status}"
+        );
+    }
     let limit = &doc["paths"]["/pets"]["get"]["parameters"][0];
     assert_eq!(limit["name"], "limit");
     assert_eq!(

@@ -284,6 +284,41 @@ limiter_tests! {
         assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
     }
 
+    async fn the_status_reads_the_counters_without_counting(app) {
+        let (_, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000)));
+        let status = |reply: &Reply| {
+            let body = reply.json();
+            (body["minute"]["remaining"].as_u64(), body["day"]["remaining"].as_u64())
+        };
+        let fresh = app.get_as("/v1/rate_limit", &key).await;
+        assert_eq!(fresh.status, 200);
+        assert_eq!(status(&fresh), (Some(3), Some(1_000)));
+        assert_eq!(limit_headers(&fresh), (3, 3, T0 + 60));
+        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+        for _ in 0..5 {
+            assert_eq!(status(&app.get_as("/v1/rate_limit", &key).await), (Some(2), Some(999)));
+        }
+        for _ in 0..2 {
+            assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+        }
+        let spent = app.get_as("/v1/rate_limit", &key).await;
+        assert_eq!(spent.status, 200);
+        assert_eq!(status(&spent), (Some(0), Some(997)));
+        // The next minute, the minute's window is whole again.
+        app.clock.set(T0 + 60);
+        assert_eq!(status(&app.get_as("/v1/rate_limit", &key).await), (Some(3), Some(997)));
+        // A banned address gets its 429 from the status too, key or not.
+        let from = || TestRequest::get().uri("/v1/rate_limit").peer_addr("203.0.113.7:5".parse().expect("addr"));
+        let pets = || TestRequest::get().uri("/v1/pets").peer_addr("203.0.113.7:5".parse().expect("addr"));
+        for _ in 0..60 {
+            app.send(pets()).await.assert_error(401, "unauthorized");
+        }
+        for _ in 0..=THRESHOLD {
+            app.send(pets()).await;
+        }
+        app.send(from()).await.assert_error(429, "temporarily_banned");
+    }
+
     async fn an_address_that_keeps_pushing_is_banned(app) {
         let from = || TestRequest::get().uri("/v1/pets").peer_addr("203.0.113.9:5".parse().expect("addr"));
         for _ in 0..60 {

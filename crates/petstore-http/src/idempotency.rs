@@ -1,0 +1,162 @@
+//! `Idempotency-Key` on writes (Stripe's semantics, shared by every instance through the
+//! storage): [`run`] claims the key, runs the write once, and answers a retry with the stored
+//! response. See `petstore_domain::idempotency` for the rules and `docs/errors.md` for the
+//! codes.
+
+use std::future::Future;
+use std::time::Duration;
+
+use actix_web::body::to_bytes;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use petstore_domain::{
+    ClaimOutcome, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotentRequest, StoredResponse,
+};
+
+use crate::auth::ApiClient;
+use crate::error::{ApiError, Chain};
+use crate::state::AppState;
+
+/// `Idempotent-Replayed: true`, on a response answered from the stored one.
+pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// How long records are kept, and how long a claim may stay unfinished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdempotencySettings {
+    /// Records older than this are expired (treated as absent) and pruned.
+    pub retention: Duration,
+    /// A claim not completed within this was abandoned (its process died before answering):
+    /// a retry may take it over. Longer than any request runs (a storage call's deadline is a
+    /// few seconds).
+    pub lease: Duration,
+}
+
+impl Default for IdempotencySettings {
+    /// 24 hours; one minute.
+    fn default() -> Self {
+        Self {
+            retention: Duration::from_secs(24 * 3600),
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Runs the write `write` once per `key`: claims the key for this request (its API key, method,
+/// path and `body`), then
+///
+/// - the same request completed before: its stored response again, `Idempotent-Replayed: true`;
+/// - the key used with another request: `422 idempotency_key_reused`;
+/// - the same request still running, here or on another instance:
+///   `409 idempotency_request_in_progress` with `Retry-After`;
+/// - claimed: `write` runs with the claim, and stores its success response itself, in its own
+///   transaction (through a `Completion`). A client error it answers is stored here; a server
+///   error frees the key, so that a retry runs again.
+pub async fn run<F, Fut>(
+    state: &AppState,
+    req: &HttpRequest,
+    client: &ApiClient,
+    key: IdempotencyKey,
+    body: &[u8],
+    write: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce(IdempotencyClaim) -> Fut,
+    Fut: Future<Output = Result<StoredResponse, ApiError>>,
+{
+    let request = IdempotentRequest {
+        owner: client.key().id,
+        key,
+        fingerprint: Fingerprint::of(req.method().as_str(), req.path(), body),
+        now: state.clock.unix_seconds(),
+        retention: state.idempotency.retention.as_secs(),
+        lease: state.idempotency.lease.as_secs(),
+    };
+    let outcome = state
+        .db
+        .call("claim_idempotency_key", move |storage| {
+            storage.claim_idempotency_key(&request)
+        })
+        .await?;
+    let claim = match outcome {
+        ClaimOutcome::Claimed(claim) => claim,
+        ClaimOutcome::Completed(stored) => return Ok(respond(&stored, true)),
+        ClaimOutcome::InFlight => return Err(ApiError::IdempotencyRequestInProgress),
+        ClaimOutcome::Mismatch => return Err(ApiError::IdempotencyKeyReused),
+    };
+    match write(claim.clone()).await {
+        Ok(stored) => Ok(respond(&stored, false)),
+        Err(error) if is_final(&error) => {
+            let stored = stored_error(&error).await?;
+            let completed = stored.clone();
+            let done = state
+                .db
+                .call("complete_idempotency_key", move |storage| {
+                    storage.complete_idempotency_key(&claim, &completed)
+                })
+                .await;
+            if let Err(failure) = done {
+                // The claim stays until its lease ends; a retry meanwhile gets `409`.
+                log::warn!(
+                    "could not store the outcome of an idempotent request: {}",
+                    Chain(&failure)
+                );
+            }
+            Ok(respond(&stored, false))
+        }
+        Err(error) => {
+            let released = state
+                .db
+                .call("release_idempotency_key", move |storage| {
+                    storage.release_idempotency_key(&claim)
+                })
+                .await;
+            if let Err(failure) = released {
+                log::warn!(
+                    "could not free an idempotency key after a failure: {}",
+                    Chain(&failure)
+                );
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Whether the same request would fail the same way again: a client error, but not one that
+/// depends on the moment (`408` a slow body, `429` a limit).
+fn is_final(error: &ApiError) -> bool {
+    let status = error.status_code();
+    status.is_client_error()
+        && status != StatusCode::REQUEST_TIMEOUT
+        && status != StatusCode::TOO_MANY_REQUESTS
+}
+
+/// The Error object `error` answers, as stored for replay.
+async fn stored_error(error: &ApiError) -> Result<StoredResponse, ApiError> {
+    let response = error.error_response();
+    let status = response.status().as_u16();
+    let body = to_bytes(response.into_body())
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(StoredResponse {
+        status,
+        location: None,
+        body: String::from_utf8(body.to_vec()).map_err(ApiError::internal)?,
+    })
+}
+
+/// The HTTP response of `stored`: its status, `Location` and JSON body.
+pub fn respond(stored: &StoredResponse, replayed: bool) -> HttpResponse {
+    let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = HttpResponse::build(status);
+    response.content_type(ContentType::json());
+    if let Some(location) = &stored.location
+        && let Ok(location) = HeaderValue::from_str(location)
+    {
+        response.insert_header((header::LOCATION, location));
+    }
+    if replayed {
+        response.insert_header((REPLAYED, HeaderValue::from_static("true")));
+    }
+    response.body(stored.body.clone())
+}

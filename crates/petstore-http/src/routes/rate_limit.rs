@@ -1,0 +1,80 @@
+//! `GET /rate_limit`: the caller's plan and both windows, read without spending a request
+//! (GitHub's convention). Admission reads the standing instead of counting for this path; a
+//! banned caller still gets its `429`.
+
+use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+use petstore_domain::{ValidationError, WindowUsage};
+use serde::Serialize;
+
+use crate::auth::ApiClient;
+use crate::error::{ApiError, ErrorObject};
+use crate::extract::query_pairs;
+use crate::ratelimit::RateStatus;
+
+/// The caller's rate-limit standing.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct RateLimitStatus {
+    /// The key's plan.
+    #[schema(example = "free")]
+    plan: &'static str,
+    /// The current UTC minute.
+    minute: WindowStatus,
+    /// The current UTC day.
+    day: WindowStatus,
+}
+
+/// One window of a rate limit.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct WindowStatus {
+    /// Requests allowed in the window.
+    #[schema(example = 60)]
+    limit: u32,
+    /// Requests left in it.
+    #[schema(example = 59)]
+    remaining: u32,
+    /// Unix time (seconds) at which it resets.
+    #[schema(example = 1_795_393_020_u64)]
+    reset: u64,
+}
+
+impl From<&WindowUsage> for WindowStatus {
+    fn from(usage: &WindowUsage) -> Self {
+        Self {
+            limit: usage.limit,
+            remaining: usage.remaining(),
+            reset: usage.reset_at,
+        }
+    }
+}
+
+/// `getRateLimit`.
+#[utoipa::path(
+    get,
+    path = "/rate_limit",
+    operation_id = "getRateLimit",
+    tag = "rate limits",
+    summary = "Your rate-limit standing",
+    description = "The key's plan and, for the current minute and day, the limit, the requests \
+        left and the reset time. Not counted against the limits (the headers show the same \
+        standing); a banned key still gets `429 temporarily_banned`.",
+    responses(
+        (status = 200, description = "The standing.", body = RateLimitStatus),
+        (status = 400, description = "`unknown_query_parameter`: the operation takes none.",
+            body = ErrorObject),
+    ),
+)]
+pub async fn get_rate_limit(req: HttpRequest, client: ApiClient) -> Result<HttpResponse, ApiError> {
+    if let Some((name, _)) = query_pairs(&req)?.into_iter().next() {
+        return Err(ValidationError::UnknownParameter(name).into());
+    }
+    let status = req
+        .extensions()
+        .get::<RateStatus>()
+        .copied()
+        .ok_or_else(|| ApiError::internal("admission left no rate-limit standing"))?;
+    Ok(HttpResponse::Ok().json(RateLimitStatus {
+        plan: client.key().plan.as_str(),
+        minute: WindowStatus::from(&status.decision.minute),
+        day: WindowStatus::from(&status.decision.day),
+    }))
+}
