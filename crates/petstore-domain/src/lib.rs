@@ -26,7 +26,10 @@ pub use idempotency::{
     IdempotentRequest, StoredResponse,
 };
 pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, Plan, RateLimits, Scope};
-pub use order::{NewOrder, Order, OrderStatus};
+pub use order::{
+    Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderStatus, PlaceOrder,
+    lifecycle,
+};
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
 pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
 pub use rate_limit::{Ban, BanPolicy, Counts, RateDecision, Window, WindowUsage};

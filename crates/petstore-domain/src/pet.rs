@@ -89,7 +89,7 @@ const EXACT_DOUBLE: f64 = 9_007_199_254_740_992.0;
 /// number written that way is read as a double (as JavaScript reads every number), so it is
 /// accepted only up to 2^53, where doubles still hold every whole number exactly; past that, or
 /// with a fraction, it is refused rather than rounded.
-fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+pub(crate) fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     struct WholeNumber;
 
     impl serde::de::Visitor<'_> for WholeNumber {

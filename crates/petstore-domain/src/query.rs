@@ -113,6 +113,8 @@ impl PetListQuery {
 pub struct OrderListQuery {
     /// Size and cursor.
     pub page: PageRequest,
+    /// Only this API key's orders (what a client sees); `None`: every order (operators).
+    pub owner: Option<i64>,
 }
 
 impl OrderListQuery {
@@ -121,7 +123,7 @@ impl OrderListQuery {
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, ValidationError> {
         let page = parse_list(pairs, |_, _, _| Ok(false))?;
-        Ok(Self { page })
+        Ok(Self { page, owner: None })
     }
 }
 

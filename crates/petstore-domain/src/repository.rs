@@ -13,8 +13,9 @@ use std::fmt;
 use std::time::Duration;
 
 use crate::{
-    ApiKey, ApiKeySecret, Ban, Completion, IdempotencyRepository, KeyHash, KeyMatch, KeySpec,
-    NewOrder, Order, OrderListQuery, Page, Pet, PetDraft, PetListQuery, Plan, RateLimits, Scope,
+    ApiKey, ApiKeySecret, Ban, Completion, IdempotencyRepository, Inventory, KeyHash, KeyMatch,
+    KeySpec, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft, PetListQuery,
+    PlaceOrder, Plan, RateLimits, Scope,
 };
 
 /// What a failed storage call means to its caller.
@@ -107,13 +108,31 @@ pub trait PetRepository {
     fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError>;
 }
 
-/// Store orders.
+/// Store orders: each action applies [`lifecycle`](crate::order::lifecycle) to the order and its
+/// pet in one transaction that holds both (so concurrent actions, on any instance, serialise).
 pub trait OrderRepository {
-    /// Stores an order placed now.
-    fn create_order(&self, order: &NewOrder) -> Result<Order, StorageError>;
+    /// Places an order for `order.pet_id`: the pet must exist and be available; the order is
+    /// created `placed` and the pet becomes `pending`, together. With a completion, its claim is
+    /// completed in the same transaction.
+    fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError>;
 
-    /// A page of orders in ascending id order.
+    /// Applies `action` (approve, deliver or cancel) to order `id`, and to its pet. With an
+    /// owner, only that key's order is found (others are `OrderNotFound`).
+    fn change_order(
+        &self,
+        id: i64,
+        owner: Option<i64>,
+        action: OrderAction,
+    ) -> Result<Order, OrderError>;
+
+    /// Order `id`; with an owner, only if that key placed it.
+    fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError>;
+
+    /// A page of orders in ascending id order (the query's owner's only, when it names one).
     fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError>;
+
+    /// How many pets have each status.
+    fn inventory(&self) -> Result<Inventory, StorageError>;
 }
 
 /// API keys. Only hashes are stored; the secret is returned once, by `create_key`.

@@ -124,7 +124,7 @@ const EXPOSED: [&str; 14] = [
 /// CORS for the configured origins: off (no CORS header at all) unless some are.
 fn cors(origins: &CorsOrigins) -> Condition<Cors> {
     let mut cors = Cors::default()
-        .allowed_methods(["GET", "HEAD", "POST"])
+        .allowed_methods(["GET", "HEAD", "POST", "DELETE"])
         .allowed_headers([
             header::AUTHORIZATION,
             header::CONTENT_TYPE,

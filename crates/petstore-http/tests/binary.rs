@@ -424,3 +424,53 @@ fn the_key_lifecycle_from_the_command_line() {
         );
     }
 }
+
+#[test]
+fn operators_approve_and_deliver_orders_from_the_command_line() {
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
+    let key = common::unlimited_key(db);
+    let server = Server::start(db, &["--bootstrap-key=false"]);
+    let (_, pet) = post(&server.base, &key, r#"{"name":"Rex","categoryId":1}"#);
+    let pet = pet["id"].as_i64().expect("id");
+    let placed = common::agent()
+        .post(format!("{}/store/orders", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .send(format!(r#"{{"petId":{pet}}}"#))
+        .expect("order");
+    assert_eq!(placed.status().as_u16(), 201);
+    let listed: Vec<Value> =
+        serde_json::from_str(&run(db, &["orders", "list", "--format", "json"])).expect("JSON");
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["status"], "placed");
+    assert!(
+        listed[0]["ownerKeyId"].as_i64().is_some(),
+        "operators see the owner"
+    );
+    let id = listed[0]["id"].to_string();
+    let text = run(db, &["orders", "list"]);
+    assert!(text.contains("placed") && text.contains("STATUS"), "{text}");
+
+    // Deliver before approval: refused, with the reason.
+    let early = petstore(db)
+        .args(["orders", "deliver", &id])
+        .output()
+        .expect("run");
+    assert!(!early.status.success());
+    assert!(
+        String::from_utf8_lossy(&early.stderr).contains("cannot be delivered"),
+        "{}",
+        String::from_utf8_lossy(&early.stderr)
+    );
+    run(db, &["orders", "approve", &id]);
+    run(db, &["orders", "deliver", &id]);
+    let (_, pets) = get(&server.base, "/pets", &key);
+    assert_eq!(pets[0]["status"], "sold");
+    let missing = petstore(db)
+        .args(["orders", "approve", "999"])
+        .output()
+        .expect("run");
+    assert!(!missing.status.success());
+    server.stop();
+}

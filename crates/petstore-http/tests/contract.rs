@@ -41,6 +41,8 @@ fn the_server_keeps_to_its_openapi_document() {
     let output = Command::new(&schemathesis)
         .current_dir(env!("CARGO_TARGET_TMPDIR"))
         .args([
+            "--config-file",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/schemathesis.toml"),
             "run",
             &format!("{}/openapi.json", server.base),
             "--checks",

@@ -18,6 +18,7 @@ diesel::table! {
         quantity -> Integer,
         status -> Text,
         created_at -> BigInt,
+        owner_key_id -> Nullable<BigInt>,
     }
 }
 

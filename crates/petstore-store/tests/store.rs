@@ -3,9 +3,10 @@
 use std::collections::HashSet;
 
 use petstore_domain::{
-    ApiKeyRepository, ApiKeySecret, Ban, CreatePet, KeyMatch, KeySpec, Limit, NewOrder,
-    OrderListQuery, OrderRepository, OrderStatus, PageRequest, PetDraft, PetListQuery,
-    PetRepository, PetStatus, Plan, RateLimits, Storage, StorageError, StorageErrorKind,
+    ApiKeyRepository, ApiKeySecret, Ban, CreatePet, Inventory, KeyMatch, KeySpec, LifecycleError,
+    Limit, OrderAction, OrderError, OrderListQuery, OrderRepository, OrderStatus, PageRequest,
+    PetDraft, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, Storage,
+    StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
 use petstore_store::{Store, StoreConfig, StoreError};
@@ -65,7 +66,7 @@ fn raw_execute(url: &str, sql: &str) {
 }
 
 /// How many migrations each backend has (the folders of `migrations/sqlite`).
-const MIGRATIONS: usize = 3;
+const MIGRATIONS: usize = 4;
 
 fn draft(name: &str, status: PetStatus) -> CreatePet {
     CreatePet::new(PetDraft::new(name, 1, status).expect("valid draft"))
@@ -201,33 +202,52 @@ for_each_backend! {
         assert_eq!(empty.next_after, None);
     }
 
-    fn orders_list_in_id_order_with_paging(db) {
+    fn orders_list_in_id_order_with_paging_and_by_owner(db) {
         let store = db.store();
-        let pet = store.create_pet(&draft("Rex", PetStatus::Sold)).expect("create");
+        let (owner, _) = store.create_key(&KeySpec::new(Plan::Pro, "customer", None).expect("spec")).expect("key");
         let mut ids = Vec::new();
-        for status in OrderStatus::ALL {
-            let order = store.create_order(&NewOrder::new(pet.id, 2, status).expect("valid")).expect("create");
-            assert_eq!(order.status, status);
+        for i in 0..4 {
+            let pet = store.create_pet(&draft(&format!("pet {i}"), PetStatus::Available)).expect("create");
+            // Every other order is the customer's; the rest an operator's.
+            let owner = (i % 2 == 0).then_some(owner.id);
+            let order = store
+                .place_order(&PlaceOrder { pet_id: pet.id, owner, completion: None })
+                .expect("place");
+            assert_eq!((order.status, order.owner, order.quantity), (OrderStatus::Placed, owner, 1));
             assert!(order.created_at > 1_700_000_000);
             ids.push(order.id);
         }
-        let first = store
-            .list_orders(&OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after: None } })
-            .expect("list");
+        let page = |after, owner| OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after }, owner };
+        let first = store.list_orders(&page(None, None)).expect("list");
         assert_eq!(first.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[..2]);
-        let rest = store
-            .list_orders(&OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after: first.next_after } })
-            .expect("list");
+        let rest = store.list_orders(&page(first.next_after, None)).expect("list");
         assert_eq!(rest.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[2..]);
         assert_eq!(rest.next_after, None);
+        let mine = store.list_orders(&page(None, Some(owner.id))).expect("list");
+        assert_eq!(mine.items.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[0], ids[2]]);
+        assert_eq!(store.find_order(ids[1], Some(owner.id)).expect("find"), None, "not theirs");
+        assert!(store.find_order(ids[1], None).expect("find").is_some(), "operators see all");
     }
 
-    fn an_order_must_reference_an_existing_pet(db) {
+    fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db) {
         let store = db.store();
-        let result = store.create_order(&NewOrder::new(999, 1, OrderStatus::Placed).expect("valid"));
-        let error = result.expect_err("no pet 999");
-        assert_eq!(error.kind(), StorageErrorKind::Failed, "{error:?}");
-        assert!(matches!(store_error(&error), StoreError::Database(_)), "{error:?}");
+        let pet = store.create_pet(&draft("Rex", PetStatus::Available)).expect("create");
+        let place = |pet_id| store.place_order(&PlaceOrder { pet_id, owner: None, completion: None });
+        let order = place(pet.id).expect("place");
+        let status = |id| store.find_pet(id).expect("find").expect("pet").status;
+        assert_eq!(status(pet.id), PetStatus::Pending);
+        assert!(matches!(place(pet.id), Err(OrderError::Refused(LifecycleError::PetNotAvailable(PetStatus::Pending)))));
+        assert!(matches!(place(999), Err(OrderError::PetNotFound(999))));
+        assert!(matches!(
+            store.change_order(order.id, None, OrderAction::Deliver),
+            Err(OrderError::Refused(LifecycleError::Transition { from: OrderStatus::Placed, .. }))
+        ));
+        store.change_order(order.id, None, OrderAction::Approve).expect("approve");
+        assert_eq!(status(pet.id), PetStatus::Pending);
+        store.change_order(order.id, None, OrderAction::Deliver).expect("deliver");
+        assert_eq!(status(pet.id), PetStatus::Sold);
+        assert_eq!(store.inventory().expect("inventory"), Inventory { available: 0, pending: 0, sold: 1 });
+        assert!(matches!(store.change_order(4242, None, OrderAction::Cancel), Err(OrderError::OrderNotFound(4242))));
     }
 
     fn keys_are_found_by_secret_until_revoked(db) {

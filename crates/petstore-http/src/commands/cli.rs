@@ -55,6 +55,36 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Operate the store: list every order, approve and deliver them.
+    #[command(subcommand)]
+    Orders(OrdersCommand),
+}
+
+/// `petstore orders ...`: the operator's side of the order lifecycle (placed -> approved ->
+/// delivered; customers place and cancel through the API).
+#[derive(Debug, Subcommand)]
+pub enum OrdersCommand {
+    /// List every order (all keys'), in id order.
+    List {
+        /// `text` (a table) or `json` (an array of objects, for scripts).
+        #[arg(long, default_value = "text")]
+        format: ListFormat,
+    },
+    /// Approve a placed order (its pet stays pending).
+    Approve {
+        /// The order's id.
+        id: i64,
+    },
+    /// Deliver an approved order: its pet is sold.
+    Deliver {
+        /// The order's id.
+        id: i64,
+    },
+    /// Cancel a placed order on the customer's behalf: its pet is available again.
+    Cancel {
+        /// The order's id.
+        id: i64,
+    },
 }
 
 /// `petstore keys ...`.

@@ -1,9 +1,10 @@
 //! The `petstore` binary's commands: parse the command line ([`cli`]) and run `serve` (the
-//! default), `migrate`, `openapi` or `keys`. This is where the storage backend is chosen and opened
+//! default), `migrate`, `openapi`, `keys` or `orders`. This is where the storage backend is chosen and opened
 //! ([`open_store`]); everything after it talks to a `dyn Storage`.
 
 pub mod cli;
 mod keys;
+mod orders;
 mod serve;
 
 use std::error::Error;
@@ -42,6 +43,11 @@ pub fn run() -> Result<(), Box<dyn Error>> {
             let store = open_store(&cli.database.store_config(false), false)?;
             store.migrate()?;
             keys::keys(&store, command)
+        }
+        Some(Command::Orders(command)) => {
+            let store = open_store(&cli.database.store_config(false), false)?;
+            store.migrate()?;
+            orders::orders(&store, command)
         }
     }
 }

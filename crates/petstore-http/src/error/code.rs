@@ -30,6 +30,8 @@ pub enum ErrorCode {
     InsufficientScope,
     /// 404: no pet has the requested id.
     PetNotFound,
+    /// 404: no order has the requested id (or none the caller placed).
+    OrderNotFound,
     /// 404: no endpoint has this path.
     RouteNotFound,
     /// 405: the endpoint exists but not for this method (see `Allow`).
@@ -39,6 +41,10 @@ pub enum ErrorCode {
     /// 409: a request with the same `Idempotency-Key` is still being processed; retry after
     /// `Retry-After`.
     IdempotencyRequestInProgress,
+    /// 409: the pet cannot be ordered: it is pending or sold.
+    PetNotAvailable,
+    /// 409: the order cannot be cancelled: it is approved, delivered or cancelled already.
+    OrderNotCancellable,
     /// 410: the endpoint was removed at its sunset date.
     EndpointRemoved,
     /// 413: the body is larger than the service accepts.
@@ -61,7 +67,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, for documentation checks.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 28] = [
         Self::InvalidJson,
         Self::MissingField,
         Self::UnknownField,
@@ -74,10 +80,13 @@ impl ErrorCode {
         Self::Unauthorized,
         Self::InsufficientScope,
         Self::PetNotFound,
+        Self::OrderNotFound,
         Self::RouteNotFound,
         Self::MethodNotAllowed,
         Self::RequestTimeout,
         Self::IdempotencyRequestInProgress,
+        Self::PetNotAvailable,
+        Self::OrderNotCancellable,
         Self::EndpointRemoved,
         Self::PayloadTooLarge,
         Self::UnsupportedMediaType,
@@ -104,10 +113,13 @@ impl ErrorCode {
             Self::Unauthorized => "unauthorized",
             Self::InsufficientScope => "insufficient_scope",
             Self::PetNotFound => "pet_not_found",
+            Self::OrderNotFound => "order_not_found",
             Self::RouteNotFound => "route_not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::RequestTimeout => "request_timeout",
             Self::IdempotencyRequestInProgress => "idempotency_request_in_progress",
+            Self::PetNotAvailable => "pet_not_available",
+            Self::OrderNotCancellable => "order_not_cancellable",
             Self::EndpointRemoved => "endpoint_removed",
             Self::PayloadTooLarge => "payload_too_large",
             Self::UnsupportedMediaType => "unsupported_media_type",
@@ -134,10 +146,12 @@ impl ErrorCode {
             | Self::BadRequest => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::InsufficientScope => StatusCode::FORBIDDEN,
-            Self::PetNotFound | Self::RouteNotFound => StatusCode::NOT_FOUND,
+            Self::PetNotFound | Self::OrderNotFound | Self::RouteNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            Self::IdempotencyRequestInProgress => StatusCode::CONFLICT,
+            Self::IdempotencyRequestInProgress
+            | Self::PetNotAvailable
+            | Self::OrderNotCancellable => StatusCode::CONFLICT,
             Self::EndpointRemoved => StatusCode::GONE,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,

@@ -11,7 +11,9 @@ use std::time::Duration;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{ConnectionType, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
-use petstore_domain::{RateLimits, StorageError, StorageErrorKind, ValidationError};
+use petstore_domain::{
+    OrderStatus, PetStatus, RateLimits, StorageError, StorageErrorKind, ValidationError,
+};
 
 pub use body::{ErrorObject, error_response};
 pub use code::ErrorCode;
@@ -45,6 +47,25 @@ pub enum ApiError {
     /// No such pet.
     #[error("no pet has id {0}")]
     PetNotFound(i64),
+    /// No such order (or none the caller placed: ids of others' orders do not leak).
+    #[error("no order has id {0}")]
+    OrderNotFound(i64),
+    /// The pet is pending or sold.
+    #[error("pet {pet} cannot be ordered: it is {status}")]
+    PetNotAvailable {
+        /// The pet.
+        pet: i64,
+        /// Its status.
+        status: PetStatus,
+    },
+    /// The order is past the point where it can be cancelled.
+    #[error("order {order} cannot be cancelled: it is {status}")]
+    OrderNotCancellable {
+        /// The order.
+        order: i64,
+        /// Its status.
+        status: OrderStatus,
+    },
     /// No such endpoint.
     #[error("no endpoint at {0}")]
     RouteNotFound(String),
@@ -175,6 +196,9 @@ impl ApiError {
             Self::InvalidPath { .. } => ErrorCode::InvalidPathParameter,
             Self::Unauthorized => ErrorCode::Unauthorized,
             Self::PetNotFound(_) => ErrorCode::PetNotFound,
+            Self::OrderNotFound(_) => ErrorCode::OrderNotFound,
+            Self::PetNotAvailable { .. } => ErrorCode::PetNotAvailable,
+            Self::OrderNotCancellable { .. } => ErrorCode::OrderNotCancellable,
             Self::RouteNotFound(_) => ErrorCode::RouteNotFound,
             Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             Self::EndpointRemoved { .. } => ErrorCode::EndpointRemoved,

@@ -68,6 +68,28 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             .name("listOrders")
             .route(web::get().to(orders::list_orders))
             .route(web::head().to(orders::list_orders))
+            .route(web::post().to(orders::place_order))
+            .default_service(web::to(method_not_allowed("GET, HEAD, POST")))
+            .wrap(from_fn(|req, next| {
+                require_key_and_mark(Marks::Experimental, req, next)
+            })),
+    )
+    .service(
+        web::resource(format!("{base}/store/orders/{{orderId}}"))
+            .name("getOrder")
+            .route(web::get().to(orders::get_order))
+            .route(web::head().to(orders::get_order))
+            .route(web::delete().to(orders::cancel_order))
+            .default_service(web::to(method_not_allowed("GET, HEAD, DELETE")))
+            .wrap(from_fn(|req, next| {
+                require_key_and_mark(Marks::Experimental, req, next)
+            })),
+    )
+    .service(
+        web::resource(format!("{base}/store/inventory"))
+            .name("getInventory")
+            .route(web::get().to(orders::get_inventory))
+            .route(web::head().to(orders::get_inventory))
             .default_service(web::to(method_not_allowed("GET, HEAD")))
             .wrap(from_fn(|req, next| {
                 require_key_and_mark(Marks::Experimental, req, next)
@@ -90,4 +112,17 @@ pub fn method_not_allowed(
 /// `404` for any path that is not an endpoint.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::RouteNotFound(req.path().to_owned()))
+}
+
+/// A path parameter `name` that must be an int64 (`400 invalid_path_parameter` otherwise).
+pub fn parse_id(name: &'static str, raw: &str) -> Result<i64, ApiError> {
+    let invalid = || ApiError::InvalidPath {
+        name,
+        reason: "must be an integer (int64)",
+    };
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(invalid());
+    }
+    raw.parse().map_err(|_| invalid())
 }

@@ -7,7 +7,7 @@
 use actix_web::http::header::ContentType;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::query::{DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT};
-use petstore_domain::{NewPet, Order, OrderStatus, Pet, PetStatus};
+use petstore_domain::{Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus};
 use serde_json::json;
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::{Header, HeaderBuilder};
@@ -40,6 +40,10 @@ use crate::sunset::SUNSET;
         pets::create_pet,
         pets::get_pet,
         orders::list_orders,
+        orders::place_order,
+        orders::get_order,
+        orders::cancel_order,
+        orders::get_inventory,
         rate_limit::get_rate_limit
     ),
     components(schemas(
@@ -48,6 +52,8 @@ use crate::sunset::SUNSET;
         PetStatus,
         Order,
         OrderStatus,
+        NewOrder,
+        Inventory,
         ErrorObject,
         rate_limit::RateLimitStatus,
         rate_limit::WindowStatus

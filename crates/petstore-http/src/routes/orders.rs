@@ -1,22 +1,31 @@
-//! `GET /store/orders` (experimental).
+//! The store area (experimental): place, read, list and cancel orders, and the inventory. A key
+//! sees its own orders only; another key's order is a `404`, so ids do not leak.
+
+use std::sync::Arc;
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
-use petstore_domain::{Order, OrderListQuery};
+use petstore_domain::{
+    Completion, Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError,
+    OrderListQuery, StorageError, StoredResponse,
+};
 
+use super::parse_id;
 use super::respond::json_body;
+use crate::auth::{ApiClient, Writer};
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::query_pairs;
+use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
+use crate::idempotency;
 use crate::state::AppState;
 
-/// `listOrders`: orders in ascending id order, paged like pets (`limit`, `after`).
+/// `listOrders`: the caller's orders in ascending id order, paged like pets (`limit`, `after`).
 #[utoipa::path(
     get,
     path = "/store/orders",
     operation_id = "listOrders",
     tag = "store",
-    summary = "List orders (experimental)",
-    description = "Orders in ascending id order, paged like pets. Experimental: may change \
-        without a new version (`X-API-Stability: experimental`).",
+    summary = "List your orders (experimental)",
+    description = "The orders placed with this API key, in ascending id order, paged like pets. \
+        Experimental: may change without a new version (`X-API-Stability: experimental`).",
     params(
         ("limit" = Option<u32>, Query,
             description = "How many orders at most: 1 to 100, default 20."),
@@ -35,9 +44,12 @@ use crate::state::AppState;
 pub async fn list_orders(
     state: web::Data<AppState>,
     req: HttpRequest,
+    client: ApiClient,
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
-    let query = OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    let mut query =
+        OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+    query.owner = Some(client.key().id);
     let page = state
         .db
         .read("list_orders", move |db| db.list_orders(&query))
@@ -51,4 +63,226 @@ pub async fn list_orders(
         response.insert_header((header::LINK, link));
     }
     Ok(json_body(response, &page.items, page.items.len()))
+}
+
+/// `placeOrder`: `201`, the order, and its `Location`; the pet becomes `pending`.
+#[utoipa::path(
+    post,
+    path = "/store/orders",
+    operation_id = "placeOrder",
+    tag = "store",
+    summary = "Order a pet (experimental)",
+    description = "Orders an available pet: in one transaction the order is created `placed` \
+        and the pet becomes `pending`, so two customers can never order the same pet. The body \
+        is strict, like a pet's. Honours `Idempotency-Key` as `POST /pets` does. Needs a \
+        read-write key.",
+    params(
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
+            pattern = "^[!-~]+$",
+            description = "As for `POST /pets`: a retry with the same key and body places \
+                nothing more and gets the first answer again."),
+    ),
+    request_body(content = NewOrder, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The order, placed.", body = Order, headers(
+            ("Location" = String, description = "The order's address."),
+            ("Idempotent-Replayed" = String,
+                description = "`true` when this is the stored answer to an earlier request \
+                    with the same `Idempotency-Key`."),
+        )),
+        (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
+            `invalid_field`, naming the field; `invalid_header`.", body = ErrorObject),
+        (status = 403, description = "`insufficient_scope`: the key is read-only.",
+            body = ErrorObject),
+        (status = 404, description = "`pet_not_found`.", body = ErrorObject),
+        (status = 409, description = "`pet_not_available`: the pet is pending or sold; or \
+            `idempotency_request_in_progress`.", body = ErrorObject,
+            headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."))),
+        (status = 413, description = "`payload_too_large`.", body = ErrorObject),
+        (status = 415, description = "`unsupported_media_type`.", body = ErrorObject),
+        (status = 422, description = "`idempotency_key_reused`.", body = ErrorObject),
+    ),
+    extensions(("x-stability" = json!("experimental"))),
+)]
+pub async fn place_order(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    Writer(client): Writer,
+    IdempotencyHeader(key): IdempotencyHeader,
+    JsonBytes(body): JsonBytes,
+) -> Result<HttpResponse, ApiError> {
+    let orders = format!("{}/store/orders", state.links.public_base(&req));
+    let owner = Some(client.key().id);
+    let Some(key) = key else {
+        let order = parse::<NewOrder>(&body)?.validate_into(owner, None)?;
+        let placed = place(&state, order).await?;
+        return Ok(idempotency::respond(
+            &placed_response(&orders, &placed)?,
+            false,
+        ));
+    };
+    idempotency::run(&state, &req, &client, key, &body, |claim| async {
+        let new_order = parse::<NewOrder>(&body)?;
+        let respond_to = orders.clone();
+        let respond = Arc::new(move |order: &Order| {
+            // Serialising an order cannot fail (plain fields); an empty body would show it.
+            placed_response(&respond_to, order).unwrap_or_else(|_| StoredResponse {
+                status: 201,
+                location: None,
+                body: String::new(),
+            })
+        });
+        let completion = Completion { claim, respond };
+        let order = new_order.validate_into(owner, Some(completion))?;
+        let placed = place(&state, order).await?;
+        placed_response(&orders, &placed)
+    })
+    .await
+}
+
+async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<Order, ApiError> {
+    let pet = order.pet_id;
+    state
+        .db
+        .call("place_order", move |db| split(db.place_order(&order)))
+        .await?
+        .map_err(|error| refused(error, pet, None))
+}
+
+/// The `201` of a placed order, as stored for replay.
+fn placed_response(orders: &str, order: &Order) -> Result<StoredResponse, ApiError> {
+    Ok(StoredResponse {
+        status: 201,
+        location: Some(format!("{orders}/{}", order.id)),
+        body: serde_json::to_string(order).map_err(ApiError::internal)?,
+    })
+}
+
+/// `getOrder`: the caller's order, or `404`.
+#[utoipa::path(
+    get,
+    path = "/store/orders/{orderId}",
+    operation_id = "getOrder",
+    tag = "store",
+    summary = "Get one of your orders (experimental)",
+    params(("orderId" = i64, Path, description = "The order's id.")),
+    responses(
+        (status = 200, description = "The order.", body = Order),
+        (status = 400, description = "`invalid_path_parameter`: `orderId` is not an int64.",
+            body = ErrorObject),
+        (status = 404, description = "`order_not_found`: no order of this key has the id.",
+            body = ErrorObject),
+    ),
+    extensions(("x-stability" = json!("experimental"))),
+)]
+pub async fn get_order(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    client: ApiClient,
+) -> Result<HttpResponse, ApiError> {
+    let id = parse_id(
+        "orderId",
+        req.match_info().get("orderId").unwrap_or_default(),
+    )?;
+    let owner = Some(client.key().id);
+    let order = state
+        .db
+        .read("find_order", move |db| db.find_order(id, owner))
+        .await?
+        .ok_or(ApiError::OrderNotFound(id))?;
+    Ok(json_body(HttpResponse::Ok(), &order, 1))
+}
+
+/// `cancelOrder`: a placed order is cancelled and its pet available again.
+#[utoipa::path(
+    delete,
+    path = "/store/orders/{orderId}",
+    operation_id = "cancelOrder",
+    tag = "store",
+    summary = "Cancel one of your orders (experimental)",
+    description = "Cancels a `placed` order: in one transaction the order becomes `cancelled` \
+        and its pet `available`. An approved or delivered order can no longer be cancelled. \
+        Needs a read-write key.",
+    params(("orderId" = i64, Path, description = "The order's id.")),
+    responses(
+        (status = 200, description = "The order, cancelled.", body = Order),
+        (status = 400, description = "`invalid_path_parameter`.", body = ErrorObject),
+        (status = 403, description = "`insufficient_scope`: the key is read-only.",
+            body = ErrorObject),
+        (status = 404, description = "`order_not_found`.", body = ErrorObject),
+        (status = 409, description = "`order_not_cancellable`: the order is approved, \
+            delivered or cancelled already.", body = ErrorObject),
+    ),
+    extensions(("x-stability" = json!("experimental"))),
+)]
+pub async fn cancel_order(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    Writer(client): Writer,
+) -> Result<HttpResponse, ApiError> {
+    let id = parse_id(
+        "orderId",
+        req.match_info().get("orderId").unwrap_or_default(),
+    )?;
+    let owner = Some(client.key().id);
+    let order = state
+        .db
+        .call("cancel_order", move |db| {
+            split(db.change_order(id, owner, OrderAction::Cancel))
+        })
+        .await?
+        .map_err(|error| refused(error, 0, Some(id)))?;
+    Ok(json_body(HttpResponse::Ok(), &order, 1))
+}
+
+/// `getInventory`: how many pets have each status.
+#[utoipa::path(
+    get,
+    path = "/store/inventory",
+    operation_id = "getInventory",
+    tag = "store",
+    summary = "Pets by status (experimental)",
+    responses(
+        (status = 200, description = "The counts.", body = Inventory),
+        (status = 400, description = "`unknown_query_parameter`: the operation takes none.",
+            body = ErrorObject),
+    ),
+    extensions(("x-stability" = json!("experimental"))),
+)]
+pub async fn get_inventory(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    if let Some((name, _)) = query_pairs(&req)?.into_iter().next() {
+        return Err(petstore_domain::ValidationError::UnknownParameter(name).into());
+    }
+    let inventory = state.db.read("inventory", |db| db.inventory()).await?;
+    Ok(json_body(HttpResponse::Ok(), &inventory, 1))
+}
+
+/// An order call's outcome, its storage failure apart (for `Database::call`).
+fn split<T>(result: Result<T, OrderError>) -> Result<Result<T, OrderError>, StorageError> {
+    match result {
+        Err(OrderError::Storage(error)) => Err(error),
+        other => Ok(other),
+    }
+}
+
+/// The answer to a refusal of the lifecycle (`pet` and `order`: the ids the request named).
+fn refused(error: OrderError, pet: i64, order: Option<i64>) -> ApiError {
+    match error {
+        OrderError::PetNotFound(id) => ApiError::PetNotFound(id),
+        OrderError::OrderNotFound(id) => ApiError::OrderNotFound(id),
+        OrderError::Refused(LifecycleError::PetNotAvailable(status)) => {
+            ApiError::PetNotAvailable { pet, status }
+        }
+        OrderError::Refused(LifecycleError::Transition { from, .. }) => {
+            ApiError::OrderNotCancellable {
+                order: order.unwrap_or_default(),
+                status: from,
+            }
+        }
+        OrderError::Refused(other) => ApiError::internal(other),
+        OrderError::Storage(error) => ApiError::Storage(error),
+    }
 }

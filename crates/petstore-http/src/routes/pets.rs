@@ -8,6 +8,7 @@ use petstore_domain::{
     Completion, CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredResponse,
 };
 
+use super::parse_id;
 use super::respond::encoded_body;
 use crate::auth::Writer;
 use crate::encode::EncodeJson;
@@ -191,27 +192,11 @@ pub async fn get_pet(
             replacement: "GET /pets with a `status` filter",
         });
     }
-    let id = parse_id(req.match_info().get("petId").unwrap_or_default())?;
+    let id = parse_id("petId", req.match_info().get("petId").unwrap_or_default())?;
     let pet = state
         .db
         .read("find_pet", move |db| db.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
     Ok(encoded_body(HttpResponse::Ok(), &pet, 1))
-}
-
-/// An int64 in plain decimal (an optional `-` and digits).
-fn parse_id(raw: &str) -> Result<i64, ApiError> {
-    let digits = raw.strip_prefix('-').unwrap_or(raw);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(invalid_id());
-    }
-    raw.parse().map_err(|_| invalid_id())
-}
-
-fn invalid_id() -> ApiError {
-    ApiError::InvalidPath {
-        name: "petId",
-        reason: "must be an integer (int64)",
-    }
 }

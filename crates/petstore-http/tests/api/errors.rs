@@ -36,7 +36,10 @@ api_tests! {
             (TestRequest::put().uri("/v1/pets"), "GET, HEAD, POST"),
             (TestRequest::patch().uri("/v1/pets/1"), "GET, HEAD"),
             (TestRequest::delete().uri("/v1/pets/1"), "GET, HEAD"),
-            (TestRequest::post().uri("/v1/store/orders"), "GET, HEAD"),
+            (TestRequest::put().uri("/v1/store/orders"), "GET, HEAD, POST"),
+            (TestRequest::post().uri("/v1/store/orders/1"), "GET, HEAD, DELETE"),
+            (TestRequest::delete().uri("/v1/store/inventory"), "GET, HEAD"),
+            (TestRequest::post().uri("/v1/rate_limit"), "GET, HEAD"),
         ];
         for (request, allow) in cases {
             let reply = app

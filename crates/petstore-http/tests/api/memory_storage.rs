@@ -14,9 +14,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::{
     ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, Fingerprint,
-    IdempotencyClaim, IdempotencyRepository, IdempotentRequest, KeyHash, KeyMatch, KeySpec,
-    NewOrder, Order, OrderListQuery, OrderRepository, Page, Pet, PetListQuery, PetRepository, Plan,
-    RateLimits, Scope, Storage, StorageError, StorageErrorKind, StoredResponse,
+    IdempotencyClaim, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyMatch,
+    KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet,
+    PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, Scope, Storage,
+    StorageError, StorageErrorKind, StoredResponse, lifecycle,
 };
 
 #[derive(Default)]
@@ -122,24 +123,76 @@ impl PetRepository for MemoryStorage {
 }
 
 impl OrderRepository for MemoryStorage {
-    fn create_order(&self, order: &NewOrder) -> Result<Order, StorageError> {
+    fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError> {
+        // One lock for the pet, the order and the idempotency record: the transaction.
         let mut data = self.data();
-        if !data.pets.contains_key(&order.pet_id()) {
-            return Err(StorageError::new(
-                StorageErrorKind::Failed,
-                format!("no pet {} to order", order.pet_id()),
-            ));
-        }
+        let pet = data
+            .pets
+            .get(&order.pet_id)
+            .map(|pet| pet.status)
+            .ok_or(OrderError::PetNotFound(order.pet_id))?;
+        let (status, pet_after) = lifecycle(None, pet, OrderAction::Place)?;
         let id = next_id(&data.orders);
-        let order = Order {
+        let placed = Order {
             id,
-            pet_id: order.pet_id(),
-            quantity: order.quantity(),
-            status: order.status(),
+            pet_id: order.pet_id,
+            quantity: 1,
+            status,
             created_at: now(),
+            owner: order.owner,
         };
-        data.orders.insert(id, order.clone());
-        Ok(order)
+        if let Some(completion) = &order.completion {
+            let response = (completion.respond)(&placed);
+            if !complete(&mut data, &completion.claim, response) {
+                return Err(OrderError::Storage(StorageError::new(
+                    StorageErrorKind::Unavailable,
+                    "the idempotency claim was taken over",
+                )));
+            }
+        }
+        if let Some(pet) = data.pets.get_mut(&order.pet_id) {
+            pet.status = pet_after;
+        }
+        data.orders.insert(id, placed.clone());
+        Ok(placed)
+    }
+
+    fn change_order(
+        &self,
+        id: i64,
+        owner: Option<i64>,
+        action: OrderAction,
+    ) -> Result<Order, OrderError> {
+        let mut data = self.data();
+        let order = data
+            .orders
+            .get(&id)
+            .filter(|order| owner.is_none() || order.owner == owner)
+            .cloned()
+            .ok_or(OrderError::OrderNotFound(id))?;
+        let pet = data
+            .pets
+            .get(&order.pet_id)
+            .map(|pet| pet.status)
+            .ok_or_else(|| {
+                OrderError::Storage(StorageError::new(StorageErrorKind::Failed, "no such pet"))
+            })?;
+        let (status, pet_after) = lifecycle(Some(order.status), pet, action)?;
+        if let Some(pet) = data.pets.get_mut(&order.pet_id) {
+            pet.status = pet_after;
+        }
+        let changed = Order { status, ..order };
+        data.orders.insert(id, changed.clone());
+        Ok(changed)
+    }
+
+    fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError> {
+        Ok(self
+            .data()
+            .orders
+            .get(&id)
+            .filter(|order| owner.is_none() || order.owner == owner)
+            .cloned())
     }
 
     fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
@@ -148,12 +201,26 @@ impl OrderRepository for MemoryStorage {
         let rows: Vec<Order> = data
             .orders
             .range(after.saturating_add(1)..)
-            .map(|(_, order)| order.clone())
+            .map(|(_, order)| order)
+            .filter(|order| query.owner.is_none() || order.owner == query.owner)
             .take(query.page.limit.get() as usize + 1)
+            .cloned()
             .collect();
         Ok(Page::from_overfetch(rows, query.page.limit, |order| {
             order.id
         }))
+    }
+
+    fn inventory(&self) -> Result<Inventory, StorageError> {
+        let mut inventory = Inventory::default();
+        for pet in self.data().pets.values() {
+            match pet.status {
+                PetStatus::Available => inventory.available += 1,
+                PetStatus::Pending => inventory.pending += 1,
+                PetStatus::Sold => inventory.sold += 1,
+            }
+        }
+        Ok(inventory)
     }
 }
 

@@ -34,7 +34,7 @@ try {
   await page.goto(`${origin}/docs`);
   await page.waitForSelector('.opblock');
 
-  for (const id of ['listPets', 'createPet', 'getPet', 'listOrders']) {
+  for (const id of ['listPets', 'createPet', 'getPet', 'listOrders', 'placeOrder', 'getOrder', 'cancelOrder', 'getInventory', 'getRateLimit']) {
     if ((await page.locator(`.opblock:has(.opblock-summary-operation-id:text-is("${id}"))`).count()) !== 1) {
       failures.push(`operation ${id} is not listed once`);
     }

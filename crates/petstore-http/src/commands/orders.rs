@@ -1,0 +1,87 @@
+//! `petstore orders ...`: list every order, approve, deliver or cancel one.
+
+use std::error::Error;
+use std::io::Write;
+
+use petstore_domain::{
+    LifecycleError, Order, OrderAction, OrderError, OrderListQuery, PageRequest, Storage,
+};
+use serde_json::{Value, json};
+
+use super::cli::{ListFormat, OrdersCommand};
+
+/// Runs an `orders` command against `storage`.
+pub fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<dyn Error>> {
+    let (id, action) = match command {
+        OrdersCommand::List { format } => return list(storage, format),
+        OrdersCommand::Approve { id } => (id, OrderAction::Approve),
+        OrdersCommand::Deliver { id } => (id, OrderAction::Deliver),
+        OrdersCommand::Cancel { id } => (id, OrderAction::Cancel),
+    };
+    match storage.change_order(id, None, action) {
+        Ok(order) => {
+            eprintln!(
+                "order {} is {} (pet {})",
+                order.id, order.status, order.pet_id
+            );
+            Ok(())
+        }
+        Err(OrderError::Refused(LifecycleError::Transition { from, action })) => {
+            Err(format!("order {id} is {from}: it cannot be {action}").into())
+        }
+        Err(error) => Err(error.into()),
+    }
+}
+
+fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn Error>> {
+    let mut all: Vec<Order> = Vec::new();
+    let mut page = PageRequest {
+        limit: petstore_domain::Limit::new(petstore_domain::query::MAX_LIMIT)?,
+        after: None,
+    };
+    loop {
+        let found = storage.list_orders(&OrderListQuery { page, owner: None })?;
+        all.extend(found.items);
+        match found.next_after {
+            Some(after) => page.after = Some(after),
+            None => break,
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    match format {
+        ListFormat::Json => {
+            let listed: Vec<Value> = all
+                .iter()
+                .map(|order| {
+                    let mut value = serde_json::to_value(order).unwrap_or(Value::Null);
+                    value["ownerKeyId"] = json!(order.owner);
+                    value
+                })
+                .collect();
+            writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
+        }
+        ListFormat::Text => {
+            writeln!(
+                out,
+                "{:>8}  {:>8}  {:<10}  {:>6}  {:<20}",
+                "ID", "PET", "STATUS", "KEY", "CREATED"
+            )?;
+            for order in &all {
+                let created = serde_json::to_value(order)
+                    .ok()
+                    .and_then(|v| v["createdAt"].as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                writeln!(
+                    out,
+                    "{:>8}  {:>8}  {:<10}  {:>6}  {:<20}",
+                    order.id,
+                    order.pet_id,
+                    order.status,
+                    order.owner.map_or_else(|| "-".into(), |id| id.to_string()),
+                    created
+                )?;
+            }
+        }
+    }
+    Ok(())
+}
