@@ -12,6 +12,7 @@
 mod string_enum;
 
 pub mod error;
+pub mod error_code;
 pub mod idempotency;
 pub mod key;
 pub mod order;
@@ -21,6 +22,7 @@ pub mod rate_limit;
 pub mod repository;
 
 pub use error::ValidationError;
+pub use error_code::ErrorCode;
 pub use idempotency::{
     ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotencyRepository,
     IdempotentRequest, StoredResponse,
@@ -32,7 +34,9 @@ pub use order::{
 };
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
 pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
-pub use rate_limit::{Ban, BanPolicy, Counts, RateDecision, Window, WindowUsage};
+pub use rate_limit::{
+    Ban, BanPolicy, Counts, RateDecision, RateLimitStatus, Window, WindowStatus, WindowUsage,
+};
 pub use repository::{
     ApiKeyRepository, Capacity, CreatePet, OrderRepository, PetReply, PetRepository, Storage,
     StorageError, StorageErrorKind, Unqueued,

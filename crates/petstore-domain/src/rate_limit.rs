@@ -2,7 +2,48 @@
 //! request, which window the `X-RateLimit-*` headers describe, and the ban policy. Pure: the
 //! caller supplies the time and the counts (from whatever store keeps them).
 
-use crate::RateLimits;
+use serde::{Deserialize, Serialize};
+
+use crate::{Plan, RateLimits};
+
+/// `GET /rate_limit`: a caller's standing, read without spending a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct RateLimitStatus {
+    /// The key's plan.
+    pub plan: Plan,
+    /// The current UTC minute.
+    pub minute: WindowStatus,
+    /// The current UTC day.
+    pub day: WindowStatus,
+}
+
+/// One window of a rate limit, as `GET /rate_limit` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct WindowStatus {
+    /// Requests allowed in the window.
+    #[cfg_attr(feature = "openapi", schema(example = 60))]
+    pub limit: u32,
+    /// Requests left in it.
+    #[cfg_attr(feature = "openapi", schema(example = 59))]
+    pub remaining: u32,
+    /// Unix time (seconds) at which it resets.
+    #[cfg_attr(feature = "openapi", schema(example = 1_795_393_020_u64))]
+    pub reset: u64,
+}
+
+impl From<&WindowUsage> for WindowStatus {
+    fn from(usage: &WindowUsage) -> Self {
+        Self {
+            limit: usage.limit,
+            remaining: usage.remaining(),
+            reset: usage.reset_at,
+        }
+    }
+}
 
 /// A fixed, aligned counting window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

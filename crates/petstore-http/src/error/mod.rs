@@ -16,7 +16,7 @@ use petstore_domain::{
 };
 
 pub use body::{ErrorObject, error_response};
-pub use code::ErrorCode;
+pub use code::{ErrorCode, status_of};
 
 use crate::ratelimit::LimitError;
 pub use crate::report::Chain;
@@ -244,13 +244,13 @@ impl ApiError {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        self.code().status()
+        status_of(self.code())
     }
 
     fn error_response(&self) -> HttpResponse {
         self.log();
         let code = self.code();
-        let mut response = error_response(code.status(), code, &self.to_string());
+        let mut response = error_response(status_of(code), code, &self.to_string());
         if let Self::RequestTimeout(_) = self {
             // What is left of the body may still come, or never: the connection is done.
             response

@@ -20,7 +20,7 @@ pub fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBod
     if is_json {
         return response;
     }
-    let code = ErrorCode::for_status(status);
+    let code = ErrorCode::for_status(status.as_u16());
     let message = status.canonical_reason().unwrap_or("error").to_lowercase();
     let (request, original) = response.into_parts();
     // The body's `status` must be the response's, even for a status with no code of its own.

@@ -7,7 +7,10 @@
 use actix_web::http::header::ContentType;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::query::{DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT};
-use petstore_domain::{Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus};
+use petstore_domain::{
+    Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus, Plan, RateLimitStatus,
+    WindowStatus,
+};
 use serde_json::json;
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::{Header, HeaderBuilder};
@@ -55,8 +58,9 @@ use crate::sunset::SUNSET;
         NewOrder,
         Inventory,
         ErrorObject,
-        rate_limit::RateLimitStatus,
-        rate_limit::WindowStatus
+        RateLimitStatus,
+        WindowStatus,
+        Plan
     )),
     tags(
         (name = "pets", description = "The catalogue of animals."),

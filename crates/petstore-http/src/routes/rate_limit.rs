@@ -3,49 +3,12 @@
 //! banned caller still gets its `429`.
 
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
-use petstore_domain::{ValidationError, WindowUsage};
-use serde::Serialize;
+use petstore_domain::{RateLimitStatus, ValidationError, WindowStatus};
 
 use crate::auth::ApiClient;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::query_pairs;
 use crate::ratelimit::RateStatus;
-
-/// The caller's rate-limit standing.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct RateLimitStatus {
-    /// The key's plan.
-    #[schema(example = "free")]
-    plan: &'static str,
-    /// The current UTC minute.
-    minute: WindowStatus,
-    /// The current UTC day.
-    day: WindowStatus,
-}
-
-/// One window of a rate limit.
-#[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct WindowStatus {
-    /// Requests allowed in the window.
-    #[schema(example = 60)]
-    limit: u32,
-    /// Requests left in it.
-    #[schema(example = 59)]
-    remaining: u32,
-    /// Unix time (seconds) at which it resets.
-    #[schema(example = 1_795_393_020_u64)]
-    reset: u64,
-}
-
-impl From<&WindowUsage> for WindowStatus {
-    fn from(usage: &WindowUsage) -> Self {
-        Self {
-            limit: usage.limit,
-            remaining: usage.remaining(),
-            reset: usage.reset_at,
-        }
-    }
-}
 
 /// `getRateLimit`.
 #[utoipa::path(
@@ -73,7 +36,7 @@ pub async fn get_rate_limit(req: HttpRequest, client: ApiClient) -> Result<HttpR
         .copied()
         .ok_or_else(|| ApiError::internal("admission left no rate-limit standing"))?;
     Ok(HttpResponse::Ok().json(RateLimitStatus {
-        plan: client.key().plan.as_str(),
+        plan: client.key().plan,
         minute: WindowStatus::from(&status.decision.minute),
         day: WindowStatus::from(&status.decision.day),
     }))

@@ -94,7 +94,7 @@ fn every_error_code_is_documented() {
             .find(|line| line.contains(&cell))
             .unwrap_or_else(|| panic!("{} has no row in docs/errors.md", code.as_str()));
         assert!(
-            row.starts_with(&format!("| {} |", code.status().as_u16())),
+            row.starts_with(&format!("| {} |", code.status())),
             "{} is documented with the wrong status: {row}",
             code.as_str()
         );

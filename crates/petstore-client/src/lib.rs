@@ -1,0 +1,652 @@
+//! The Rust client of the Animal Store Service, behaving the way the interface asks clients to
+//! behave, by construction:
+//!
+//! - after a `429` it waits for `Retry-After` (never less) before anything else is sent, then
+//!   retries at most [`RetryPolicy::max_retries`] times with exponential backoff and full jitter;
+//!   `503` likewise; connection errors and timeouts with backoff;
+//! - a `429 temporarily_banned` is returned at once, never retried;
+//! - when the last response said the window is used up, it waits for the window's reset instead
+//!   of collecting a `429` ([`ClientBuilder::wait_when_exhausted`]);
+//! - [`Client::create_pet`] and [`Client::place_order`] send an `Idempotency-Key` made once per
+//!   call and reused by that call's retries, so a retried write never happens twice.
+//!
+//! The types are the domain's (`petstore-domain`): [`Pet`], [`NewPet`], [`PetStatus`],
+//! [`Order`], the error catalogue [`ErrorCode`]; nothing is defined twice.
+//!
+//! ```no_run
+//! use petstore_client::{Client, NewPet, PetQuery, PetStatus};
+//!
+//! # async fn example() -> Result<(), petstore_client::Error> {
+//! let client = Client::builder("https://api.example.com/v1", "pst_0123...").build()?;
+//! let rex = NewPet { name: "Rex".into(), category_id: 1, status: None };
+//! let created = client.create_pet(&rex).await?;
+//! let page = client
+//!     .list_pets(&PetQuery { status: Some(PetStatus::Available), ..PetQuery::default() })
+//!     .await?;
+//! println!("created {}; {} available on the first page", created.id, page.items.len());
+//! if let Some(state) = client.rate_limit() {
+//!     println!("{} requests left until {}", state.remaining, state.reset);
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod error;
+mod limits;
+pub mod operations;
+mod retry;
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use futures_util::stream::{self, Stream, TryStreamExt};
+use reqwest::header::{self, HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode, Url};
+use serde::de::DeserializeOwned;
+
+pub use error::Error;
+pub use limits::RateLimitState;
+pub use petstore_domain::{
+    ErrorCode, Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus, Plan,
+    RateLimitStatus, WindowStatus,
+};
+pub use retry::RetryPolicy;
+
+use operations::Operation;
+
+/// The header that makes a write safe to retry.
+const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
+
+/// A page of a listing: its items, and where the next page is when more follow.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listing<T> {
+    /// The items, in ascending id order.
+    pub items: Vec<T>,
+    /// The next page's address (from `Link: <...>; rel="next"`), when more items follow.
+    pub next: Option<String>,
+}
+
+impl<T> Listing<T> {
+    /// The next page's cursor (its `after` parameter), when more items follow.
+    pub fn next_after(&self) -> Option<i64> {
+        let next = Url::parse(self.next.as_deref()?).ok()?;
+        next.query_pairs()
+            .find(|(name, _)| name == "after")
+            .and_then(|(_, value)| value.parse().ok())
+    }
+}
+
+/// What `GET /pets` is asked for; every field optional.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PetQuery {
+    /// How many pets at most per page: 1 to 100 (the service's default is 20).
+    pub limit: Option<u32>,
+    /// Only pets with this status.
+    pub status: Option<PetStatus>,
+    /// Only pets whose id is greater (a cursor).
+    pub after: Option<i64>,
+}
+
+/// What `GET /store/orders` is asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OrderQuery {
+    /// How many orders at most per page: 1 to 100 (default 20).
+    pub limit: Option<u32>,
+    /// Only orders whose id is greater (a cursor).
+    pub after: Option<i64>,
+}
+
+/// Builds a [`Client`]: [`Client::builder`].
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    base_url: String,
+    api_key: String,
+    timeout: Duration,
+    connect_timeout: Duration,
+    user_agent: String,
+    retry: RetryPolicy,
+    wait_when_exhausted: bool,
+    max_wait: Duration,
+}
+
+impl ClientBuilder {
+    /// How long one request may take, from sending to the end of the body (default 30 s).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// How long connecting may take (default 5 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// The `User-Agent` (default `petstore-client/<version>`).
+    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+
+    /// How to retry (default [`RetryPolicy::default`]).
+    pub fn retry_policy(mut self, retry: RetryPolicy) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// Whether to wait for the window's reset before sending when the last response said the
+    /// window is used up, instead of sending and collecting a `429` (default `true`).
+    pub fn wait_when_exhausted(mut self, wait: bool) -> Self {
+        self.wait_when_exhausted = wait;
+        self
+    }
+
+    /// The longest the client waits for room before a request (a reset, a `Retry-After`, a
+    /// ban); past it the call fails at once with [`Error::RateLimitWait`] (default 2 min: a day
+    /// window used up is not waited out).
+    pub fn max_wait(mut self, max_wait: Duration) -> Self {
+        self.max_wait = max_wait;
+        self
+    }
+
+    /// The client. Fails if the base URL is not an `http` or `https` URL, or the key cannot be
+    /// sent in a header.
+    pub fn build(self) -> Result<Client, Error> {
+        let base = Url::parse(self.base_url.trim_end_matches('/'))
+            .map_err(|e| Error::Config(format!("base URL {:?}: {e}", self.base_url)))?;
+        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
+            return Err(Error::Config(format!(
+                "base URL {:?} is not an http(s) URL",
+                self.base_url
+            )));
+        }
+        let mut auth = HeaderValue::from_str(&format!("Bearer {}", self.api_key))
+            .map_err(|_| Error::Config("the API key is not a valid header value".into()))?;
+        auth.set_sensitive(true);
+        let http = reqwest::Client::builder()
+            .timeout(self.timeout)
+            .connect_timeout(self.connect_timeout)
+            .user_agent(self.user_agent)
+            .build()
+            .map_err(Error::Transport)?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base: base.as_str().trim_end_matches('/').to_owned(),
+                auth,
+                retry: self.retry,
+                wait_when_exhausted: self.wait_when_exhausted,
+                max_wait: self.max_wait,
+                limits: Mutex::new(Limits::default()),
+            }),
+        })
+    }
+}
+
+/// A client of one service, with one API key. Cheap to clone (clones share their connection
+/// pool and rate-limit state), and safe to use from many tasks at once.
+#[derive(Debug, Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    http: reqwest::Client,
+    base: String,
+    auth: HeaderValue,
+    retry: RetryPolicy,
+    wait_when_exhausted: bool,
+    max_wait: Duration,
+    limits: Mutex<Limits>,
+}
+
+/// What the client knows of its limits, shared by every call.
+#[derive(Debug, Default)]
+struct Limits {
+    /// From the last response's headers.
+    last: Option<RateLimitState>,
+    /// No request before this (a `429`'s `Retry-After`, a ban).
+    blocked_until: Option<Instant>,
+}
+
+/// One request, as sent on each attempt.
+struct Call {
+    method: Method,
+    url: Url,
+    body: Option<Vec<u8>>,
+    idempotency_key: Option<String>,
+}
+
+impl Client {
+    /// A builder for the service at `base_url` (its base address, e.g.
+    /// `https://api.example.com/v1`), calling with `api_key`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use petstore_client::{Client, RetryPolicy};
+    ///
+    /// let client = Client::builder("http://127.0.0.1:8080/v1", "pst_0123")
+    ///     .timeout(Duration::from_secs(10))
+    ///     .user_agent("inventory-sync/2.1")
+    ///     .retry_policy(RetryPolicy { max_retries: 5, ..RetryPolicy::default() })
+    ///     .wait_when_exhausted(true)
+    ///     .build()?;
+    /// assert!(client.rate_limit().is_none(), "nothing was sent yet");
+    /// # Ok::<(), petstore_client::Error>(())
+    /// ```
+    pub fn builder(base_url: impl Into<String>, api_key: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            base_url: base_url.into(),
+            api_key: api_key.into(),
+            timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            user_agent: concat!("petstore-client/", env!("CARGO_PKG_VERSION")).into(),
+            retry: RetryPolicy::default(),
+            wait_when_exhausted: true,
+            max_wait: Duration::from_secs(120),
+        }
+    }
+
+    /// The rate-limit state the last response reported (`X-RateLimit-*`: the window closest to
+    /// exhaustion), if any response came yet.
+    pub fn rate_limit(&self) -> Option<RateLimitState> {
+        self.limits().last
+    }
+
+    /// `listPets`: one page of pets.
+    pub async fn list_pets(&self, query: &PetQuery) -> Result<Listing<Pet>, Error> {
+        let url = self.pets_url(query)?;
+        self.listing(url).await
+    }
+
+    /// Every pet the query matches, page after page (following `Link: rel="next"`) to the end.
+    pub fn pets(&self, query: &PetQuery) -> impl Stream<Item = Result<Pet, Error>> + use<> {
+        let client = self.clone();
+        let first = self.pets_url(query);
+        stream::try_unfold(Some(first), move |next| {
+            let client = client.clone();
+            async move {
+                let Some(url) = next else {
+                    return Ok(None);
+                };
+                let page: Listing<Pet> = client.listing(url?).await?;
+                let next = page.next.as_deref().map(|next| client.parse_next(next));
+                Ok(Some((stream::iter(page.items.into_iter().map(Ok)), next)))
+            }
+        })
+        .try_flatten()
+    }
+
+    /// `createPet`, with an `Idempotency-Key` made for this call: however many times it is
+    /// retried, one pet is created.
+    pub async fn create_pet(&self, pet: &NewPet) -> Result<Pet, Error> {
+        let url = self.url(&operations::CREATE_PET, &[])?;
+        self.write(url, pet).await
+    }
+
+    /// `getPet`.
+    ///
+    /// Answers [`Error::EndpointRemoved`] once the endpoint is past its sunset.
+    #[deprecated(
+        since = "0.1.0",
+        note = "GET /pets/{petId} is deprecated and removed on 2030-12-05 (its Sunset): use \
+                list_pets with a status filter"
+    )]
+    pub async fn get_pet(&self, id: i64) -> Result<Pet, Error> {
+        let url = self.url(&operations::GET_PET, &[("{petId}", id)])?;
+        self.json(Method::GET, url).await
+    }
+
+    /// `listOrders`: one page of this key's orders.
+    pub async fn list_orders(&self, query: &OrderQuery) -> Result<Listing<Order>, Error> {
+        let mut url = self.url(&operations::LIST_ORDERS, &[])?;
+        {
+            let mut pairs = url.query_pairs_mut();
+            if let Some(limit) = query.limit {
+                pairs.append_pair("limit", &limit.to_string());
+            }
+            if let Some(after) = query.after {
+                pairs.append_pair("after", &after.to_string());
+            }
+        }
+        tidy_query(&mut url);
+        self.listing(url).await
+    }
+
+    /// `placeOrder` (experimental), with an `Idempotency-Key` made for this call.
+    pub async fn place_order(&self, pet_id: i64) -> Result<Order, Error> {
+        let url = self.url(&operations::PLACE_ORDER, &[])?;
+        self.write(
+            url,
+            &NewOrder {
+                pet_id,
+                quantity: 1,
+            },
+        )
+        .await
+    }
+
+    /// `getOrder` (experimental): one of this key's orders.
+    pub async fn get_order(&self, id: i64) -> Result<Order, Error> {
+        let url = self.url(&operations::GET_ORDER, &[("{orderId}", id)])?;
+        self.json(Method::GET, url).await
+    }
+
+    /// `cancelOrder` (experimental): cancels a placed order.
+    pub async fn cancel_order(&self, id: i64) -> Result<Order, Error> {
+        let url = self.url(&operations::CANCEL_ORDER, &[("{orderId}", id)])?;
+        self.json(Method::DELETE, url).await
+    }
+
+    /// `getInventory` (experimental): how many pets have each status.
+    pub async fn inventory(&self) -> Result<Inventory, Error> {
+        let url = self.url(&operations::GET_INVENTORY, &[])?;
+        self.json(Method::GET, url).await
+    }
+
+    /// `getRateLimit`: the key's plan and both windows, without spending a request.
+    pub async fn rate_limit_status(&self) -> Result<RateLimitStatus, Error> {
+        let url = self.url(&operations::GET_RATE_LIMIT, &[])?;
+        self.json(Method::GET, url).await
+    }
+
+    fn limits(&self) -> std::sync::MutexGuard<'_, Limits> {
+        self.inner
+            .limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `operation`'s address, its path parameters filled in.
+    fn url(&self, operation: &Operation, params: &[(&str, i64)]) -> Result<Url, Error> {
+        let mut path = operation.path.to_owned();
+        for (name, value) in params {
+            path = path.replace(name, &value.to_string());
+        }
+        Url::parse(&format!("{}{path}", self.inner.base))
+            .map_err(|e| Error::Config(format!("{path}: {e}")))
+    }
+
+    fn pets_url(&self, query: &PetQuery) -> Result<Url, Error> {
+        let mut url = self.url(&operations::LIST_PETS, &[])?;
+        {
+            let mut pairs = url.query_pairs_mut();
+            if let Some(limit) = query.limit {
+                pairs.append_pair("limit", &limit.to_string());
+            }
+            if let Some(status) = query.status {
+                pairs.append_pair("status", status.as_str());
+            }
+            if let Some(after) = query.after {
+                pairs.append_pair("after", &after.to_string());
+            }
+        }
+        tidy_query(&mut url);
+        Ok(url)
+    }
+
+    /// A `next` link, which must stay on the service's own origin (the key goes with it).
+    fn parse_next(&self, next: &str) -> Result<Url, Error> {
+        let url =
+            Url::parse(next).map_err(|e| Error::InvalidResponse(format!("Link {next:?}: {e}")))?;
+        let base = Url::parse(&self.inner.base).map_err(|e| Error::Config(e.to_string()))?;
+        if url.origin() != base.origin() {
+            return Err(Error::InvalidResponse(format!(
+                "the next page {next:?} is not on {}",
+                self.inner.base
+            )));
+        }
+        Ok(url)
+    }
+
+    async fn listing<T: DeserializeOwned>(&self, url: Url) -> Result<Listing<T>, Error> {
+        let call = Call {
+            method: Method::GET,
+            url,
+            body: None,
+            idempotency_key: None,
+        };
+        let response = self.send(&call).await?;
+        let next = next_link(response.headers());
+        let items = read_json(response).await?;
+        Ok(Listing { items, next })
+    }
+
+    async fn json<T: DeserializeOwned>(&self, method: Method, url: Url) -> Result<T, Error> {
+        let call = Call {
+            method,
+            url,
+            body: None,
+            idempotency_key: None,
+        };
+        read_json(self.send(&call).await?).await
+    }
+
+    /// A `POST` of `body` with a fresh `Idempotency-Key`, the same on every retry.
+    async fn write<B: serde::Serialize, T: DeserializeOwned>(
+        &self,
+        url: Url,
+        body: &B,
+    ) -> Result<T, Error> {
+        let call = Call {
+            method: Method::POST,
+            url,
+            body: Some(serde_json::to_vec(body).map_err(|e| Error::Config(e.to_string()))?),
+            idempotency_key: Some(uuid::Uuid::now_v7().to_string()),
+        };
+        read_json(self.send(&call).await?).await
+    }
+
+    /// Sends `call`, retrying as the interface asks; the first response that is not a retried
+    /// `429`/`503` is returned when it is a success, else its error.
+    async fn send(&self, call: &Call) -> Result<reqwest::Response, Error> {
+        let retry = self.inner.retry;
+        let mut attempt = 0;
+        loop {
+            self.wait_for_room().await?;
+            let mut request = self
+                .inner
+                .http
+                .request(call.method.clone(), call.url.clone())
+                .header(header::AUTHORIZATION, self.inner.auth.clone());
+            if let Some(body) = &call.body {
+                request = request
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body.clone());
+            }
+            if let Some(key) = &call.idempotency_key {
+                request = request.header(IDEMPOTENCY_KEY, key.as_str());
+            }
+            let response = match request.send().await {
+                Ok(response) => response,
+                Err(error) if retry::is_transient(&error) && attempt < retry.max_retries => {
+                    tokio::time::sleep(retry.backoff(attempt)).await;
+                    attempt += 1;
+                    continue;
+                }
+                Err(error) => return Err(Error::Transport(error)),
+            };
+            self.observe(response.headers());
+            let status = response.status();
+            if status.is_success() {
+                return Ok(response);
+            }
+            let retry_after = retry::retry_after(response.headers());
+            let error = error::from_response(response, retry_after).await;
+            let waits = status == StatusCode::TOO_MANY_REQUESTS
+                || status == StatusCode::SERVICE_UNAVAILABLE;
+            if !waits {
+                return Err(error);
+            }
+            // Nothing is sent before the instant `Retry-After` names, by any call.
+            let wait = retry_after.unwrap_or(Duration::ZERO);
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                self.block_for(wait);
+            }
+            if error.code() == Some(ErrorCode::TemporarilyBanned) || attempt >= retry.max_retries {
+                return Err(error);
+            }
+            tokio::time::sleep(wait.max(retry.backoff(attempt))).await;
+            attempt += 1;
+        }
+    }
+
+    /// Waits while a `Retry-After` or a used-up window holds requests back; fails when that
+    /// is longer than the configured `max_wait`.
+    async fn wait_for_room(&self) -> Result<(), Error> {
+        loop {
+            let wait = {
+                let limits = self.limits();
+                let blocked = limits
+                    .blocked_until
+                    .map(|until| until.saturating_duration_since(Instant::now()))
+                    .unwrap_or_default();
+                let exhausted = match (&limits.last, self.inner.wait_when_exhausted) {
+                    (Some(state), true) if state.remaining == 0 => {
+                        let reset = UNIX_EPOCH + Duration::from_secs(state.reset);
+                        reset.duration_since(SystemTime::now()).unwrap_or_default()
+                    }
+                    _ => Duration::ZERO,
+                };
+                blocked.max(exhausted)
+            };
+            if wait.is_zero() {
+                return Ok(());
+            }
+            if wait > self.inner.max_wait {
+                return Err(Error::RateLimitWait(wait));
+            }
+            tokio::time::sleep(wait).await;
+            // The window has reset: what the last response said no longer holds.
+            let mut limits = self.limits();
+            if limits.last.as_ref().is_some_and(|state| {
+                UNIX_EPOCH + Duration::from_secs(state.reset) <= SystemTime::now()
+            }) {
+                limits.last = None;
+            }
+        }
+    }
+
+    fn observe(&self, headers: &HeaderMap) {
+        if let Some(state) = RateLimitState::from_headers(headers) {
+            self.limits().last = Some(state);
+        }
+    }
+
+    fn block_for(&self, wait: Duration) {
+        let until = Instant::now() + wait;
+        let mut limits = self.limits();
+        if limits.blocked_until.is_none_or(|current| current < until) {
+            limits.blocked_until = Some(until);
+        }
+    }
+}
+
+/// `url` without a dangling `?` when no parameter was added.
+fn tidy_query(url: &mut Url) {
+    if url.query() == Some("") {
+        url.set_query(None);
+    }
+}
+
+async fn read_json<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, Error> {
+    let body = response.bytes().await.map_err(Error::Transport)?;
+    serde_json::from_slice(&body).map_err(|e| Error::InvalidResponse(e.to_string()))
+}
+
+/// The target of `Link: <...>; rel="next"`, among every `Link` value.
+fn next_link(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::LINK)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(','))
+        .find_map(|link| {
+            let (target, params) = link.split_once(';')?;
+            let rel_next = params
+                .split(';')
+                .any(|param| param.trim().eq_ignore_ascii_case("rel=\"next\""));
+            rel_next.then(|| target.trim().trim_matches(['<', '>']).to_owned())
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_next_link_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::LINK,
+            HeaderValue::from_static("<https://x/v1/pets>; rel=\"successor-version\""),
+        );
+        headers.append(
+            header::LINK,
+            HeaderValue::from_static("<https://x/v1/pets?limit=2&after=7>; rel=\"next\""),
+        );
+        let next = next_link(&headers);
+        assert_eq!(next.as_deref(), Some("https://x/v1/pets?limit=2&after=7"));
+        let listing = Listing::<Pet> {
+            items: Vec::new(),
+            next,
+        };
+        assert_eq!(listing.next_after(), Some(7));
+        assert_eq!(next_link(&HeaderMap::new()), None);
+    }
+
+    #[test]
+    fn a_client_needs_an_http_base_url_and_a_sendable_key() {
+        assert!(
+            Client::builder("https://api.example.com/v1/", "pst_x")
+                .build()
+                .is_ok()
+        );
+        for bad in ["ftp://example.com", "not a url", "mailto:x@example.com"] {
+            assert!(matches!(
+                Client::builder(bad, "pst_x").build(),
+                Err(Error::Config(_))
+            ));
+        }
+        assert!(matches!(
+            Client::builder("https://x", "pst_\nx").build(),
+            Err(Error::Config(_))
+        ));
+    }
+
+    #[test]
+    fn queries_become_parameters_and_paths_fill_in() {
+        let client = Client::builder("https://api.example.com/v1/", "pst_x")
+            .build()
+            .expect("client");
+        let url = client
+            .pets_url(&PetQuery {
+                limit: Some(5),
+                status: Some(PetStatus::Sold),
+                after: Some(9),
+            })
+            .expect("url");
+        assert_eq!(
+            url.as_str(),
+            "https://api.example.com/v1/pets?limit=5&status=sold&after=9"
+        );
+        let plain = client.pets_url(&PetQuery::default()).expect("url");
+        assert_eq!(plain.as_str(), "https://api.example.com/v1/pets");
+        let order = client
+            .url(&operations::GET_ORDER, &[("{orderId}", 42)])
+            .expect("url");
+        assert_eq!(order.as_str(), "https://api.example.com/v1/store/orders/42");
+        assert!(
+            client
+                .parse_next("https://evil.example.com/v1/pets")
+                .is_err(),
+            "the key stays home"
+        );
+        assert!(
+            client
+                .parse_next("https://api.example.com/v1/pets?after=3")
+                .is_ok()
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! The operations of the interface this client calls, as the OpenAPI document names them. The
+//! client builds its requests from these, and a test holds them to `docs/openapi.json`, so
+//! neither the client nor the document can drift from the other.
+
+/// One operation: its `operationId`, method, path under the base address, and the query and
+/// header parameters the client may send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Operation {
+    /// The document's `operationId`.
+    pub id: &'static str,
+    /// The HTTP method, lowercase as in the document.
+    pub method: &'static str,
+    /// The path template (`/pets/{petId}`).
+    pub path: &'static str,
+    /// Query parameters the client sends.
+    pub query: &'static [&'static str],
+    /// Header parameters the client sends (besides `Authorization`).
+    pub headers: &'static [&'static str],
+}
+
+/// `GET /pets`.
+pub const LIST_PETS: Operation = Operation {
+    id: "listPets",
+    method: "get",
+    path: "/pets",
+    query: &["limit", "status", "after"],
+    headers: &[],
+};
+/// `POST /pets`.
+pub const CREATE_PET: Operation = Operation {
+    id: "createPet",
+    method: "post",
+    path: "/pets",
+    query: &[],
+    headers: &["Idempotency-Key"],
+};
+/// `GET /pets/{petId}` (deprecated).
+pub const GET_PET: Operation = Operation {
+    id: "getPet",
+    method: "get",
+    path: "/pets/{petId}",
+    query: &[],
+    headers: &[],
+};
+/// `GET /store/orders`.
+pub const LIST_ORDERS: Operation = Operation {
+    id: "listOrders",
+    method: "get",
+    path: "/store/orders",
+    query: &["limit", "after"],
+    headers: &[],
+};
+/// `POST /store/orders`.
+pub const PLACE_ORDER: Operation = Operation {
+    id: "placeOrder",
+    method: "post",
+    path: "/store/orders",
+    query: &[],
+    headers: &["Idempotency-Key"],
+};
+/// `GET /store/orders/{orderId}`.
+pub const GET_ORDER: Operation = Operation {
+    id: "getOrder",
+    method: "get",
+    path: "/store/orders/{orderId}",
+    query: &[],
+    headers: &[],
+};
+/// `DELETE /store/orders/{orderId}`.
+pub const CANCEL_ORDER: Operation = Operation {
+    id: "cancelOrder",
+    method: "delete",
+    path: "/store/orders/{orderId}",
+    query: &[],
+    headers: &[],
+};
+/// `GET /store/inventory`.
+pub const GET_INVENTORY: Operation = Operation {
+    id: "getInventory",
+    method: "get",
+    path: "/store/inventory",
+    query: &[],
+    headers: &[],
+};
+/// `GET /rate_limit`.
+pub const GET_RATE_LIMIT: Operation = Operation {
+    id: "getRateLimit",
+    method: "get",
+    path: "/rate_limit",
+    query: &[],
+    headers: &[],
+};
+
+/// Every operation the client calls.
+pub const ALL: [Operation; 9] = [
+    LIST_PETS,
+    CREATE_PET,
+    GET_PET,
+    LIST_ORDERS,
+    PLACE_ORDER,
+    GET_ORDER,
+    CANCEL_ORDER,
+    GET_INVENTORY,
+    GET_RATE_LIMIT,
+];

@@ -1,0 +1,207 @@
+//! The client against canned answers from a tiny local server: how it reads a `410`, never
+//! retries a ban, waits out `Retry-After` before retrying a `429` or `503`, and retries a lost
+//! connection. (Its behaviour against the real service is tested with the `petstore` binary,
+//! in `crates/petstore-http/tests/client.rs`.)
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use petstore_client::{Client, Error, ErrorCode, PetQuery, RetryPolicy};
+
+/// One canned answer: status, extra headers, JSON body; `None` closes the connection unanswered.
+type Answer = Option<(u16, Vec<(&'static str, String)>, String)>;
+
+/// A request as it arrived: when, and its `Idempotency-Key` if any.
+type Arrival = (Instant, Option<String>);
+
+/// Serves `answers` in order, one per request, and records each request's arrival.
+fn serve(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<Arrival>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let arrivals = Arc::new(Mutex::new(Vec::new()));
+    let seen = arrivals.clone();
+    thread::spawn(move || {
+        let mut answers = answers.into_iter();
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            // One request per connection: the client reconnects for the next.
+            if !answer_one(stream, answers.next().flatten(), &seen) {
+                continue;
+            }
+        }
+    });
+    (base, arrivals)
+}
+
+fn answer_one(stream: TcpStream, answer: Answer, seen: &Mutex<Vec<Arrival>>) -> bool {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut length = 0;
+    let mut idempotency_key = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return false;
+        }
+        if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
+        if line.to_ascii_lowercase().starts_with("idempotency-key:") {
+            idempotency_key = line.split_once(':').map(|(_, v)| v.trim().to_owned());
+        }
+        if line == "\r\n" {
+            break;
+        }
+    }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
+    seen.lock()
+        .expect("lock")
+        .push((Instant::now(), idempotency_key));
+    let Some((status, headers, body)) = answer else {
+        return true; // dropped: the connection closes unanswered
+    };
+    let mut stream = stream;
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    let _ = stream.write_all(head.as_bytes());
+    let _ = stream.write_all(body.as_bytes());
+    true
+}
+
+fn error(status: u16, code: &str) -> String {
+    format!(r#"{{"code":"{code}","message":"canned","status":{status}}}"#)
+}
+
+fn client(base: &str) -> Client {
+    Client::builder(base, "pst_test")
+        .retry_policy(RetryPolicy {
+            max_retries: 3,
+            base_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(50),
+        })
+        .build()
+        .expect("client")
+}
+
+#[tokio::test]
+async fn a_removed_endpoint_is_its_own_error() {
+    let (base, arrivals) = serve(vec![Some((410, vec![], error(410, "endpoint_removed")))]);
+    #[allow(deprecated)]
+    let result = client(&base).get_pet(1).await;
+    assert!(
+        matches!(result, Err(Error::EndpointRemoved { .. })),
+        "{result:?}"
+    );
+    assert_eq!(arrivals.lock().expect("lock").len(), 1);
+}
+
+#[tokio::test]
+async fn a_ban_is_returned_at_once_never_retried() {
+    let banned = Some((
+        429,
+        vec![("Retry-After", "300".to_owned())],
+        error(429, "temporarily_banned"),
+    ));
+    let (base, arrivals) = serve(vec![banned.clone(), banned]);
+    let result = client(&base).list_pets(&PetQuery::default()).await;
+    let error = result.expect_err("banned");
+    assert_eq!(error.code(), Some(ErrorCode::TemporarilyBanned));
+    assert!(
+        matches!(error, Error::Api { retry_after: Some(d), .. } if d == Duration::from_secs(300))
+    );
+    assert_eq!(
+        arrivals.lock().expect("lock").len(),
+        1,
+        "one request, no retry"
+    );
+}
+
+#[tokio::test]
+async fn a_429_is_waited_out_in_full_then_retried() {
+    let limited = Some((
+        429,
+        vec![("Retry-After", "1".to_owned())],
+        error(429, "rate_limited"),
+    ));
+    let ok = Some((200, vec![], "[]".to_owned()));
+    let (base, arrivals) = serve(vec![limited, ok]);
+    let page = client(&base)
+        .list_pets(&PetQuery::default())
+        .await
+        .expect("retried");
+    assert!(page.items.is_empty());
+    let arrivals = arrivals.lock().expect("lock").clone();
+    assert_eq!(arrivals.len(), 2);
+    // Correctness, not speed: the retry never comes before the instant Retry-After names.
+    assert!(arrivals[1].0 - arrivals[0].0 >= Duration::from_secs(1));
+}
+
+#[tokio::test]
+async fn a_503_and_a_lost_connection_are_retried_and_a_write_keeps_its_key() {
+    let unavailable = Some((
+        503,
+        vec![("Retry-After", "0".to_owned())],
+        error(503, "service_unavailable"),
+    ));
+    let created = Some((
+        201,
+        vec![],
+        r#"{"id":7,"name":"Rex","categoryId":1,"status":"available"}"#.to_owned(),
+    ));
+    let (base, arrivals) = serve(vec![unavailable, None, created]);
+    let pet = client(&base)
+        .create_pet(&petstore_client::NewPet {
+            name: "Rex".into(),
+            category_id: 1,
+            status: None,
+        })
+        .await
+        .expect("third time");
+    assert_eq!(pet.id, 7);
+    let arrivals = arrivals.lock().expect("lock").clone();
+    assert_eq!(arrivals.len(), 3);
+    let key = arrivals[0].1.clone().expect("an Idempotency-Key");
+    assert!(!key.is_empty());
+    assert!(
+        arrivals
+            .iter()
+            .all(|(_, k)| k.as_deref() == Some(key.as_str())),
+        "one key for every retry: {arrivals:?}"
+    );
+}
+
+#[tokio::test]
+async fn retries_stop_after_the_policys_count() {
+    let unavailable = Some((
+        503,
+        vec![("Retry-After", "0".to_owned())],
+        error(503, "service_unavailable"),
+    ));
+    let (base, arrivals) = serve(vec![unavailable; 10]);
+    let error = client(&base)
+        .inventory()
+        .await
+        .expect_err("still unavailable");
+    assert_eq!(error.code(), Some(ErrorCode::ServiceUnavailable));
+    assert_eq!(
+        arrivals.lock().expect("lock").len(),
+        4,
+        "the first attempt and 3 retries"
+    );
+}
+
+#[tokio::test]
+async fn an_answer_that_is_not_an_error_object_is_reported_as_such() {
+    let (base, _) = serve(vec![Some((500, vec![], "<html>oops</html>".to_owned()))]);
+    let error = client(&base).inventory().await.expect_err("500");
+    assert!(matches!(error, Error::InvalidResponse(_)), "{error:?}");
+}
