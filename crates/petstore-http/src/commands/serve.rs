@@ -79,7 +79,7 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     std::io::stdout().flush()?;
     let server = server.run();
     let handle = server.handle();
-    prune_idempotency_records(state.clone());
+    let pruning = prune_idempotency_records(state.clone());
     actix_web::rt::spawn(async move {
         stop_signal().await;
         drain(&state, handle, config.shutdown_delay).await;
@@ -88,8 +88,24 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     if let Some(metrics_server) = metrics_server {
         metrics_server.stop(true).await;
     }
+    pruning.abort();
+    let _ = pruning.await;
+    close_storage(storage).await;
     log::info!("stopped");
     Ok(())
+}
+
+/// Closes the storage's connections on this thread, once every worker has let go of it: a
+/// connection closed by another thread while the process exits can race the TLS library's
+/// exit-time cleanup (libpq with OpenSSL), which crashes the process. Waits at most 10 s.
+async fn close_storage(storage: Arc<dyn Storage>) {
+    for _ in 0..1_000 {
+        if Arc::strong_count(&storage) == 1 {
+            break;
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
+    }
+    drop(storage);
 }
 
 /// Installs the metrics recorder, records the build's information and keeps the histograms
@@ -136,7 +152,7 @@ const PRUNE_EVERY: Duration = Duration::from_secs(600);
 
 /// Deletes expired `Idempotency-Key` records now and every [`PRUNE_EVERY`], in the background:
 /// no request pays for it.
-fn prune_idempotency_records(state: web::Data<AppState>) {
+fn prune_idempotency_records(state: web::Data<AppState>) -> actix_web::rt::task::JoinHandle<()> {
     actix_web::rt::spawn(async move {
         loop {
             let before = state
@@ -159,7 +175,7 @@ fn prune_idempotency_records(state: web::Data<AppState>) {
             }
             actix_web::rt::time::sleep(PRUNE_EVERY).await;
         }
-    });
+    })
 }
 
 /// Resolves on SIGTERM or SIGINT.
