@@ -9,10 +9,11 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 
 use super::{CounterError, CounterStore, Hit, Subject};
 
-/// KEYS: minute count, day count, minute refusals, ban. ARGV: per-minute, per-day, now,
-/// minute-key TTL, day-key TTL. Returns {state, minute, day, refused, ban_until, ban_level}
-/// with state 1 counted, 0 refused, 2 banned.
-const HIT: &str = r"
+/// The scripts' common start: a ban in force answers `{2, ..., ban_until, ban_level}` at once;
+/// otherwise `ban_until` and `ban_level` hold the last ban, if any (for escalation).
+macro_rules! ban_check {
+    () => {
+        r"
 local ban_until, ban_level = 0, 0
 local ban = redis.call('GET', KEYS[4])
 if ban then
@@ -23,7 +24,16 @@ if ban then
     return {2, 0, 0, 0, ban_until, ban_level}
   end
 end
-local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
+"
+    };
+}
+
+/// KEYS: minute count, day count, minute refusals, ban. ARGV: per-minute, per-day, now,
+/// minute-key TTL, day-key TTL. Returns {state, minute, day, refused, ban_until, ban_level}
+/// with state 1 counted, 0 refused, 2 banned.
+const HIT: &str = concat!(
+    ban_check!(),
+    r"local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
 local day = tonumber(redis.call('GET', KEYS[2]) or '0')
 if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then
   minute = redis.call('INCR', KEYS[1])
@@ -35,27 +45,20 @@ end
 local refused = redis.call('INCR', KEYS[3])
 if refused == 1 then redis.call('EXPIRE', KEYS[3], ARGV[4]) end
 return {0, minute, day, refused, ban_until, ban_level}
-";
+"
+);
 
 /// [`HIT`] without counting: the same reply, state 1 when both windows have room.
-const PEEK: &str = r"
-local ban_until, ban_level = 0, 0
-local ban = redis.call('GET', KEYS[4])
-if ban then
-  local sep = string.find(ban, ':', 1, true)
-  ban_until = tonumber(string.sub(ban, 1, sep - 1))
-  ban_level = tonumber(string.sub(ban, sep + 1))
-  if ban_until > tonumber(ARGV[3]) then
-    return {2, 0, 0, 0, ban_until, ban_level}
-  end
-end
-local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
+const PEEK: &str = concat!(
+    ban_check!(),
+    r"local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
 local day = tonumber(redis.call('GET', KEYS[2]) or '0')
 local refused = tonumber(redis.call('GET', KEYS[3]) or '0')
 local room = 0
 if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then room = 1 end
 return {room, minute, day, refused, ban_until, ban_level}
-";
+"
+);
 
 /// Slack added to key lifetimes, so instances whose clocks differ a little still agree.
 const MINUTE_SLACK: u64 = 60;
