@@ -4,7 +4,6 @@
 //! codes.
 
 use std::future::Future;
-use std::time::Duration;
 
 use actix_web::body::to_bytes;
 use actix_web::http::StatusCode;
@@ -20,27 +19,6 @@ use crate::state::AppState;
 
 /// `Idempotent-Replayed: true`, on a response answered from the stored one.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
-
-/// How long records are kept, and how long a claim may stay unfinished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct IdempotencySettings {
-    /// Records older than this are expired (treated as absent) and pruned.
-    pub retention: Duration,
-    /// A claim not completed within this was abandoned (its process died before answering):
-    /// a retry may take it over. Longer than any request runs (a storage call's deadline is a
-    /// few seconds).
-    pub lease: Duration,
-}
-
-impl Default for IdempotencySettings {
-    /// 24 hours; one minute.
-    fn default() -> Self {
-        Self {
-            retention: Duration::from_secs(24 * 3600),
-            lease: Duration::from_secs(60),
-        }
-    }
-}
 
 /// Runs the write `write` once per `key`: claims the key for this request (its API key, method,
 /// path and `body`), then

@@ -9,10 +9,9 @@ use petstore_domain::Storage;
 
 use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, CorsOrigins, RateLimitConfig};
+use crate::config::{Config, CorsOrigins, IdempotencySettings, RateLimitConfig};
 use crate::db::Database;
 use crate::extract::BodyTimeout;
-use crate::idempotency::IdempotencySettings;
 use crate::links::Links;
 use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
 use crate::telemetry::metric::Exporter;

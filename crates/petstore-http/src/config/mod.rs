@@ -66,6 +66,27 @@ impl Default for Config {
     }
 }
 
+/// How long records are kept, and how long a claim may stay unfinished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IdempotencySettings {
+    /// Records older than this are expired (treated as absent) and pruned.
+    pub retention: Duration,
+    /// A claim not completed within this was abandoned (its process died before answering):
+    /// a retry may take it over. Longer than any request runs (a storage call's deadline is a
+    /// few seconds).
+    pub lease: Duration,
+}
+
+impl Default for IdempotencySettings {
+    /// 24 hours; one minute.
+    fn default() -> Self {
+        Self {
+            retention: Duration::from_secs(24 * 3600),
+            lease: Duration::from_secs(60),
+        }
+    }
+}
+
 /// Where the Prometheus metrics are served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MetricsEndpoint {
