@@ -28,8 +28,8 @@ pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 /// - the same request still running, here or on another instance:
 ///   `409 idempotency_request_in_progress` with `Retry-After`;
 /// - claimed: `write` runs with the claim, and stores its success response itself, in its own
-///   transaction (through a `Completion`). A client error it answers is stored here; a server
-///   error frees the key, so that a retry runs again.
+///   transaction (through a `Completion`). A validation error (`400`) it answers is stored here;
+///   any other failure frees the key, so that a retry runs again.
 pub async fn run<F, Fut>(
     state: &AppState,
     req: &HttpRequest,
@@ -100,13 +100,12 @@ where
     }
 }
 
-/// Whether the same request would fail the same way again: a client error, but not one that
-/// depends on the moment (`408` a slow body, `429` a limit).
+/// Whether the same request must fail the same way whenever it is sent: a validation error
+/// (`400`: the body or a parameter breaks a rule). A refusal that depends on the moment (`404`
+/// no such pet yet, `409` a pet ordered by someone else, `408`, `429`) or a server error leaves
+/// the key free instead, so that a retry later may succeed.
 fn is_final(error: &ApiError) -> bool {
-    let status = error.status_code();
-    status.is_client_error()
-        && status != StatusCode::REQUEST_TIMEOUT
-        && status != StatusCode::TOO_MANY_REQUESTS
+    error.status_code() == StatusCode::BAD_REQUEST
 }
 
 /// The Error object `error` answers, as stored for replay.

@@ -192,6 +192,21 @@ api_tests! {
         assert_eq!(again.body, first.body);
         assert_eq!(again.header("location"), first.header("location"));
         assert_eq!(app.get("/v1/store/orders").await.json().as_array().expect("array").len(), 1);
+
+        // A refusal of the moment is not stored: once the pet is available again, the same key
+        // places the order.
+        let order_id = first.json()["id"].as_i64().expect("id");
+        let retry = || {
+            with_key(TestRequest::post().uri("/v1/store/orders"), &app.key)
+                .insert_header((header::CONTENT_TYPE, "application/json"))
+                .insert_header(("Idempotency-Key", "order-rex-again"))
+                .set_payload(json!({"petId": pet}).to_string())
+        };
+        app.send(retry()).await.assert_error(409, "pet_not_available");
+        assert_eq!(cancel_as(&app, &app.key, order_id).await.status, 200);
+        let placed = app.send(retry()).await;
+        assert_eq!(placed.status, 201, "{:?}", placed.body);
+        assert_eq!(placed.header("idempotent-replayed"), None);
     }
 
     async fn a_read_only_key_cannot_order_or_cancel(app) {
