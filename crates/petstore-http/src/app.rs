@@ -104,7 +104,7 @@ async fn to_docs() -> HttpResponse {
 }
 
 /// The response headers a browser client needs to read (CORS hides all others).
-const EXPOSED: [&str; 14] = [
+const EXPOSED: [&str; 15] = [
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
     "x-ratelimit-reset",
@@ -117,6 +117,7 @@ const EXPOSED: [&str; 14] = [
     "sunset",
     "x-api-stability",
     "x-request-id",
+    "idempotent-replayed",
     "www-authenticate",
     "allow",
 ];

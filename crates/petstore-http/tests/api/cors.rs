@@ -78,6 +78,8 @@ async fn allowed_origins_get_preflights_for_free_and_the_headers_they_need() {
         "sunset",
         "deprecation",
         "x-api-stability",
+        "x-request-id",
+        "idempotent-replayed",
     ] {
         assert!(exposed.contains(name), "{name} not exposed: {exposed}");
     }
