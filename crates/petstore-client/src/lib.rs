@@ -3,7 +3,9 @@
 //!
 //! - after a `429` it waits for `Retry-After` (never less) before anything else is sent, then
 //!   retries at most [`RetryPolicy::max_retries`] times with exponential backoff and full jitter;
-//!   `503` likewise; connection errors and timeouts with backoff;
+//!   `503` likewise, and `409 idempotency_request_in_progress` (a write's first attempt still
+//!   running); connection errors and timeouts with backoff, for reads and keyed writes only (a
+//!   cancel that got no answer is not sent twice);
 //! - a `429 temporarily_banned` is returned at once, never retried;
 //! - when the last response said the window is used up, it waits for the window's reset instead
 //!   of collecting a `429` ([`ClientBuilder::wait_when_exhausted`]);
@@ -460,7 +462,14 @@ impl Client {
             }
             let response = match request.send().await {
                 Ok(response) => response,
-                Err(error) if retry::is_transient(&error) && attempt < retry.max_retries => {
+                // Unanswered: sent again only when that cannot do anything twice (a read, or a
+                // write with its Idempotency-Key). A cancel is not retried: if the first went
+                // through, the second would be refused (`409 order_not_cancellable`).
+                Err(error)
+                    if retry::is_transient(&error)
+                        && attempt < retry.max_retries
+                        && (call.method == Method::GET || call.idempotency_key.is_some()) =>
+                {
                     tokio::time::sleep(retry.backoff(attempt)).await;
                     attempt += 1;
                     continue;
@@ -474,13 +483,20 @@ impl Client {
             }
             let retry_after = retry::retry_after(response.headers());
             let error = error::from_response(response, retry_after).await;
+            // `429`, `503`, and the `409` of a write whose first attempt is still running on
+            // the service (a retry after a lost answer can arrive before the first finishes):
+            // waited out, then retried.
             let waits = status == StatusCode::TOO_MANY_REQUESTS
-                || status == StatusCode::SERVICE_UNAVAILABLE;
+                || status == StatusCode::SERVICE_UNAVAILABLE
+                || error.code() == Some(ErrorCode::IdempotencyRequestInProgress);
             if !waits {
                 return Err(error);
             }
             // Nothing is sent before the instant `Retry-After` names, by any call.
             let wait = retry_after.unwrap_or(Duration::ZERO);
+            if wait > self.inner.max_wait {
+                return Err(error);
+            }
             if status == StatusCode::TOO_MANY_REQUESTS {
                 self.block_for(wait);
             }
@@ -503,10 +519,11 @@ impl Client {
                     .map(|until| until.saturating_duration_since(Instant::now()))
                     .unwrap_or_default();
                 let exhausted = match (&limits.last, self.inner.wait_when_exhausted) {
-                    (Some(state), true) if state.remaining == 0 => {
-                        let reset = UNIX_EPOCH + Duration::from_secs(state.reset);
-                        reset.duration_since(SystemTime::now()).unwrap_or_default()
-                    }
+                    // A reset beyond what a clock can hold is "too long".
+                    (Some(state), true) if state.remaining == 0 => reset_at(state)
+                        .map_or(Duration::MAX, |reset| {
+                            reset.duration_since(SystemTime::now()).unwrap_or_default()
+                        }),
                     _ => Duration::ZERO,
                 };
                 blocked.max(exhausted)
@@ -520,9 +537,10 @@ impl Client {
             tokio::time::sleep(wait).await;
             // The window has reset: what the last response said no longer holds.
             let mut limits = self.limits();
-            if limits.last.as_ref().is_some_and(|state| {
-                UNIX_EPOCH + Duration::from_secs(state.reset) <= SystemTime::now()
-            }) {
+            let passed = |state: &RateLimitState| {
+                reset_at(state).is_some_and(|reset| reset <= SystemTime::now())
+            };
+            if limits.last.as_ref().is_some_and(passed) {
                 limits.last = None;
             }
         }
@@ -535,12 +553,19 @@ impl Client {
     }
 
     fn block_for(&self, wait: Duration) {
-        let until = Instant::now() + wait;
+        let Some(until) = Instant::now().checked_add(wait) else {
+            return;
+        };
         let mut limits = self.limits();
         if limits.blocked_until.is_none_or(|current| current < until) {
             limits.blocked_until = Some(until);
         }
     }
+}
+
+/// When the window `state` describes resets (`None` past what the clock can hold).
+fn reset_at(state: &RateLimitState) -> Option<SystemTime> {
+    UNIX_EPOCH.checked_add(Duration::from_secs(state.reset))
 }
 
 /// `url` without a dangling `?` when no parameter was added.

@@ -205,3 +205,51 @@ async fn an_answer_that_is_not_an_error_object_is_reported_as_such() {
     let error = client(&base).inventory().await.expect_err("500");
     assert!(matches!(error, Error::InvalidResponse(_)), "{error:?}");
 }
+
+#[tokio::test]
+async fn a_write_still_running_on_the_service_is_waited_for_with_its_key() {
+    let running = Some((
+        409,
+        vec![("Retry-After", "0".to_owned())],
+        error(409, "idempotency_request_in_progress"),
+    ));
+    let placed = Some((
+        201,
+        vec![],
+        r#"{"id":3,"petId":9,"quantity":1,"status":"placed","createdAt":"2026-11-23T00:00:00Z"}"#
+            .to_owned(),
+    ));
+    let (base, arrivals) = serve(vec![running, placed]);
+    let order = client(&base)
+        .place_order(9)
+        .await
+        .expect("the first's answer");
+    assert_eq!(order.id, 3);
+    let arrivals = arrivals.lock().expect("lock").clone();
+    assert_eq!(arrivals.len(), 2);
+    assert_eq!(arrivals[0].1, arrivals[1].1, "the same Idempotency-Key");
+}
+
+#[tokio::test]
+async fn a_wait_longer_than_max_wait_is_not_slept() {
+    let day_used_up = Some((
+        429,
+        vec![("Retry-After", "99999999999".to_owned())],
+        error(429, "rate_limited"),
+    ));
+    let (base, arrivals) = serve(vec![day_used_up]);
+    let error = client(&base)
+        .list_pets(&PetQuery::default())
+        .await
+        .expect_err("not waited out");
+    assert_eq!(error.code(), Some(ErrorCode::RateLimited));
+    assert_eq!(arrivals.lock().expect("lock").len(), 1);
+}
+
+#[tokio::test]
+async fn a_cancel_whose_answer_is_lost_is_not_sent_again() {
+    let (base, arrivals) = serve(vec![None, None]);
+    let error = client(&base).cancel_order(5).await.expect_err("lost");
+    assert!(matches!(error, Error::Transport(_)), "{error:?}");
+    assert_eq!(arrivals.lock().expect("lock").len(), 1, "sent once");
+}

@@ -185,6 +185,11 @@ pub enum LifecycleError {
     /// An action on an order that does not exist yet.
     #[error("no order to be {0}")]
     NoOrder(OrderAction),
+    /// The order is open but its pet is not pending: the data broke the invariant (changed
+    /// outside the service, or an order from before the lifecycle existed). Nothing is changed,
+    /// so that a pet another order holds is never freed or sold by this one.
+    #[error("the order's pet is {0}, not pending: the order and its pet disagree")]
+    PetNotPending(PetStatus),
 }
 
 /// The lifecycle: the new statuses of an order (`None` before it exists) and its pet after
@@ -193,9 +198,9 @@ pub enum LifecycleError {
 /// | action | order before | pet before | order after | pet after |
 /// |---|---|---|---|---|
 /// | place | none | available | placed | pending |
-/// | approve | placed | any | approved | unchanged |
-/// | deliver | approved | any | delivered | sold |
-/// | cancel | placed | any | cancelled | available |
+/// | approve | placed | pending | approved | pending |
+/// | deliver | approved | pending | delivered | sold |
+/// | cancel | placed | pending | cancelled | available |
 ///
 /// Every other pair is refused. Together with the store applying it to both rows in one
 /// transaction, it keeps the invariant: a pet is pending if and only if it has exactly one
@@ -215,10 +220,19 @@ pub fn lifecycle(
         },
         (Some(_), Place) => Err(LifecycleError::Exists),
         (None, action) => Err(LifecycleError::NoOrder(action)),
-        (Some(Placed), Approve) => Ok((Approved, pet)),
-        (Some(Approved), Deliver) => Ok((Delivered, PetStatus::Sold)),
-        (Some(Placed), Cancel) => Ok((Cancelled, PetStatus::Available)),
-        (Some(from), action) => Err(LifecycleError::Transition { from, action }),
+        (Some(from), action) => {
+            let to = match (from, action) {
+                (Placed, Approve) => (Approved, PetStatus::Pending),
+                (Approved, Deliver) => (Delivered, PetStatus::Sold),
+                (Placed, Cancel) => (Cancelled, PetStatus::Available),
+                (from, action) => return Err(LifecycleError::Transition { from, action }),
+            };
+            if pet == PetStatus::Pending {
+                Ok(to)
+            } else {
+                Err(LifecycleError::PetNotPending(pet))
+            }
+        }
     }
 }
 
@@ -305,7 +319,7 @@ mod tests {
     /// Every (order status, pet status, action), against the table in [`lifecycle`]'s doc.
     #[test]
     fn the_lifecycle_is_exactly_its_table() {
-        use LifecycleError::{Exists, NoOrder, PetNotAvailable, Transition};
+        use LifecycleError::{Exists, NoOrder, PetNotAvailable, PetNotPending, Transition};
         use OrderAction::{Approve, Cancel, Deliver, Place};
         use OrderStatus::{Approved, Cancelled, Delivered, Placed};
         let orders = [
@@ -326,7 +340,12 @@ mod tests {
                         (None, Place) => Err(PetNotAvailable(pet)),
                         (None, action) => Err(NoOrder(action)),
                         (Some(_), Place) => Err(Exists),
-                        (Some(Placed), Approve) => Ok((Approved, pet)),
+                        (Some(Placed), Approve | Cancel) | (Some(Approved), Deliver)
+                            if pet != PetStatus::Pending =>
+                        {
+                            Err(PetNotPending(pet))
+                        }
+                        (Some(Placed), Approve) => Ok((Approved, PetStatus::Pending)),
                         (Some(Approved), Deliver) => Ok((Delivered, PetStatus::Sold)),
                         (Some(Placed), Cancel) => Ok((Cancelled, PetStatus::Available)),
                         (Some(from), action) => Err(Transition { from, action }),

@@ -12,6 +12,8 @@ use crate::schema::idempotency_keys as keys;
 use crate::{AnyConnection, Store, StoreError};
 
 const IN_FLIGHT: &str = "in_flight";
+/// Records deleted per pruning round.
+const PRUNE_BATCH: i64 = 500;
 const COMPLETED: &str = "completed";
 
 #[derive(Queryable)]
@@ -117,9 +119,12 @@ fn claim(
     let abandoned = record.state == IN_FLIGHT
         && record.claimed_at <= now.saturating_sub(seconds(request.lease));
     if expired || (same_request && abandoned) {
-        // Take it over, unless another request just did (the token changed).
+        // Take it over only as read: unless another request just took it (the token changed),
+        // or the claim read as abandoned has completed since (its state and time changed).
         let taken = diesel::update(keys::table.find((request.owner, request.key.as_str())))
             .filter(keys::token.eq(record.token))
+            .filter(keys::state.eq(record.state.as_str()))
+            .filter(keys::claimed_at.eq(record.claimed_at))
             .set((
                 keys::fingerprint.eq(request.fingerprint.as_str()),
                 keys::token.eq(token),
@@ -193,11 +198,33 @@ impl IdempotencyRepository for Store {
         })
     }
 
+    /// In batches of [`PRUNE_BATCH`], each its own statement: a backlog (after downtime, or a
+    /// busy day) never makes one long delete that a statement timeout cancels every time, or
+    /// that holds SQLite's write lock for long.
     fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError> {
-        self.call(|conn| {
-            let deleted = diesel::delete(keys::table.filter(keys::created_at.lt(seconds(before))))
-                .execute(conn)?;
-            Ok(deleted as u64)
-        })
+        let mut pruned = 0;
+        loop {
+            let deleted = self.call(|conn| {
+                let expired = keys::table
+                    .filter(keys::created_at.lt(seconds(before)))
+                    .select((keys::owner_key_id, keys::idempotency_key))
+                    .limit(PRUNE_BATCH);
+                let batch: Vec<(i64, String)> = expired.load(conn)?;
+                // One transaction (one commit) for the batch; its first statement writes.
+                conn.transaction(|conn| {
+                    let mut deleted = 0;
+                    for (owner, key) in &batch {
+                        deleted += diesel::delete(keys::table.find((owner, key.as_str())))
+                            .filter(keys::created_at.lt(seconds(before)))
+                            .execute(conn)?;
+                    }
+                    Ok::<_, StoreError>(deleted)
+                })
+            })?;
+            pruned += deleted as u64;
+            if deleted < PRUNE_BATCH as usize {
+                return Ok(pruned);
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
@@ -104,7 +105,11 @@ async fn gate(
         record_use(&state, client, now);
     }
     // The rate-limit status spends nothing: the caller's standing is read, not counted.
-    let status_only = is_rate_limit_status(req.path(), &state);
+    // Only a key's own reads of its status are free: anything else there (no key, another
+    // method) is counted like any request.
+    let status_only = client.is_some()
+        && matches!(*req.method(), Method::GET | Method::HEAD)
+        && is_rate_limit_status(req.match_info().as_str(), &state);
     let verdict = if status_only {
         limiter.peek(&caller, now).await
     } else {
@@ -159,7 +164,7 @@ async fn gate(
     }
 }
 
-/// `{base}/rate_limit`.
+/// `{base}/rate_limit`, as routing sees the path (percent-decoded, as the router matches it).
 fn is_rate_limit_status(path: &str, state: &AppState) -> bool {
     path.strip_prefix(state.links.settings().base_path()) == Some(RATE_LIMIT_PATH)
 }

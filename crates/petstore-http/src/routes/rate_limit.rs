@@ -35,6 +35,8 @@ pub async fn get_rate_limit(req: HttpRequest, client: ApiClient) -> Result<HttpR
         .get::<RateStatus>()
         .copied()
         .ok_or_else(|| ApiError::internal("admission left no rate-limit standing"))?;
+    // (Admission reads the standing for every authenticated GET or HEAD of this route, as the
+    // router sees its path: the handler never runs without it.)
     Ok(HttpResponse::Ok().json(RateLimitStatus {
         plan: client.key().plan,
         minute: WindowStatus::from(&status.decision.minute),

@@ -165,6 +165,27 @@ api_tests! {
         assert_eq!(app.store.prune_idempotency_keys(now + 86_402).expect("prune"), 0);
     }
 
+    async fn a_backlog_of_expired_records_is_pruned_in_batches(app) {
+        let owner = key_id(&app, &app.key);
+        let claim = |n: usize, at: u64| IdempotentRequest {
+            owner,
+            key: IdempotencyKey::parse(format!("backlog-{n}").as_bytes()).expect("key"),
+            fingerprint: Fingerprint::of("POST", "/v1/pets", b"{}"),
+            now: at,
+            retention: 86_400,
+            lease: 60,
+        };
+        for n in 0..1_200 {
+            let outcome = app.store.claim_idempotency_key(&claim(n, 1_000)).expect("claim");
+            assert!(matches!(outcome, ClaimOutcome::Claimed(_)));
+        }
+        let fresh = app.store.claim_idempotency_key(&claim(5_000, 2_000)).expect("claim");
+        assert!(matches!(fresh, ClaimOutcome::Claimed(_)));
+        assert_eq!(app.store.prune_idempotency_keys(1_001).expect("prune"), 1_200, "every batch");
+        assert_eq!(app.store.prune_idempotency_keys(1_001).expect("prune"), 0);
+        assert_eq!(app.store.prune_idempotency_keys(2_001).expect("prune"), 1, "the fresh one last");
+    }
+
     async fn a_read_only_key_cannot_write_even_idempotently(app) {
         let spec = KeySpec::new(Plan::Pro, "reader", None)
             .expect("spec")

@@ -151,6 +151,8 @@ api_tests! {
         let exhausted = app.get_as("/v1/rate_limit", &secret).await;
         assert_eq!(exhausted.status, 200);
         assert_eq!(exhausted.json()["minute"]["remaining"], 0);
+        // The path as the router reads it: percent-encoded, it is the same resource.
+        assert_eq!(app.get_as("/v1/rate%5Flimit", &secret).await.status, 200);
         // Without a key: 401; with a parameter: 400.
         app.send(TestRequest::get().uri("/v1/rate_limit")).await.assert_error(401, "unauthorized");
         app.get("/v1/rate_limit?verbose=1").await.assert_error(400, "unknown_query_parameter");
