@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::key::push_hex;
 use crate::{StorageError, ValidationError};
 
 /// The longest accepted `Idempotency-Key`, in characters.
@@ -73,12 +74,8 @@ impl Fingerprint {
             hash.update((part.len() as u64).to_be_bytes());
             hash.update(part);
         }
-        let digest = hash.finalize();
         let mut hex = String::with_capacity(64);
-        for byte in digest {
-            hex.push(char::from(b"0123456789abcdef"[usize::from(byte >> 4)]));
-            hex.push(char::from(b"0123456789abcdef"[usize::from(byte & 0xf)]));
-        }
+        push_hex(&mut hex, &hash.finalize());
         Self(hex)
     }
 

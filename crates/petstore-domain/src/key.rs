@@ -351,7 +351,8 @@ impl fmt::Debug for ApiKeySecret {
     }
 }
 
-fn push_hex(out: &mut String, bytes: &[u8]) {
+/// Appends `bytes` to `out` in lowercase hex.
+pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
         out.push(DIGITS[usize::from(byte >> 4)] as char);

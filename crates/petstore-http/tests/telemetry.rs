@@ -7,7 +7,7 @@ mod common;
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::{Server, agent, run, unlimited_key};
+use common::{Server, agent, unlimited_key};
 use serde_json::Value;
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -49,23 +49,11 @@ fn json_lines(log: &Path) -> Vec<Value> {
 fn every_response_carries_a_request_id_kept_from_the_proxy_when_well_formed() {
     let (_dir, db) = common::temp_db();
     let key = unlimited_key(&db);
-    let limited = run(
-        &db,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "1",
-            "--per-day",
-            "1000",
-        ],
-    );
+    let limited = common::enterprise_key(&db, 1, 1000);
     let server = Server::start(&db, &["--bootstrap-key=false", "--ban-threshold", "0"]);
     let base = &server.base;
     let bearer = format!("Bearer {key}");
-    let limited = format!("Bearer {}", limited.trim());
+    let limited = format!("Bearer {limited}");
     let root = base.trim_end_matches("/v1");
     let mut seen = Vec::new();
     for (url, auth, status) in [
@@ -200,19 +188,7 @@ fn the_text_access_log_is_one_readable_line_per_request() {
 #[test]
 fn lines_logged_while_handling_a_request_carry_its_id_and_traceparent() {
     let (dir, db) = common::temp_db();
-    let key = run(
-        &db,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "1",
-            "--per-day",
-            "1000",
-        ],
-    );
+    let key = common::enterprise_key(&db, 1, 1000);
     let log = dir.path().join("server.log");
     let server = Server::start_logging(
         &db,
@@ -225,7 +201,7 @@ fn lines_logged_while_handling_a_request_carry_its_id_and_traceparent() {
         ],
         Some(&log),
     );
-    let bearer = format!("Bearer {}", key.trim());
+    let bearer = format!("Bearer {key}");
     let url = format!("{}/pets", server.base);
     // Allowed, refused, refused again: the second refusal crosses the threshold and bans the key
     // (a warning logged while that request is handled).

@@ -143,8 +143,12 @@ fn locked_order(
         AnyConnection::Sqlite(c) => query.first(c).optional()?,
         AnyConnection::Postgresql(c) => query.for_update().first(c).optional()?,
     };
-    let order = row.map(Order::try_from).transpose()?;
-    Ok(order.filter(|order| owner.is_none() || order.owner == owner))
+    Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
+}
+
+/// `order`, if `owner` may see it: its own key's, or anyone's for an operator (`None`).
+fn visible_to(order: Option<Order>, owner: Option<i64>) -> Option<Order> {
+    order.filter(|order| owner.is_none() || order.owner == owner)
 }
 
 fn set_pet_status(conn: &mut AnyConnection, id: i64, status: PetStatus) -> Result<(), Failure> {
@@ -244,8 +248,7 @@ impl OrderRepository for Store {
                 .select(ORDER_COLUMNS)
                 .first(conn)
                 .optional()?;
-            let order = row.map(Order::try_from).transpose()?;
-            Ok(order.filter(|order| owner.is_none() || order.owner == owner))
+            Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
         })
     }
 

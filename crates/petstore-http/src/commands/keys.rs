@@ -8,6 +8,7 @@ use petstore_domain::{ApiKey, KeySpec, Storage};
 use serde_json::{Value, json};
 
 use super::cli::{KeysCommand, ListFormat, custom_limits};
+use super::timestamp;
 use crate::clock::{Clock, SystemClock};
 
 /// Runs a `keys` command against `storage`.
@@ -191,12 +192,4 @@ fn unix(at: SystemTime) -> Result<i64, Box<dyn Error>> {
         .duration_since(UNIX_EPOCH)
         .map_err(|_| "--expires-at must be after 1970")?;
     Ok(seconds(since))
-}
-
-fn timestamp(unix: Option<i64>) -> String {
-    unix.and_then(|secs| u64::try_from(secs).ok())
-        .map(|secs| {
-            humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_secs(secs)).to_string()
-        })
-        .unwrap_or_else(|| "-".into())
 }

@@ -9,6 +9,7 @@ use petstore_domain::{
 use serde_json::{Value, json};
 
 use super::cli::{ListFormat, OrdersCommand};
+use super::timestamp;
 
 /// Runs an `orders` command against `storage`.
 pub fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<dyn Error>> {
@@ -67,10 +68,6 @@ fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn Error>>
                 "ID", "PET", "STATUS", "KEY", "CREATED"
             )?;
             for order in &all {
-                let created = serde_json::to_value(order)
-                    .ok()
-                    .and_then(|v| v["createdAt"].as_str().map(str::to_owned))
-                    .unwrap_or_default();
                 writeln!(
                     out,
                     "{:>8}  {:>8}  {:<10}  {:>6}  {:<20}",
@@ -78,7 +75,7 @@ fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn Error>>
                     order.pet_id,
                     order.status,
                     order.owner.map_or_else(|| "-".into(), |id| id.to_string()),
-                    created
+                    timestamp(Some(order.created_at))
                 )?;
             }
         }

@@ -8,4 +8,4 @@ mod query;
 
 pub use header::{IDEMPOTENCY_KEY, IdempotencyHeader};
 pub use json::{BodyTimeout, JsonBody, JsonBytes, MAX_BODY_BYTES, parse};
-pub use query::query_pairs;
+pub use query::{no_query_parameters, query_pairs};

@@ -14,3 +14,12 @@ pub fn query_pairs(req: &HttpRequest) -> Result<Vec<(String, String)>, ApiError>
         })
     })
 }
+
+/// For an operation that takes no query parameter: `400 unknown_query_parameter` naming the
+/// first one sent.
+pub fn no_query_parameters(req: &HttpRequest) -> Result<(), ApiError> {
+    match query_pairs(req)?.into_iter().next() {
+        Some((name, _)) => Err(ValidationError::UnknownParameter(name).into()),
+        None => Ok(()),
+    }
+}

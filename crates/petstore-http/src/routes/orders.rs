@@ -13,7 +13,7 @@ use super::parse_id;
 use super::respond::json_body;
 use crate::auth::{ApiClient, Writer};
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
+use crate::extract::{IdempotencyHeader, JsonBytes, no_query_parameters, parse, query_pairs};
 use crate::idempotency;
 use crate::state::AppState;
 
@@ -253,9 +253,7 @@ pub async fn get_inventory(
     state: web::Data<AppState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    if let Some((name, _)) = query_pairs(&req)?.into_iter().next() {
-        return Err(petstore_domain::ValidationError::UnknownParameter(name).into());
-    }
+    no_query_parameters(&req)?;
     let inventory = state.db.read("inventory", |db| db.inventory()).await?;
     Ok(json_body(HttpResponse::Ok(), &inventory, 1))
 }

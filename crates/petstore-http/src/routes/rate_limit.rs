@@ -3,11 +3,11 @@
 //! banned caller still gets its `429`.
 
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
-use petstore_domain::{RateLimitStatus, ValidationError, WindowStatus};
+use petstore_domain::{RateLimitStatus, WindowStatus};
 
 use crate::auth::ApiClient;
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::query_pairs;
+use crate::extract::no_query_parameters;
 use crate::ratelimit::RateStatus;
 
 /// `getRateLimit`.
@@ -27,9 +27,7 @@ use crate::ratelimit::RateStatus;
     ),
 )]
 pub async fn get_rate_limit(req: HttpRequest, client: ApiClient) -> Result<HttpResponse, ApiError> {
-    if let Some((name, _)) = query_pairs(&req)?.into_iter().next() {
-        return Err(ValidationError::UnknownParameter(name).into());
-    }
+    no_query_parameters(&req)?;
     let status = req
         .extensions()
         .get::<RateStatus>()

@@ -34,6 +34,11 @@ pub fn run(db: &str, args: &[&str]) -> String {
 
 /// A key of the enterprise plan with limits no test reaches, created with the CLI.
 pub fn unlimited_key(db: &str) -> String {
+    enterprise_key(db, 10_000_000, 1_000_000_000)
+}
+
+/// A key of the enterprise plan with these limits, created with the CLI.
+pub fn enterprise_key(db: &str, per_minute: u32, per_day: u32) -> String {
     run(
         db,
         &[
@@ -42,9 +47,9 @@ pub fn unlimited_key(db: &str) -> String {
             "--plan",
             "enterprise",
             "--per-minute",
-            "10000000",
+            &per_minute.to_string(),
             "--per-day",
-            "1000000000",
+            &per_day.to_string(),
         ],
     )
     .trim()
