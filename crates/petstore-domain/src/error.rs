@@ -1,6 +1,9 @@
-//! The one error type of the domain: an input that breaks a rule.
+//! The domain's two error types: an input that breaks a rule ([`ValidationError`]), and a
+//! storage call that failed ([`StorageError`], whatever the backend).
 
 use std::borrow::Cow;
+use std::error::Error;
+use std::fmt;
 
 /// Why an input was rejected. Every variant names the offending field or parameter with the
 /// name a client sent or should send (`categoryId`, not `category_id`).
@@ -51,5 +54,57 @@ impl ValidationError {
             name,
             reason: reason.into(),
         }
+    }
+}
+
+/// What a failed storage call means to its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StorageErrorKind {
+    /// The backend cannot answer now (unreachable, lost connection, timed out, busy): a retry
+    /// later may succeed.
+    Unavailable,
+    /// The backend has no room left for writes (a full disk): reads still work, and writes will
+    /// again once space is freed.
+    Full,
+    /// Anything else: a fault that a retry will not fix (a rejected statement, a corrupt row).
+    Failed,
+}
+
+impl fmt::Display for StorageErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Unavailable => "storage unavailable",
+            Self::Full => "storage full",
+            Self::Failed => "storage failed",
+        })
+    }
+}
+
+/// A failed storage call: its [`StorageErrorKind`] and the backend's own error as the source.
+#[derive(Debug, thiserror::Error)]
+#[error("{kind}")]
+pub struct StorageError {
+    kind: StorageErrorKind,
+    #[source]
+    source: Box<dyn Error + Send + Sync>,
+}
+
+impl StorageError {
+    /// A failure of `kind` caused by `source` (the backend's error).
+    pub fn new(kind: StorageErrorKind, source: impl Into<Box<dyn Error + Send + Sync>>) -> Self {
+        Self {
+            kind,
+            source: source.into(),
+        }
+    }
+
+    /// What the failure means to the caller.
+    pub fn kind(&self) -> StorageErrorKind {
+        self.kind
+    }
+
+    /// The backend's error, for a caller that knows the backend (its tests, say).
+    pub fn backend_error(&self) -> &(dyn Error + Send + Sync + 'static) {
+        &*self.source
     }
 }

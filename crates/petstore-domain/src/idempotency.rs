@@ -1,6 +1,6 @@
 //! Safe retries of writes: the `Idempotency-Key` a client sends with a `POST`, what the service
-//! keeps of the first request that used it (a fingerprint, then its response), and the storage
-//! trait that claims, completes and releases those records, shared by every instance.
+//! keeps of the first request that used it (a fingerprint, then its response), and the rule by
+//! which a request claims a key ([`decide_claim`]), which every storage backend applies.
 //!
 //! The rules (Stripe's): a key is scoped to the API key that sent it. The first request claims
 //! it and runs; its response is stored when it is a success or a client error that the same
@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 
+use crate::ValidationError;
 use crate::key::push_hex;
-use crate::{StorageError, ValidationError};
 
 /// The longest accepted `Idempotency-Key`, in characters.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
@@ -169,28 +169,82 @@ impl<T> fmt::Debug for Completion<T> {
     }
 }
 
-/// Idempotency records, shared by every instance.
-pub trait IdempotencyRepository {
-    /// Claims `request`'s key, or reports what holds it.
-    fn claim_idempotency_key(
-        &self,
-        request: &IdempotentRequest,
-    ) -> Result<ClaimOutcome, StorageError>;
+/// An idempotency record as the storage holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    /// The fingerprint of the request that claimed the key.
+    pub fingerprint: Fingerprint,
+    /// When the key was first used, Unix seconds: the record expires `retention` after it.
+    pub created_at: i64,
+    /// Whether the request that holds it has completed.
+    pub state: RecordState,
+}
 
-    /// Stores the response of a claimed request that wrote nothing (a client error).
-    /// Does nothing if the claim was lost.
-    fn complete_idempotency_key(
-        &self,
-        claim: &IdempotencyClaim,
-        response: &StoredResponse,
-    ) -> Result<(), StorageError>;
+/// Where the request holding an idempotency key is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordState {
+    /// Claimed at this time (Unix seconds) by a request that has not completed yet.
+    InFlight {
+        /// When it was claimed (a takeover claims it again).
+        claimed_at: i64,
+    },
+    /// Completed with this response.
+    Completed(StoredResponse),
+}
 
-    /// Frees a claimed key without a response (the request failed on the server's side), so
-    /// that a retry runs again.
-    fn release_idempotency_key(&self, claim: &IdempotencyClaim) -> Result<(), StorageError>;
+/// What a claim request must do, given what the storage holds under its key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimDecision {
+    /// Claim the key: insert a new record, or replace the one held (it expired, or it is this
+    /// same request's claim, abandoned past its lease), with `created_at` as its creation time.
+    Claim {
+        /// When the record counts as created: now, unless an abandoned claim of the same
+        /// request is taken over, which keeps the original time (so it still expires on time).
+        created_at: i64,
+    },
+    /// The same request completed: answer its response again.
+    Replay(StoredResponse),
+    /// The same request is running (here or on another instance): try again shortly.
+    InFlight,
+    /// The key was used with a different request.
+    Mismatch,
+}
 
-    /// Deletes the records created before `before` (Unix seconds); returns how many.
-    fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError>;
+/// The claim rule every backend applies: what `request` does with the record held under its
+/// key (`None`: no record). A backend loads the record, calls this, and stores the outcome in
+/// one step that only one request can win (an insert, or an update conditional on the record
+/// it read), so that concurrent claims on any instance agree.
+pub fn decide_claim(
+    held: Option<&IdempotencyRecord>,
+    request: &IdempotentRequest,
+) -> ClaimDecision {
+    let now = seconds(request.now);
+    let Some(held) = held else {
+        return ClaimDecision::Claim { created_at: now };
+    };
+    let expired = held.created_at <= now.saturating_sub(seconds(request.retention));
+    if expired {
+        return ClaimDecision::Claim { created_at: now };
+    }
+    if held.fingerprint != request.fingerprint {
+        return ClaimDecision::Mismatch;
+    }
+    match &held.state {
+        RecordState::Completed(response) => ClaimDecision::Replay(response.clone()),
+        RecordState::InFlight { claimed_at }
+            if *claimed_at <= now.saturating_sub(seconds(request.lease)) =>
+        {
+            ClaimDecision::Claim {
+                created_at: held.created_at,
+            }
+        }
+        RecordState::InFlight { .. } => ClaimDecision::InFlight,
+    }
+}
+
+/// Unix seconds as stored (`i64`), saturating.
+fn seconds(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]
@@ -241,5 +295,101 @@ mod tests {
             Fingerprint::of("POST", "/v1/pets", b"x"),
             Fingerprint::of("POST", "/v1/petsx", b"")
         );
+    }
+
+    fn request(fingerprint: &Fingerprint, now: u64) -> IdempotentRequest {
+        IdempotentRequest {
+            owner: 1,
+            key: IdempotencyKey::parse(b"k").expect("key"),
+            fingerprint: fingerprint.clone(),
+            now,
+            retention: 86_400,
+            lease: 60,
+        }
+    }
+
+    /// Every kind of record a key can hold, against the decision the rules give.
+    #[test]
+    fn the_claim_decision_follows_the_rules() {
+        let mine = Fingerprint::of("POST", "/v1/pets", b"{}");
+        let other = Fingerprint::of("POST", "/v1/pets", b"[]");
+        let response = StoredResponse {
+            status: 201,
+            location: None,
+            body: "{}".into(),
+        };
+        let now = 1_000_000;
+        let record =
+            |fingerprint: &Fingerprint, created_at: i64, state: RecordState| IdempotencyRecord {
+                fingerprint: fingerprint.clone(),
+                created_at,
+                state,
+            };
+        let running = |claimed_at| RecordState::InFlight { claimed_at };
+        let done = RecordState::Completed(response.clone());
+        let fresh = now as i64 - 10;
+        let stale = now as i64 - 86_400;
+        let cases = [
+            (
+                "no record",
+                None,
+                ClaimDecision::Claim {
+                    created_at: now as i64,
+                },
+            ),
+            (
+                "completed",
+                Some(record(&mine, fresh, done.clone())),
+                ClaimDecision::Replay(response.clone()),
+            ),
+            (
+                "running",
+                Some(record(&mine, fresh, running(fresh))),
+                ClaimDecision::InFlight,
+            ),
+            (
+                "abandoned: taken over, keeping its age",
+                Some(record(&mine, fresh - 60, running(fresh - 50))),
+                ClaimDecision::Claim {
+                    created_at: fresh - 60,
+                },
+            ),
+            (
+                "another request's, running",
+                Some(record(&other, fresh, running(fresh))),
+                ClaimDecision::Mismatch,
+            ),
+            (
+                "another request's, abandoned",
+                Some(record(&other, fresh - 60, running(fresh - 60))),
+                ClaimDecision::Mismatch,
+            ),
+            (
+                "another request's, completed",
+                Some(record(&other, fresh, done.clone())),
+                ClaimDecision::Mismatch,
+            ),
+            (
+                "expired",
+                Some(record(&other, stale, done.clone())),
+                ClaimDecision::Claim {
+                    created_at: now as i64,
+                },
+            ),
+            (
+                "expired while running",
+                Some(record(&mine, stale, running(fresh))),
+                ClaimDecision::Claim {
+                    created_at: now as i64,
+                },
+            ),
+        ];
+        for (case, held, expected) in cases {
+            assert_eq!(
+                decide_claim(held.as_ref(), &request(&mine, now)),
+                expected,
+                "{case}"
+            );
+        }
     }
 }

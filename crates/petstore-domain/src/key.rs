@@ -1,4 +1,4 @@
-//! API keys and plans: the key format, how keys are hashed for storage, and each plan's limits.
+//! API keys: the key format, how keys are hashed for storage, what a key may do.
 //!
 //! A key is `pst_` followed by 64 lowercase hex digits (256 random bits). The service stores
 //! only its SHA-256 hash and a short display prefix; the secret is shown once, at creation.
@@ -8,7 +8,7 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::{Ban, ValidationError};
+use crate::{Ban, Plan, RateLimits, ValidationError};
 
 /// What every key starts with, so that a leaked key is recognisable (e.g. by secret scanners).
 pub const KEY_PREFIX: &str = "pst_";
@@ -17,39 +17,6 @@ const SECRET_HEX_LEN: usize = 64;
 pub const DISPLAY_PREFIX_LEN: usize = KEY_PREFIX.len() + 8;
 /// Longest accepted key label, in characters.
 pub const MAX_LABEL_CHARS: usize = 100;
-
-string_enum! {
-    /// A subscription plan; it decides a key's rate limits.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-    #[serde(rename_all = "lowercase")]
-    pub enum Plan in "plan" {
-        /// 60 requests a minute, 1,000 a day.
-        Free = "free",
-        /// 300 requests a minute, 10,000 a day.
-        Pro = "pro",
-        /// 1,000 requests a minute, 100,000 a day.
-        Business = "business",
-        /// Limits set per key.
-        Enterprise = "enterprise",
-    }
-}
-
-impl Plan {
-    /// The limits of the plan; `None` for Enterprise, whose limits are set per key.
-    pub fn standard_limits(self) -> Option<RateLimits> {
-        let (per_minute, per_day) = match self {
-            Self::Free => (60, 1_000),
-            Self::Pro => (300, 10_000),
-            Self::Business => (1_000, 100_000),
-            Self::Enterprise => return None,
-        };
-        Some(RateLimits {
-            per_minute,
-            per_day,
-        })
-    }
-}
 
 string_enum! {
     /// What a key may do.
@@ -67,34 +34,6 @@ impl Scope {
     /// Whether a key of this scope may write.
     pub fn may_write(self) -> bool {
         self == Self::ReadWrite
-    }
-}
-
-/// Requests allowed per fixed UTC minute and per fixed UTC day.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct RateLimits {
-    /// Requests per minute.
-    pub per_minute: u32,
-    /// Requests per day.
-    pub per_day: u32,
-}
-
-impl RateLimits {
-    /// Custom limits: both at least 1, and a day allows at least one minute's worth.
-    pub fn custom(per_minute: u32, per_day: u32) -> Result<Self, ValidationError> {
-        if per_minute == 0 {
-            return Err(ValidationError::invalid("perMinute", "must be at least 1"));
-        }
-        if per_day < per_minute {
-            return Err(ValidationError::invalid(
-                "perDay",
-                "must be at least the per-minute limit",
-            ));
-        }
-        Ok(Self {
-            per_minute,
-            per_day,
-        })
     }
 }
 

@@ -4,8 +4,11 @@
 //! This crate does no I/O and knows no web framework or database: another Rust service can
 //! depend on it alone to speak the same language (JSON shapes included, through `serde`).
 //! Start with [`pet`] (the `Pet`/`NewPet` wire types and their validation), then [`query`]
-//! (list parameters and keyset paging) and [`repository`] (the traits a storage backend implements,
-//! and [`Storage`], the one interface the HTTP layer calls).
+//! (list parameters and keyset paging) and [`repository`] (the asynchronous traits a storage
+//! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
+//! backend must agree on are pure functions here: [`order::lifecycle`] and
+//! [`idempotency::decide_claim`]. No module imports one that imports it back: `error`, then
+//! `rate_limit`, `pet`, `query`, `key`, `idempotency`, `order`, and `repository` on top.
 #![warn(missing_docs)]
 
 #[macro_use]
@@ -21,13 +24,16 @@ pub mod query;
 pub mod rate_limit;
 pub mod repository;
 
-pub use error::ValidationError;
+/// The attribute the storage traits are declared with, for backends implementing them
+/// (`#[petstore_domain::async_trait]`): the same crate, so that the futures match.
+pub use async_trait::async_trait;
+pub use error::{StorageError, StorageErrorKind, ValidationError};
 pub use error_code::ErrorCode;
 pub use idempotency::{
-    ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotencyRepository,
-    IdempotentRequest, StoredResponse,
+    ClaimDecision, ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey,
+    IdempotencyRecord, IdempotentRequest, RecordState, StoredResponse, decide_claim,
 };
-pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, Plan, RateLimits, Scope};
+pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, Scope};
 pub use order::{
     Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderStatus, PlaceOrder,
     lifecycle,
@@ -35,9 +41,10 @@ pub use order::{
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
 pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
 pub use rate_limit::{
-    Ban, BanPolicy, Counts, RateDecision, RateLimitStatus, Window, WindowStatus, WindowUsage,
+    Ban, BanPolicy, Counts, Plan, RateDecision, RateLimitStatus, RateLimits, Window, WindowStatus,
+    WindowUsage,
 };
 pub use repository::{
-    ApiKeyRepository, Capacity, CreatePet, OrderRepository, PetReply, PetRepository, Storage,
-    StorageError, StorageErrorKind, Unqueued,
+    ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository, OrderRepository, PetRepository,
+    Storage,
 };

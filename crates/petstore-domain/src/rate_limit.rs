@@ -1,10 +1,71 @@
-//! Rate-limit arithmetic: fixed windows aligned to the UTC minute and day, the decision for one
+//! Plans and their rate limits, and the rate-limit arithmetic: fixed windows aligned to the UTC minute and day, the decision for one
 //! request, which window the `X-RateLimit-*` headers describe, and the ban policy. Pure: the
 //! caller supplies the time and the counts (from whatever store keeps them).
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Plan, RateLimits};
+use crate::ValidationError;
+
+string_enum! {
+    /// A subscription plan; it decides a key's rate limits.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+    #[serde(rename_all = "lowercase")]
+    pub enum Plan in "plan" {
+        /// 60 requests a minute, 1,000 a day.
+        Free = "free",
+        /// 300 requests a minute, 10,000 a day.
+        Pro = "pro",
+        /// 1,000 requests a minute, 100,000 a day.
+        Business = "business",
+        /// Limits set per key.
+        Enterprise = "enterprise",
+    }
+}
+
+impl Plan {
+    /// The limits of the plan; `None` for Enterprise, whose limits are set per key.
+    pub fn standard_limits(self) -> Option<RateLimits> {
+        let (per_minute, per_day) = match self {
+            Self::Free => (60, 1_000),
+            Self::Pro => (300, 10_000),
+            Self::Business => (1_000, 100_000),
+            Self::Enterprise => return None,
+        };
+        Some(RateLimits {
+            per_minute,
+            per_day,
+        })
+    }
+}
+
+/// Requests allowed per fixed UTC minute and per fixed UTC day.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RateLimits {
+    /// Requests per minute.
+    pub per_minute: u32,
+    /// Requests per day.
+    pub per_day: u32,
+}
+
+impl RateLimits {
+    /// Custom limits: both at least 1, and a day allows at least one minute's worth.
+    pub fn custom(per_minute: u32, per_day: u32) -> Result<Self, ValidationError> {
+        if per_minute == 0 {
+            return Err(ValidationError::invalid("perMinute", "must be at least 1"));
+        }
+        if per_day < per_minute {
+            return Err(ValidationError::invalid(
+                "perDay",
+                "must be at least the per-minute limit",
+            ));
+        }
+        Ok(Self {
+            per_minute,
+            per_day,
+        })
+    }
+}
 
 /// `GET /rate_limit`: a caller's standing, read without spending a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -52,7 +52,7 @@ where
     };
     let outcome = state
         .db
-        .call("claim_idempotency_key", move |storage| {
+        .call("claim_idempotency_key", |storage| {
             storage.claim_idempotency_key(&request)
         })
         .await?;
@@ -66,11 +66,10 @@ where
         Ok(stored) => Ok(respond(&stored, false)),
         Err(error) if is_final(&error) => {
             let stored = stored_error(&error).await?;
-            let completed = stored.clone();
             let done = state
                 .db
-                .call("complete_idempotency_key", move |storage| {
-                    storage.complete_idempotency_key(&claim, &completed)
+                .call("complete_idempotency_key", |storage| {
+                    storage.complete_idempotency_key(&claim, &stored)
                 })
                 .await;
             if let Err(failure) = done {
@@ -85,7 +84,7 @@ where
         Err(error) => {
             let released = state
                 .db
-                .call("release_idempotency_key", move |storage| {
+                .call("release_idempotency_key", |storage| {
                     storage.release_idempotency_key(&claim)
                 })
                 .await;

@@ -127,8 +127,8 @@ fn two_instances_on_one_database_lose_and_duplicate_nothing() {
     second.stop();
 }
 
-#[test]
-fn instances_starting_together_migrate_once() {
+#[actix_web::test]
+async fn instances_starting_together_migrate_once() {
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
@@ -142,7 +142,10 @@ fn instances_starting_together_migrate_once() {
     for starter in starters {
         starter.join().expect("migrate thread");
     }
-    let store = db.store();
-    assert_eq!(store.migrate().expect("migrate"), Vec::<String>::new());
-    store.check_ready().expect("ready");
+    let store = db.store().await;
+    assert_eq!(
+        store.migrate().await.expect("migrate"),
+        Vec::<String>::new()
+    );
+    store.check_ready().await.expect("ready");
 }

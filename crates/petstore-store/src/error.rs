@@ -1,4 +1,4 @@
-//! The one error type of the store. Diesel, r2d2 and migration errors never leave the crate
+//! The one error type of the store. Diesel, pool, driver and migration errors never leave the crate
 //! except as the `source` of a [`StoreError`], and a `StoreError` leaves through the storage
 //! traits as the source of a [`StorageError`] whose kind says whether a retry may help.
 
@@ -30,10 +30,17 @@ pub enum StoreError {
     /// may succeed.
     #[error("the transaction conflicted with another one")]
     Conflict(#[source] BoxError),
-    /// The call was made through [`Storage::nonblocking`](petstore_domain::Storage) and no
-    /// connection was idle; nothing was done.
-    #[error("no idle database connection")]
-    NoIdleConnection,
+    /// The caller stopped waiting (its deadline passed, its client left) before the call
+    /// started: nothing was done.
+    #[error("the call was given up on before it started")]
+    GivenUp,
+    /// The store has been closed (the process is stopping).
+    #[error("the store is closed")]
+    Closed,
+    /// A call on a blocking thread did not return (it panicked, or the runtime is shutting
+    /// down).
+    #[error("a blocking storage call did not complete")]
+    Blocking(#[source] tokio::task::JoinError),
     /// A write failed for lack of space (the database's disk is full).
     #[error("the disk holding the database is full ({0} bytes free)")]
     Full(u64, #[source] BoxError),
@@ -82,8 +89,9 @@ impl StoreError {
             | Self::TimedOut(..)
             | Self::Conflict(_)
             | Self::WriterStopped
+            | Self::GivenUp
+            | Self::Closed
             | Self::ClaimLost => StorageErrorKind::Unavailable,
-            Self::NoIdleConnection => StorageErrorKind::WouldBlock,
             Self::Full(..) => StorageErrorKind::Full,
             Self::Batch(inner) => inner.kind(),
             Self::Database(_)
@@ -91,6 +99,7 @@ impl StoreError {
             | Self::Migration(..)
             | Self::Config(_)
             | Self::WriterStart(_)
+            | Self::Blocking(_)
             | Self::Random(_) => StorageErrorKind::Failed,
         }
     }
@@ -132,4 +141,16 @@ impl From<StoreError> for StorageError {
     fn from(error: StoreError) -> Self {
         StorageError::new(error.kind(), error)
     }
+}
+
+/// `error` and its sources, as one line: `outer: cause: root cause`.
+pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
 }

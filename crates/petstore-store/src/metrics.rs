@@ -1,5 +1,6 @@
 //! The store's metrics, recorded through the `metrics` facade (a no-op unless the binary
-//! installs a recorder): the connection pool's state and waits, and the SQLite writer's batches.
+//! installs a recorder): the connection pools' state and waits, and the SQLite writer's batches.
+//! [`describe`] and [`HISTOGRAM_BUCKETS`] are what an exporter needs to know of them.
 
 use ::metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
 use diesel::r2d2::{self, HandleEvent};
@@ -8,7 +9,8 @@ use diesel::r2d2::{self, HandleEvent};
 /// pool's size), `backend`. Read from the pool when metrics are rendered.
 pub const POOL_CONNECTIONS: &str = "petstore_db_pool_connections";
 /// Time to check a connection out of the pool, for checkouts that may wait (near zero unless
-/// connections ran short or one had to be opened): `backend`.
+/// connections ran short or one had to be opened; SQLite's reads on the caller's thread take
+/// only an idle one, and are not counted): `backend`.
 pub const POOL_CHECKOUT: &str = "petstore_db_pool_checkout_seconds";
 /// Checkouts that found no connection within the connect timeout: `backend`.
 pub const POOL_TIMEOUTS: &str = "petstore_db_pool_timeouts_total";
@@ -16,6 +18,8 @@ pub const POOL_TIMEOUTS: &str = "petstore_db_pool_timeouts_total";
 pub const WRITER_BATCH_SIZE: &str = "petstore_sqlite_writer_batch_size";
 /// Buckets of [`WRITER_BATCH_SIZE`]: powers of two up to the writer's largest batch.
 pub const BATCH_SIZE_BUCKETS: [f64; 9] = [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0];
+/// The store's histograms that are not in seconds, with their buckets.
+pub const HISTOGRAM_BUCKETS: [(&str, &[f64]); 1] = [(WRITER_BATCH_SIZE, &BATCH_SIZE_BUCKETS)];
 
 /// Describes the store's metrics to the installed recorder.
 pub fn describe() {
@@ -58,15 +62,14 @@ impl HandleEvent for PoolMetrics {
     }
 }
 
-/// Sets the pool gauges from the pool's current state.
-pub(crate) fn pool_state(backend: &'static str, state: r2d2::State, max_size: u32) {
-    let idle = f64::from(state.idle_connections);
-    let open = f64::from(state.connections);
+/// Sets the pool gauges: `open` connections, of which `idle`, out of `max`.
+pub(crate) fn pool_state(backend: &'static str, open: u32, idle: u32, max: u32) {
+    let (open, idle) = (f64::from(open), f64::from(idle));
     for (kind, value) in [
         ("open", open),
         ("idle", idle),
         ("in_use", open - idle),
-        ("max", f64::from(max_size)),
+        ("max", f64::from(max)),
     ] {
         ::metrics::gauge!(POOL_CONNECTIONS, "state" => kind, "backend" => backend).set(value);
     }

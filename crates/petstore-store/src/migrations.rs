@@ -1,13 +1,21 @@
-//! Embedded per-backend migrations (`migrations/sqlite`, `migrations/postgres`).
+//! Embedded per-backend migrations (`migrations/sqlite`, `migrations/postgres`): applying them
+//! (SQLite on a pooled connection; PostgreSQL over the async connection, through diesel-async's
+//! `AsyncConnectionWrapper`, under an advisory lock), and telling which are pending.
 
-use std::time::Duration;
+use std::collections::HashSet;
 
 use diesel::connection::SimpleConnection;
 use diesel::migration::MigrationSource;
-use diesel::{Connection, RunQueryDsl};
+use diesel::pg::Pg;
+use diesel::sql_types::{Bool, Text};
+use diesel::sqlite::Sqlite;
+use diesel::{QueryableByName, RunQueryDsl, SqliteConnection};
+use diesel_async::AsyncPgConnection;
+use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
-use crate::{AnyConnection, StoreError};
+use crate::StoreError;
+use crate::conn::Conn;
 
 const SQLITE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
@@ -15,74 +23,38 @@ const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgre
 /// Key of the PostgreSQL advisory lock held while migrating ("petstore" in ASCII).
 pub(crate) const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
 
-pub(crate) fn run_pending(
-    conn: &mut AnyConnection,
-    statement_timeout: Duration,
-) -> Result<Vec<String>, StoreError> {
-    match conn {
-        AnyConnection::Sqlite(conn) => {
-            // BEGIN IMMEDIATE takes the write lock before looking at what is applied, so
-            // processes starting together on a new file wait for each other (busy_timeout)
-            // instead of racing to create the same tables. Each migration's own transaction
-            // becomes a savepoint inside this one.
-            let mut names = Vec::new();
-            conn.immediate_transaction(|conn| {
-                names = applied(conn.run_pending_migrations(SQLITE))
-                    .map_err(|e| diesel::result::Error::QueryBuilderError(Box::new(e)))?;
-                Ok::<_, diesel::result::Error>(())
-            })
-            .map_err(|e| {
-                StoreError::Migration("the migrations could not be applied".into(), Some(e.into()))
-            })?;
-            Ok(names)
-        }
-        AnyConnection::Postgresql(conn) => {
-            // Waiting for another instance's migration, or a long migration, must not be cut
-            // short by the per-request statement timeout: lift it on this connection meanwhile.
-            conn.batch_execute("SET statement_timeout = 0")?;
-            diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
-                .execute(conn)?;
-            let result = applied(conn.run_pending_migrations(POSTGRES));
-            let restored = conn.batch_execute(&format!(
-                "SELECT pg_advisory_unlock({MIGRATION_LOCK}); SET statement_timeout = {}",
-                statement_timeout.as_millis()
-            ));
-            let names = result?;
-            restored?;
-            Ok(names)
-        }
-    }
-}
-
-pub(crate) fn check_applied(conn: &mut AnyConnection) -> Result<(), StoreError> {
-    let pending = match conn {
-        AnyConnection::Sqlite(conn) => pending(conn, SQLITE)?,
-        AnyConnection::Postgresql(conn) => pending(conn, POSTGRES)?,
-    };
-    if pending {
-        return Err(StoreError::Migration(
-            "migrations are pending: run `petstore migrate`".into(),
-            None,
-        ));
-    }
-    Ok(())
-}
-
-fn pending<C, DB>(conn: &mut C, source: EmbeddedMigrations) -> Result<bool, StoreError>
-where
-    DB: diesel::backend::Backend,
-    C: MigrationHarness<DB> + Connection<Backend = DB>,
-    EmbeddedMigrations: MigrationSource<DB>,
-{
-    conn.has_pending_migration(source).map_err(|error| {
-        match error.downcast::<diesel::result::Error>() {
-            Ok(error) => StoreError::from(*error),
-            Err(other) => StoreError::Migration(
-                "the applied migrations could not be read".into(),
-                Some(other),
-            ),
-        }
+/// Applies SQLite's pending migrations. `BEGIN IMMEDIATE` takes the write lock before looking
+/// at what is applied, so processes starting together on a new file wait for each other
+/// (`busy_timeout`) instead of racing to create the same tables. Each migration's own
+/// transaction becomes a savepoint inside this one.
+pub(crate) fn run_sqlite(conn: &mut SqliteConnection) -> Result<Vec<String>, StoreError> {
+    let mut names = Vec::new();
+    conn.immediate_transaction(|conn| {
+        names = applied(conn.run_pending_migrations(SQLITE))
+            .map_err(|e| diesel::result::Error::QueryBuilderError(Box::new(e)))?;
+        Ok::<_, diesel::result::Error>(())
     })
+    .map_err(|e| {
+        StoreError::Migration("the migrations could not be applied".into(), Some(e.into()))
+    })?;
+    Ok(names)
+}
+
+/// Applies PostgreSQL's pending migrations on a connection of their own, under an advisory lock
+/// so that instances starting together apply each one exactly once. Blocks: run it where
+/// blocking is allowed, on the runtime whose thread opened `conn` (diesel's migration harness is
+/// synchronous; the wrapper waits for each statement on that runtime).
+pub(crate) fn run_postgres(conn: AsyncPgConnection) -> Result<Vec<String>, StoreError> {
+    let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
+    // Waiting for another instance's migration, or a long migration, must not be cut short by
+    // the statement timeout: lift it on this connection, which is closed afterwards.
+    conn.batch_execute("SET statement_timeout = 0")?;
+    diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})")).execute(&mut conn)?;
+    let result = applied(conn.run_pending_migrations(POSTGRES));
+    let unlocked = conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));
+    let names = result?;
+    unlocked?;
+    Ok(names)
 }
 
 fn applied<V: std::fmt::Display>(
@@ -91,4 +63,79 @@ fn applied<V: std::fmt::Display>(
     result
         .map(|versions| versions.iter().map(ToString::to_string).collect())
         .map_err(|e| StoreError::Migration("the migrations could not be applied".into(), Some(e)))
+}
+
+/// What the store's own migration table says: one row per applied migration.
+#[derive(QueryableByName)]
+struct AppliedVersion {
+    #[diesel(sql_type = Text)]
+    version: String,
+}
+
+#[derive(QueryableByName)]
+struct Exists {
+    #[diesel(sql_type = Bool)]
+    exists: bool,
+}
+
+/// The names of the embedded migrations this database has not applied, oldest first. Read with
+/// plain queries (diesel's harness is synchronous), the same on both backends.
+pub(crate) async fn pending(mut conn: Conn<'_>) -> Result<Vec<String>, StoreError> {
+    let conn = &mut conn;
+    let (table_query, embedded) = match conn {
+        Conn::Sqlite(_) => (
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master \
+             WHERE type = 'table' AND name = '__diesel_schema_migrations') AS \"exists\"",
+            names::<Sqlite>(&SQLITE)?,
+        ),
+        Conn::Postgres(_) => (
+            "SELECT to_regclass('__diesel_schema_migrations') IS NOT NULL AS \"exists\"",
+            names::<Pg>(&POSTGRES)?,
+        ),
+    };
+    let table: Exists = run!(conn, get_result, diesel::sql_query(table_query))?;
+    let done: HashSet<String> = if table.exists {
+        let query = diesel::sql_query("SELECT version FROM __diesel_schema_migrations");
+        let rows: Vec<AppliedVersion> = run!(conn, load, query)?;
+        rows.into_iter().map(|row| row.version).collect()
+    } else {
+        HashSet::new()
+    };
+    Ok(embedded
+        .into_iter()
+        .filter(|(version, _)| !done.contains(version))
+        .map(|(_, name)| name)
+        .collect())
+}
+
+/// The embedded migrations of one backend: (version, name), oldest first.
+fn names<DB: diesel::backend::Backend>(
+    source: &EmbeddedMigrations,
+) -> Result<Vec<(String, String)>, StoreError>
+where
+    EmbeddedMigrations: MigrationSource<DB>,
+{
+    let migrations = MigrationSource::<DB>::migrations(source).map_err(|e| {
+        StoreError::Migration("the embedded migrations could not be read".into(), Some(e))
+    })?;
+    Ok(migrations
+        .iter()
+        .map(|m| (m.name().version().to_string(), m.name().to_string()))
+        .collect())
+}
+
+/// Fails unless every embedded migration is applied.
+pub(crate) async fn check_applied(conn: Conn<'_>) -> Result<(), StoreError> {
+    let pending = pending(conn).await?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    Err(StoreError::Migration(
+        format!(
+            "{} migration(s) pending ({}): run `petstore migrate`",
+            pending.len(),
+            pending.join(", ")
+        ),
+        None,
+    ))
 }

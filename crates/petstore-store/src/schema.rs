@@ -1,5 +1,5 @@
 // Mirrors migrations/{sqlite,postgres}: keep the three in lockstep. Ids and times are BigInt
-// (int64) and enums Text, the types both backends share under `MultiConnection`.
+// (int64) and enums Text, so that one query is written for both backends.
 
 diesel::table! {
     pets (id) {

@@ -6,10 +6,9 @@
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
-
-use diesel::connection::SimpleConnection;
-use diesel::{Connection, PgConnection};
 
 use crate::{Store, StoreConfig};
 
@@ -82,7 +81,7 @@ impl TestDatabase {
     /// A new PostgreSQL database, dropped (with its connections) on drop.
     pub fn postgres() -> Option<Self> {
         let admin_url = postgres_admin_url();
-        let mut admin = match PgConnection::establish(&admin_url) {
+        let admin = match RawPostgres::connect(&admin_url) {
             Ok(conn) => conn,
             Err(error) if !in_ci() => {
                 loud_skip(&format!(
@@ -94,7 +93,7 @@ impl TestDatabase {
         };
         let name = unique_name();
         admin
-            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .execute(&format!("CREATE DATABASE {name}"))
             .expect("create the test database");
         let url = replace_database(&admin_url, &name);
         Some(Self {
@@ -109,9 +108,9 @@ impl TestDatabase {
     }
 
     /// A store on this database with the migrations applied.
-    pub fn store(&self) -> Store {
+    pub async fn store(&self) -> Store {
         let store = Store::open(&StoreConfig::new(&self.url)).expect("open the test store");
-        store.migrate().expect("migrate the test store");
+        store.migrate().await.expect("migrate the test store");
         store
     }
 }
@@ -119,10 +118,8 @@ impl TestDatabase {
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         if let Cleanup::Postgres { admin_url, name } = &self.cleanup {
-            let dropped = PgConnection::establish(admin_url).and_then(|mut admin| {
-                admin
-                    .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-                    .map_err(|e| diesel::ConnectionError::BadConnection(e.to_string()))
+            let dropped = RawPostgres::connect(admin_url).and_then(|admin| {
+                admin.execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             });
             if let Err(error) = dropped {
                 eprintln!("could not drop test database {name}: {error}");
@@ -160,7 +157,100 @@ fn replace_database(url: &str, name: &str) -> String {
     out
 }
 
-/// Runs a test body once per backend, each on its own database. A backend that is unavailable
+/// A PostgreSQL connection of a test's own, past the store (to plant rows, hold locks, read
+/// what is stored). It lives on a thread of its own with its own runtime, so that sync and
+/// async tests alike can use it; it closes when dropped.
+pub struct RawPostgres {
+    requests: Option<mpsc::Sender<Request>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// Rows as text, one `Vec` per row (`None`: NULL).
+type Rows = Vec<Vec<Option<String>>>;
+
+/// A statement for the connection's thread, and where to send its outcome.
+type Request = (String, mpsc::Sender<Result<Rows, String>>);
+
+impl RawPostgres {
+    /// Connects to `url` (without TLS: the test server's loopback).
+    pub fn connect(url: &str) -> Result<Self, String> {
+        let (requests, incoming) = mpsc::channel::<Request>();
+        let (ready, connected) = mpsc::channel();
+        let url = url.to_owned();
+        let thread = thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let client = match tokio_postgres::connect(&url, tokio_postgres::NoTls).await {
+                    Ok((client, connection)) => {
+                        tokio::spawn(connection);
+                        let _ = ready.send(Ok(()));
+                        client
+                    }
+                    Err(error) => {
+                        let _ = ready.send(Err(error.to_string()));
+                        return;
+                    }
+                };
+                while let Ok((sql, reply)) = incoming.recv() {
+                    let rows = client.simple_query(&sql).await.map(|messages| {
+                        messages
+                            .iter()
+                            .filter_map(|message| match message {
+                                tokio_postgres::SimpleQueryMessage::Row(row) => Some(
+                                    (0..row.len())
+                                        .map(|i| row.get(i).map(str::to_owned))
+                                        .collect(),
+                                ),
+                                _ => None,
+                            })
+                            .collect()
+                    });
+                    let _ = reply.send(rows.map_err(|error| error.to_string()));
+                }
+            });
+        });
+        connected
+            .recv()
+            .map_err(|_| "the connection's thread stopped".to_owned())??;
+        Ok(Self {
+            requests: Some(requests),
+            thread: Some(thread),
+        })
+    }
+
+    /// Runs `sql` (one statement or several) and returns the rows of its results, as text.
+    pub fn query(&self, sql: &str) -> Result<Rows, String> {
+        let (reply, answer) = mpsc::channel();
+        self.requests
+            .as_ref()
+            .expect("open until dropped")
+            .send((sql.to_owned(), reply))
+            .map_err(|_| "the connection's thread stopped".to_owned())?;
+        answer
+            .recv()
+            .map_err(|_| "the connection's thread stopped".to_owned())?
+    }
+
+    /// Runs `sql` for its effect.
+    pub fn execute(&self, sql: &str) -> Result<(), String> {
+        self.query(sql).map(drop)
+    }
+}
+
+impl Drop for RawPostgres {
+    fn drop(&mut self) {
+        drop(self.requests.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Runs an async test body once per backend, each on its own database, on a current-thread
+/// tokio runtime (the test crate depends on `tokio` with `macros` and `rt`). A backend that is unavailable
 /// outside CI is skipped loudly (see the module docs).
 #[macro_export]
 macro_rules! for_each_backend {
@@ -170,20 +260,20 @@ macro_rules! for_each_backend {
                 #[allow(unused_imports)]
                 use super::*;
 
-                fn scenario($db: &$crate::testing::TestDatabase) $body
+                async fn scenario($db: &$crate::testing::TestDatabase) $body
 
-                #[test]
+                #[tokio::test]
                 $(#[$attr])*
-                fn sqlite() {
+                async fn sqlite() {
                     let db = $crate::testing::TestDatabase::sqlite();
-                    scenario(&db);
+                    scenario(&db).await;
                 }
 
-                #[test]
+                #[tokio::test]
                 $(#[$attr])*
-                fn postgres() {
+                async fn postgres() {
                     if let Some(db) = $crate::testing::TestDatabase::postgres() {
-                        scenario(&db);
+                        scenario(&db).await;
                     }
                 }
             }

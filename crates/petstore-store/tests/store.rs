@@ -4,11 +4,12 @@ use std::collections::HashSet;
 
 use petstore_domain::{
     ApiKeyRepository, ApiKeySecret, Ban, CreatePet, Inventory, KeyMatch, KeySpec, LifecycleError,
-    Limit, OrderAction, OrderError, OrderListQuery, OrderRepository, OrderStatus, PageRequest,
+    Limit, OrderAction, OrderError, OrderListQuery, OrderRepository, OrderStatus, PageRequest, Pet,
     PetDraft, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, Storage,
     StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
+use petstore_store::testing::RawPostgres;
 use petstore_store::{Store, StoreConfig, StoreError};
 
 #[derive(diesel::QueryableByName)]
@@ -36,14 +37,25 @@ fn unavailable<T>(result: &Result<T, StorageError>) -> bool {
 
 /// The api_keys rows as the database holds them, read past the store.
 fn raw_key_rows(url: &str) -> Vec<RawKeyRow> {
-    use diesel::{Connection, PgConnection, RunQueryDsl, SqliteConnection};
-    let query = diesel::sql_query("SELECT key_hash, display_prefix, label FROM api_keys");
+    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+    let sql = "SELECT key_hash, display_prefix, label FROM api_keys";
     if url.starts_with("postgres") {
-        query
-            .load(&mut PgConnection::establish(url).expect("connect"))
-            .expect("read")
+        let rows = RawPostgres::connect(url)
+            .expect("connect")
+            .query(sql)
+            .expect("read");
+        rows.into_iter()
+            .map(|row| {
+                let text = |i: usize| row[i].clone().expect("not null");
+                RawKeyRow {
+                    key_hash: text(0),
+                    display_prefix: text(1),
+                    label: text(2),
+                }
+            })
+            .collect()
     } else {
-        query
+        diesel::sql_query(sql)
             .load(&mut SqliteConnection::establish(url).expect("connect"))
             .expect("read")
     }
@@ -52,17 +64,18 @@ fn raw_key_rows(url: &str) -> Vec<RawKeyRow> {
 /// Runs SQL past the store (to plant rows the service itself would never write).
 fn raw_execute(url: &str, sql: &str) {
     use diesel::connection::SimpleConnection;
-    use diesel::{Connection, PgConnection, SqliteConnection};
+    use diesel::{Connection, SqliteConnection};
     if url.starts_with("postgres") {
-        PgConnection::establish(url)
+        RawPostgres::connect(url)
             .expect("connect")
-            .batch_execute(sql)
+            .execute(sql)
+            .expect("execute");
     } else {
         SqliteConnection::establish(url)
             .expect("connect")
             .batch_execute(sql)
+            .expect("execute");
     }
-    .expect("execute");
 }
 
 /// How many migrations each backend has (the folders of `migrations/sqlite`).
@@ -83,11 +96,14 @@ fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQue
 }
 
 /// Every pet reachable by following `next_after` from the start.
-fn walk(store: &Store, limit: u32, status: Option<PetStatus>) -> Vec<i64> {
+async fn walk(store: &Store, limit: u32, status: Option<PetStatus>) -> Vec<i64> {
     let mut ids = Vec::new();
     let mut after = None;
     loop {
-        let page = store.list_pets(&page(limit, after, status)).expect("list");
+        let page = store
+            .list_pets(&page(limit, after, status))
+            .await
+            .expect("list");
         assert!(page.items.len() <= limit as usize);
         ids.extend(page.items.iter().map(|p| p.id));
         match page.next_after {
@@ -99,8 +115,8 @@ fn walk(store: &Store, limit: u32, status: Option<PetStatus>) -> Vec<i64> {
 
 for_each_backend! {
     fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db) {
-        let store = db.store();
-        let good = store.create_pet(&draft("Good", PetStatus::Sold)).expect("create");
+        let store = db.store().await;
+        let good = store.create_pet(&draft("Good", PetStatus::Sold)).await.expect("create");
         // The schema's CHECK refuses such a row; step around it as a hand edit might.
         let bypass_check = if db.url().starts_with("postgres") {
             "ALTER TABLE pets DROP CONSTRAINT pets_status_check;"
@@ -116,8 +132,8 @@ for_each_backend! {
         );
         let odd = good.id + 1;
         for result in [
-            store.find_pet(odd).map(|_| ()),
-            store.list_pets(&page(10, None, None)).map(|_| ()),
+            store.find_pet(odd).await.map(|_| ()),
+            store.list_pets(&page(10, None, None)).await.map(|_| ()),
         ] {
             match result.as_ref().map_err(store_error) {
                 Err(StoreError::Corrupt { table: "pets", reason }) => {
@@ -127,27 +143,39 @@ for_each_backend! {
                 other => panic!("expected a corrupt-row error, got {other:?}"),
             }
         }
-        assert_eq!(store.find_pet(good.id).expect("find"), Some(good), "other rows still read");
+        assert_eq!(store.find_pet(good.id).await.expect("find"), Some(good), "other rows still read");
     }
 
     fn a_created_pet_reads_back_with_its_new_id(db) {
-        let store = db.store();
-        let created = store.create_pet(&draft("Rex", PetStatus::Pending)).expect("create");
+        let store = db.store().await;
+        let created = store.create_pet(&draft("Rex", PetStatus::Pending)).await.expect("create");
         assert!(created.id >= 1);
         assert_eq!(created.name, "Rex");
         assert_eq!(created.status, PetStatus::Pending);
-        assert_eq!(store.find_pet(created.id).expect("find"), Some(created));
+        assert_eq!(store.find_pet(created.id).await.expect("find"), Some(created));
     }
 
     fn concurrent_creates_all_commit_with_distinct_ids(db) {
-        let store = db.store();
+        db.store().await;
+        // 16 threads, each with a runtime of its own (as 16 server workers): on PostgreSQL each
+        // thread has its own pool, of one connection here.
+        let mut config = StoreConfig::new(db.url());
+        config.workers = 16;
+        config.pool_size = 16;
+        let store = Store::open(&config).expect("open");
         let threads: Vec<_> = (0..16)
             .map(|t| {
                 let store = store.clone();
                 std::thread::spawn(move || {
-                    (0..50)
-                        .map(|i| store.create_pet(&draft(&format!("t{t} p{i}"), PetStatus::Pending)).expect("create").id)
-                        .collect::<Vec<_>>()
+                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+                    runtime.block_on(async {
+                        let mut ids = Vec::new();
+                        for i in 0..50 {
+                            let pet = draft(&format!("t{t} p{i}"), PetStatus::Pending);
+                            ids.push(store.create_pet(&pet).await.expect("create").id);
+                        }
+                        ids
+                    })
                 })
             })
             .collect();
@@ -156,123 +184,126 @@ for_each_backend! {
         assert_eq!(unique.len(), 800);
         let mut expected: Vec<i64> = unique.into_iter().collect();
         expected.sort_unstable();
-        assert_eq!(walk(&store, 100, None), expected, "every acknowledged pet is stored");
+        assert_eq!(walk(&store, 100, None).await, expected, "every acknowledged pet is stored");
     }
 
     fn a_missing_pet_is_none(db) {
-        let store = db.store();
-        assert_eq!(store.find_pet(424_242).expect("find"), None);
-        assert_eq!(store.find_pet(-1).expect("find"), None);
+        let store = db.store().await;
+        assert_eq!(store.find_pet(424_242).await.expect("find"), None);
+        assert_eq!(store.find_pet(-1).await.expect("find"), None);
     }
 
     fn names_are_stored_exactly(db) {
-        let store = db.store();
+        let store = db.store().await;
         let long = "ü".repeat(255);
         for name in ["Mötley 🐶", " padded ", long.as_str(), "quote ' and \" and ;--"] {
-            let created = store.create_pet(&draft(name, PetStatus::Sold)).expect("create");
-            let found = store.find_pet(created.id).expect("find").expect("present");
+            let created = store.create_pet(&draft(name, PetStatus::Sold)).await.expect("create");
+            let found = store.find_pet(created.id).await.expect("find").expect("present");
             assert_eq!(found.name, name);
         }
     }
 
     fn paging_visits_every_pet_once_in_ascending_order(db) {
-        let store = db.store();
+        let store = db.store().await;
         let statuses = [PetStatus::Available, PetStatus::Sold, PetStatus::Pending];
         let mut all = Vec::new();
         for i in 0..23 {
             let status = statuses[i % 3];
-            all.push((store.create_pet(&draft(&format!("pet {i}"), status)).expect("create").id, status));
+            all.push((store.create_pet(&draft(&format!("pet {i}"), status)).await.expect("create").id, status));
         }
         let every: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
-        assert_eq!(walk(&store, 5, None), every);
-        assert_eq!(walk(&store, 100, None), every);
+        assert_eq!(walk(&store, 5, None).await, every);
+        assert_eq!(walk(&store, 100, None).await, every);
         for status in statuses {
             let expected: Vec<i64> = all.iter().filter(|(_, s)| *s == status).map(|(id, _)| *id).collect();
-            assert_eq!(walk(&store, 2, Some(status)), expected, "{status}");
+            assert_eq!(walk(&store, 2, Some(status)).await, expected, "{status}");
         }
-        let exact = store.list_pets(&page(23, None, None)).expect("list");
+        let exact = store.list_pets(&page(23, None, None)).await.expect("list");
         assert_eq!(exact.items.len(), 23);
         assert_eq!(exact.next_after, None, "no next page when the page is exactly full");
     }
 
     fn an_empty_catalogue_lists_nothing(db) {
-        let store = db.store();
-        let empty = store.list_pets(&PetListQuery::default()).expect("list");
+        let store = db.store().await;
+        let empty = store.list_pets(&PetListQuery::default()).await.expect("list");
         assert!(empty.items.is_empty());
         assert_eq!(empty.next_after, None);
     }
 
     fn orders_list_in_id_order_with_paging_and_by_owner(db) {
-        let store = db.store();
-        let (owner, _) = store.create_key(&KeySpec::new(Plan::Pro, "customer", None).expect("spec")).expect("key");
+        let store = db.store().await;
+        let (owner, _) = store.create_key(&KeySpec::new(Plan::Pro, "customer", None).expect("spec")).await.expect("key");
         let mut ids = Vec::new();
         for i in 0..4 {
-            let pet = store.create_pet(&draft(&format!("pet {i}"), PetStatus::Available)).expect("create");
+            let pet = store.create_pet(&draft(&format!("pet {i}"), PetStatus::Available)).await.expect("create");
             // Every other order is the customer's; the rest an operator's.
             let owner = (i % 2 == 0).then_some(owner.id);
             let order = store
-                .place_order(&PlaceOrder { pet_id: pet.id, owner, completion: None })
+                .place_order(&PlaceOrder { pet_id: pet.id, owner, completion: None }).await
                 .expect("place");
             assert_eq!((order.status, order.owner, order.quantity), (OrderStatus::Placed, owner, 1));
             assert!(order.created_at > 1_700_000_000);
             ids.push(order.id);
         }
         let page = |after, owner| OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after }, owner };
-        let first = store.list_orders(&page(None, None)).expect("list");
+        let first = store.list_orders(&page(None, None)).await.expect("list");
         assert_eq!(first.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[..2]);
-        let rest = store.list_orders(&page(first.next_after, None)).expect("list");
+        let rest = store.list_orders(&page(first.next_after, None)).await.expect("list");
         assert_eq!(rest.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[2..]);
         assert_eq!(rest.next_after, None);
-        let mine = store.list_orders(&page(None, Some(owner.id))).expect("list");
+        let mine = store.list_orders(&page(None, Some(owner.id))).await.expect("list");
         assert_eq!(mine.items.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[0], ids[2]]);
-        assert_eq!(store.find_order(ids[1], Some(owner.id)).expect("find"), None, "not theirs");
-        assert!(store.find_order(ids[1], None).expect("find").is_some(), "operators see all");
+        assert_eq!(store.find_order(ids[1], Some(owner.id)).await.expect("find"), None, "not theirs");
+        assert!(store.find_order(ids[1], None).await.expect("find").is_some(), "operators see all");
     }
 
     fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db) {
-        let store = db.store();
-        let pet = store.create_pet(&draft("Rex", PetStatus::Available)).expect("create");
-        let place = |pet_id| store.place_order(&PlaceOrder { pet_id, owner: None, completion: None });
-        let order = place(pet.id).expect("place");
-        let status = |id| store.find_pet(id).expect("find").expect("pet").status;
-        assert_eq!(status(pet.id), PetStatus::Pending);
-        assert!(matches!(place(pet.id), Err(OrderError::Refused(LifecycleError::PetNotAvailable(PetStatus::Pending)))));
-        assert!(matches!(place(999), Err(OrderError::PetNotFound(999))));
+        let store = db.store().await;
+        let pet = store.create_pet(&draft("Rex", PetStatus::Available)).await.expect("create");
+        let place = |pet_id| PlaceOrder { pet_id, owner: None, completion: None };
+        let order = store.place_order(&place(pet.id)).await.expect("place");
+        let status = async |id| store.find_pet(id).await.expect("find").expect("pet").status;
+        assert_eq!(status(pet.id).await, PetStatus::Pending);
         assert!(matches!(
-            store.change_order(order.id, None, OrderAction::Deliver),
+            store.place_order(&place(pet.id)).await,
+            Err(OrderError::Refused(LifecycleError::PetNotAvailable(PetStatus::Pending)))
+        ));
+        assert!(matches!(store.place_order(&place(999)).await, Err(OrderError::PetNotFound(999))));
+        assert!(matches!(
+            store.change_order(order.id, None, OrderAction::Deliver).await,
             Err(OrderError::Refused(LifecycleError::Transition { from: OrderStatus::Placed, .. }))
         ));
-        store.change_order(order.id, None, OrderAction::Approve).expect("approve");
-        assert_eq!(status(pet.id), PetStatus::Pending);
-        store.change_order(order.id, None, OrderAction::Deliver).expect("deliver");
-        assert_eq!(status(pet.id), PetStatus::Sold);
-        assert_eq!(store.inventory().expect("inventory"), Inventory { available: 0, pending: 0, sold: 1 });
-        assert!(matches!(store.change_order(4242, None, OrderAction::Cancel), Err(OrderError::OrderNotFound(4242))));
+        store.change_order(order.id, None, OrderAction::Approve).await.expect("approve");
+        assert_eq!(status(pet.id).await, PetStatus::Pending);
+        store.change_order(order.id, None, OrderAction::Deliver).await.expect("deliver");
+        assert_eq!(status(pet.id).await, PetStatus::Sold);
+        assert_eq!(store.inventory().await.expect("inventory"), Inventory { available: 0, pending: 0, sold: 1 });
+        assert!(matches!(store.change_order(4242, None, OrderAction::Cancel).await, Err(OrderError::OrderNotFound(4242))));
     }
 
     fn keys_are_found_by_secret_until_revoked(db) {
-        let store = db.store();
+        let store = db.store().await;
         let spec = KeySpec::new(Plan::Pro, "ci", None).expect("spec");
-        let (key, secret) = store.create_key(&spec).expect("create");
+        let (key, secret) = store.create_key(&spec).await.expect("create");
         assert_eq!(key.plan, Plan::Pro);
         assert_eq!(key.label, "ci");
         assert_eq!(key.display_prefix, secret.display_prefix());
-        assert_eq!(store.find_active_key(&secret.hash()).expect("find"), Some(KeyMatch::current(key.clone())));
+        assert_eq!(store.find_active_key(&secret.hash()).await.expect("find"), Some(KeyMatch::current(key.clone())));
 
-        assert!(store.revoke_key(key.id).expect("revoke"));
-        assert_eq!(store.find_active_key(&secret.hash()).expect("find"), None);
-        let listed = store.list_keys().expect("list");
+        assert!(store.revoke_key(key.id).await.expect("revoke"));
+        assert_eq!(store.find_active_key(&secret.hash()).await.expect("find"), None);
+        let listed = store.list_keys().await.expect("list");
         let revoked_at = listed[0].revoked_at.expect("revoked");
-        assert!(store.revoke_key(key.id).expect("revoke again"), "revoking twice still finds the key");
-        assert_eq!(store.list_keys().expect("list")[0].revoked_at, Some(revoked_at));
-        assert!(!store.revoke_key(key.id + 1000).expect("revoke unknown"));
+        assert!(store.revoke_key(key.id).await.expect("revoke again"), "revoking twice still finds the key");
+        assert_eq!(store.list_keys().await.expect("list")[0].revoked_at, Some(revoked_at));
+        assert!(!store.revoke_key(key.id + 1000).await.expect("revoke unknown"));
     }
 
     fn keys_are_stored_only_as_hashes(db) {
-        let store = db.store();
-        let (_, secret) = store.create_key(&KeySpec::new(Plan::Free, "", None).expect("spec")).expect("create");
+        let store = db.store().await;
+        let (_, secret) = store.create_key(&KeySpec::new(Plan::Free, "", None).expect("spec")).await.expect("create");
         let unknown = ApiKeySecret::from_random_bytes([9; 32]);
-        assert_eq!(store.find_active_key(&unknown.hash()).expect("find"), None);
+        assert_eq!(store.find_active_key(&unknown.hash()).await.expect("find"), None);
         let rows = raw_key_rows(db.url());
         assert_eq!(rows.len(), 1);
         let row = &rows[0];
@@ -290,82 +321,126 @@ for_each_backend! {
     }
 
     fn every_key_is_distinct_and_enterprise_limits_persist(db) {
-        let store = db.store();
+        let store = db.store().await;
         let limits = RateLimits::custom(5_000, 2_000_000).expect("limits");
         let spec = KeySpec::new(Plan::Enterprise, "big", Some(limits)).expect("spec");
         let mut secrets = HashSet::new();
         for _ in 0..20 {
-            let (key, secret) = store.create_key(&spec).expect("create");
+            let (key, secret) = store.create_key(&spec).await.expect("create");
             assert_eq!(key.custom_limits, Some(limits));
             assert_eq!(key.limits(), limits);
             assert!(secrets.insert(secret.expose().to_owned()));
         }
-        assert_eq!(store.list_keys().expect("list").len(), 20);
+        assert_eq!(store.list_keys().await.expect("list").len(), 20);
     }
 
     fn a_ban_is_imposed_once_and_can_be_lifted(db) {
-        let store = db.store();
-        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec")).expect("create");
+        let store = db.store().await;
+        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec")).await.expect("create");
         assert_eq!(key.ban, None);
         let ban = Ban { until: 2_000, level: 1 };
-        assert!(store.ban_key(key.id, ban, 1_000).expect("ban"));
+        assert!(store.ban_key(key.id, ban, 1_000).await.expect("ban"));
         let other = Ban { until: 3_000, level: 2 };
-        assert!(!store.ban_key(key.id, other, 1_500).expect("ban again"), "a ban is in force");
-        let found = store.find_active_key(&secret.hash()).expect("find").expect("banned keys still authenticate").key;
+        assert!(!store.ban_key(key.id, other, 1_500).await.expect("ban again"), "a ban is in force");
+        let found = store.find_active_key(&secret.hash()).await.expect("find").expect("banned keys still authenticate").key;
         assert_eq!(found.ban, Some(ban));
-        assert!(store.ban_key(key.id, other, 2_000).expect("escalate"), "the first ban has ended");
-        assert_eq!(store.list_keys().expect("list")[0].ban, Some(other));
-        assert!(store.unban_key(key.id).expect("unban"));
-        assert_eq!(store.list_keys().expect("list")[0].ban, None);
-        assert!(!store.unban_key(key.id + 99).expect("unban unknown"));
+        assert!(store.ban_key(key.id, other, 2_000).await.expect("escalate"), "the first ban has ended");
+        assert_eq!(store.list_keys().await.expect("list")[0].ban, Some(other));
+        assert!(store.unban_key(key.id).await.expect("unban"));
+        assert_eq!(store.list_keys().await.expect("list")[0].ban, None);
+        assert!(!store.unban_key(key.id + 99).await.expect("unban unknown"));
     }
 
     fn a_keys_plan_and_limits_can_change(db) {
-        let store = db.store();
-        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec")).expect("create");
+        let store = db.store().await;
+        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec")).await.expect("create");
         let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
-        assert!(store.update_key_plan(key.id, Plan::Enterprise, Some(limits)).expect("update"));
-        let found = store.find_active_key(&secret.hash()).expect("find").expect("key").key;
+        assert!(store.update_key_plan(key.id, Plan::Enterprise, Some(limits)).await.expect("update"));
+        let found = store.find_active_key(&secret.hash()).await.expect("find").expect("key").key;
         assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
-        assert!(store.update_key_plan(key.id, Plan::Pro, None).expect("update"));
-        let found = store.find_active_key(&secret.hash()).expect("find").expect("key").key;
+        assert!(store.update_key_plan(key.id, Plan::Pro, None).await.expect("update"));
+        let found = store.find_active_key(&secret.hash()).await.expect("find").expect("key").key;
         assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
-        assert!(!store.update_key_plan(key.id + 99, Plan::Pro, None).expect("update unknown"));
+        assert!(!store.update_key_plan(key.id + 99, Plan::Pro, None).await.expect("update unknown"));
     }
 
     fn migrating_twice_applies_nothing_the_second_time(db) {
-        let store = db.store();
-        assert_eq!(store.migrate().expect("migrate"), Vec::<String>::new());
-        store.check_ready().expect("ready");
+        let store = db.store().await;
+        assert_eq!(store.migrate().await.expect("migrate"), Vec::<String>::new());
+        store.check_ready().await.expect("ready");
     }
 
     fn data_survives_reopening_the_store(db) {
-        let id = db.store().create_pet(&draft("Rex", PetStatus::Sold)).expect("create").id;
+        let id = db.store().await.create_pet(&draft("Rex", PetStatus::Sold)).await.expect("create").id;
         let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
-        assert_eq!(reopened.find_pet(id).expect("find").map(|p| p.name), Some("Rex".into()));
+        assert_eq!(reopened.find_pet(id).await.expect("find").map(|p| p.name), Some("Rex".into()));
     }
 }
 
-#[test]
-fn a_fresh_database_is_not_ready_until_migrated() {
-    let db = petstore_store::testing::TestDatabase::sqlite();
-    let store = Store::open(&StoreConfig::new(db.url())).expect("open");
-    let error = store.check_ready().expect_err("not migrated");
-    assert_eq!(error.kind(), StorageErrorKind::Failed);
-    assert!(
-        matches!(store_error(&error), StoreError::Migration(..)),
-        "{error:?}"
-    );
-    assert_eq!(store.migrate().expect("migrate").len(), MIGRATIONS);
-    store.check_ready().expect("ready");
+for_each_backend! {
+    fn a_fresh_database_is_not_ready_until_migrated(db) {
+        let store = Store::open(&StoreConfig::new(db.url())).expect("open");
+        let error = store.check_ready().await.expect_err("not migrated");
+        assert_eq!(error.kind(), StorageErrorKind::Failed);
+        match store_error(&error) {
+            StoreError::Migration(message, _) => {
+                assert!(message.contains("run `petstore migrate`"), "{message}");
+                assert!(message.contains("create_catalogue"), "names the pending ones: {message}");
+            }
+            other => panic!("expected a migration error, got {other:?}"),
+        }
+        assert_eq!(store.pending_migrations().await.expect("pending").len(), MIGRATIONS);
+        assert_eq!(store.migrate().await.expect("migrate").len(), MIGRATIONS);
+        assert!(store.pending_migrations().await.expect("pending").is_empty());
+        store.check_ready().await.expect("ready");
+    }
+
+    fn reads_are_answered_whether_or_not_a_connection_is_idle(db) {
+        let pet = db.store().await.create_pet(&draft("Inline", PetStatus::Sold)).await.expect("create");
+        // One connection, none opened ahead of time: the first read finds none idle (on SQLite
+        // it runs on a blocking thread and opens one), the next finds it idle (on SQLite it runs
+        // on this thread).
+        let mut config = StoreConfig::new(db.url());
+        config.pool_size = 1;
+        config.keep_warm = false;
+        let store = Store::open(&config).expect("open");
+        for _ in 0..3 {
+            assert_eq!(store.find_pet(pet.id).await.expect("find"), Some(pet.clone()));
+        }
+        // Concurrent reads beyond the one connection wait for it, and are all answered.
+        let query = PetListQuery::default();
+        let reads = (0..8).map(|_| store.list_pets(&query));
+        for page in futures_util::future::join_all(reads).await {
+            assert_eq!(page.expect("list").items, vec![pet.clone()]);
+        }
+    }
+
+    fn closing_the_store_keeps_what_it_acknowledged_and_refuses_what_follows(db) {
+        let store = db.store().await;
+        let creates = (0..20).map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move { store.create_pet(&draft(&format!("pet {i}"), PetStatus::Available)).await })
+        });
+        let created: Vec<Pet> = futures_util::future::join_all(creates)
+            .await
+            .into_iter()
+            .map(|task| task.expect("task").expect("created before the close"))
+            .collect();
+        store.close();
+        let refused = store.find_pet(created[0].id).await;
+        assert!(unavailable(&refused), "{refused:?}");
+        assert!(matches!(store_error(refused.as_ref().expect_err("closed")), StoreError::Closed | StoreError::WriterStopped | StoreError::Connect(_)), "{refused:?}");
+        let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
+        assert_eq!(walk(&reopened, 100, None).await.len(), 20, "every acknowledged pet is stored");
+    }
 }
 
-#[test]
-fn an_unreachable_postgres_is_unavailable_not_a_hang() {
+#[tokio::test]
+async fn an_unreachable_postgres_is_unavailable_not_a_hang() {
     let mut config = StoreConfig::new("postgres://postgres@127.0.0.1:1/none");
     config.connect_timeout = std::time::Duration::from_millis(500);
     let store = Store::open(&config).expect("open is lazy");
-    let result = store.find_pet(1);
+    let result = store.find_pet(1).await;
     assert!(unavailable(&result), "{result:?}");
     let error = result.expect_err("unreachable");
     assert!(
@@ -408,32 +483,28 @@ fn both_backends_have_the_same_migrations() {
     );
 }
 
-#[test]
-fn a_migration_waits_for_the_lock_longer_than_the_statement_timeout() {
-    use diesel::connection::SimpleConnection;
-    use diesel::{Connection, PgConnection};
+#[tokio::test]
+async fn a_migration_waits_for_the_lock_longer_than_the_statement_timeout() {
     use petstore_store::testing::MIGRATION_LOCK as LOCK;
     let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
         return;
     };
-    let mut holder = PgConnection::establish(db.url()).expect("connect");
+    let holder = RawPostgres::connect(db.url()).expect("connect");
     holder
-        .batch_execute(&format!("SELECT pg_advisory_lock({LOCK})"))
+        .execute(&format!("SELECT pg_advisory_lock({LOCK})"))
         .expect("take the migration lock");
-    let url = db.url().to_owned();
-    let migrating = std::thread::spawn(move || {
-        let mut config = StoreConfig::new(url);
-        config.statement_timeout = std::time::Duration::from_millis(500);
-        Store::open(&config).expect("open").migrate()
-    });
-    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    let mut config = StoreConfig::new(db.url());
+    config.statement_timeout = std::time::Duration::from_millis(500);
+    let store = Store::open(&config).expect("open");
+    let migrating = tokio::spawn(async move { store.migrate().await });
+    tokio::time::sleep(std::time::Duration::from_millis(1_500)).await;
     assert!(!migrating.is_finished(), "the migration waits for the lock");
     holder
-        .batch_execute(&format!("SELECT pg_advisory_unlock({LOCK})"))
+        .execute(&format!("SELECT pg_advisory_unlock({LOCK})"))
         .expect("release");
     let applied = migrating
-        .join()
-        .expect("thread")
+        .await
+        .expect("task")
         .expect("migrated after the wait");
     assert_eq!(applied.len(), MIGRATIONS);
 }
@@ -444,7 +515,18 @@ fn processes_starting_together_on_a_new_sqlite_file_migrate_once() {
     let starters: Vec<_> = (0..6)
         .map(|_| {
             let url = db.url().to_owned();
-            std::thread::spawn(move || Store::open(&StoreConfig::new(url)).expect("open").migrate())
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async {
+                    Store::open(&StoreConfig::new(url))
+                        .expect("open")
+                        .migrate()
+                        .await
+                })
+            })
         })
         .collect();
     let applied: usize = starters
@@ -459,23 +541,21 @@ fn processes_starting_together_on_a_new_sqlite_file_migrate_once() {
     assert_eq!(applied, MIGRATIONS, "each migration applied exactly once");
 }
 
-#[test]
-fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
-    use diesel::connection::SimpleConnection;
-    use diesel::{Connection, PgConnection};
+#[tokio::test]
+async fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
     let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
         return;
     };
-    db.store();
+    db.store().await;
     let mut config = StoreConfig::new(db.url());
     config.statement_timeout = std::time::Duration::from_millis(200);
     let store = Store::open(&config).expect("open");
-    let mut holder = PgConnection::establish(db.url()).expect("connect");
+    let holder = RawPostgres::connect(db.url()).expect("connect");
     holder
-        .batch_execute("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
+        .execute("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
         .expect("lock the table");
     let started = std::time::Instant::now();
-    let result = store.list_pets(&PetListQuery::default());
+    let result = store.list_pets(&PetListQuery::default()).await;
     assert!(unavailable(&result), "{result:?}");
     let error = result.as_ref().expect_err("timed out");
     assert!(
@@ -483,80 +563,44 @@ fn a_statement_past_the_timeout_is_cancelled_as_unavailable() {
         "{error:?}"
     );
     assert!(started.elapsed() < std::time::Duration::from_secs(3));
-    holder.batch_execute("ROLLBACK").expect("unlock");
+    holder.execute("ROLLBACK").expect("unlock");
     assert!(
-        store.list_pets(&PetListQuery::default()).is_ok(),
+        store.list_pets(&PetListQuery::default()).await.is_ok(),
         "works again"
     );
 }
 
-for_each_backend! {
-    fn reads_run_nonblocking_only_on_sqlite_and_only_with_an_idle_connection(db) {
-        let store = db.store();
-        let pet = store.create_pet(&draft("Inline", PetStatus::Sold)).expect("create");
-        // One connection, none opened ahead of time: nothing is idle until a read returns one.
-        let mut config = StoreConfig::new(db.url());
-        config.pool_size = 1;
-        config.keep_warm = false;
-        let store = Store::open(&config).expect("open");
-        let Some(view) = store.nonblocking() else {
-            assert_eq!(store.backend_name(), "postgres", "SQLite offers a non-blocking view");
-            return; // every PostgreSQL query is a network round trip: no call runs inline
-        };
-        assert_eq!(store.backend_name(), "sqlite");
-        let refused = view.find_pet(pet.id);
-        let error = refused.expect_err("no idle connection yet");
-        assert_eq!(error.kind(), StorageErrorKind::WouldBlock, "{error:?}");
-        assert!(matches!(store_error(&error), StoreError::NoIdleConnection));
-        // An ordinary read still waits for (and opens) a connection, and leaves it idle.
-        assert_eq!(store.find_pet(pet.id).expect("find"), Some(pet.clone()));
-        assert_eq!(view.find_pet(pet.id).expect("idle connection"), Some(pet));
-    }
-
-    fn a_pet_handed_to_the_writer_is_answered_once_committed(db) {
-        let store = db.store();
-        let (sender, answer) = std::sync::mpsc::channel();
-        let queued = store.queue_create_pet(draft("Queued", PetStatus::Pending), Box::new(move |result| {
-            sender.send(result).expect("the test is waiting");
-        }));
-        if store.backend_name() == "sqlite" {
-            assert!(queued.is_ok());
-            let pet = answer.recv().expect("answered").expect("created");
-            assert_eq!(pet.name, "Queued");
-            assert_eq!(store.find_pet(pet.id).expect("find"), Some(pet), "committed before the answer");
-        } else {
-            assert!(queued.is_err(), "no writer on PostgreSQL: the callback comes back unused");
-            assert!(answer.try_recv().is_err());
-        }
-    }
-}
-
-#[test]
-fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
+#[tokio::test]
+async fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
     use diesel::connection::SimpleConnection;
     use diesel::{Connection, SqliteConnection};
     let db = petstore_store::testing::TestDatabase::sqlite();
-    db.store(); // migrated
+    db.store().await; // migrated
     let mut config = StoreConfig::new(db.url());
     config.statement_timeout = std::time::Duration::from_millis(200);
     let store = Store::open(&config).expect("open");
     let (key, _) = store
         .create_key(&KeySpec::new(Plan::Free, "", None).expect("spec"))
+        .await
         .expect("create key");
     // Another process holds SQLite's write lock (`petstore keys`, say).
     let mut holder = SqliteConnection::establish(db.url()).expect("connect");
     holder
         .batch_execute("BEGIN IMMEDIATE")
         .expect("take the write lock");
-    let created = store.create_pet(&draft("Waiting", PetStatus::Available));
-    let banned = store.ban_key(
-        key.id,
-        Ban {
-            until: u64::MAX,
-            level: 1,
-        },
-        0,
-    );
+    let created = store
+        .create_pet(&draft("Waiting", PetStatus::Available))
+        .await;
+    let banned = store
+        .ban_key(
+            key.id,
+            Ban {
+                until: u64::MAX,
+                level: 1,
+            },
+            0,
+        )
+        .await;
     for (what, error) in [
         ("a queued pet", created.map(|_| ()).expect_err("locked out")),
         (
@@ -580,5 +624,6 @@ fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
     holder.batch_execute("ROLLBACK").expect("release");
     store
         .create_pet(&draft("After", PetStatus::Available))
+        .await
         .expect("writes work again");
 }

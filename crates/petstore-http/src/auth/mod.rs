@@ -160,9 +160,7 @@ impl Authenticator {
             return Ok(None);
         };
         let found = db
-            .read("find_active_key", move |storage| {
-                storage.find_active_key(&hash)
-            })
+            .call("find_active_key", |storage| storage.find_active_key(&hash))
             .await?
             .map(ApiClient::new);
         self.cache.put(credentials.fingerprint, found.clone());

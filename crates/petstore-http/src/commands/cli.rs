@@ -208,7 +208,8 @@ pub struct DatabaseArgs {
         global = true
     )]
     pub database_url: String,
-    /// Most database connections open at once.
+    /// Most database connections open at once (PostgreSQL: shared out among the HTTP workers,
+    /// each with a pool of its own).
     #[arg(
         long,
         env = "PETSTORE_DB_POOL_SIZE",
@@ -225,11 +226,13 @@ pub struct DatabaseArgs {
 }
 
 impl DatabaseArgs {
-    /// The store settings; `keep_warm` for a server (see [`StoreConfig::keep_warm`]).
+    /// The store settings, for one worker (`serve` sets its own count); `keep_warm` for a
+    /// server (see [`StoreConfig::keep_warm`]).
     pub fn store_config(&self, keep_warm: bool) -> StoreConfig {
         StoreConfig {
             url: self.database_url.clone(),
             pool_size: self.db_pool_size,
+            workers: 1,
             connect_timeout: self.db_connect_timeout,
             statement_timeout: self.db_statement_timeout,
             keep_warm,

@@ -12,7 +12,7 @@ use super::timestamp;
 use crate::clock::{Clock, SystemClock};
 
 /// Runs a `keys` command against `storage`.
-pub fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<(), Box<dyn Error>> {
+pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<(), Box<dyn Error>> {
     let mut out = std::io::stdout().lock();
     let now = i64::try_from(SystemClock.unix_seconds()).unwrap_or(i64::MAX);
     match command {
@@ -35,7 +35,7 @@ pub fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<(), Box<dyn E
             if let Some(at) = expires_at {
                 spec = spec.expiring_at(at, now)?;
             }
-            let (key, secret) = storage.create_key(&spec)?;
+            let (key, secret) = storage.create_key(&spec).await?;
             writeln!(out, "{}", secret.expose())?;
             eprintln!(
                 "created key {} ({} plan, {}{})",
@@ -48,7 +48,7 @@ pub fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<(), Box<dyn E
             );
         }
         KeysCommand::List { format } => {
-            let keys = storage.list_keys()?;
+            let keys = storage.list_keys().await?;
             match format {
                 ListFormat::Json => {
                     let listed: Vec<Value> = keys.iter().map(|key| as_json(key, now)).collect();
@@ -58,14 +58,14 @@ pub fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<(), Box<dyn E
             }
         }
         KeysCommand::Revoke { id } => {
-            if !storage.revoke_key(id)? {
+            if !storage.revoke_key(id).await? {
                 return Err(format!("no key has id {id}").into());
             }
             eprintln!("revoked key {id}");
         }
         KeysCommand::Rotate { id, grace } => {
             let grace_until = now.saturating_add(seconds(grace));
-            let Some((key, secret)) = storage.rotate_key(id, grace_until)? else {
+            let Some((key, secret)) = storage.rotate_key(id, grace_until).await? else {
                 return Err(format!("no active key has id {id}").into());
             };
             writeln!(out, "{}", secret.expose())?;
@@ -92,20 +92,20 @@ pub fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<(), Box<dyn E
             if let Some(plan) = plan {
                 let custom = custom_limits(per_minute, per_day)?;
                 KeySpec::new(plan, "", custom)?;
-                if !storage.update_key_plan(id, plan, custom)? {
+                if !storage.update_key_plan(id, plan, custom).await? {
                     return Err(format!("no key has id {id}").into());
                 }
                 eprintln!("key {id} is now on the {plan} plan");
             }
             if let Some(scope) = scope {
-                if !storage.update_key_scope(id, scope)? {
+                if !storage.update_key_scope(id, scope).await? {
                     return Err(format!("no key has id {id}").into());
                 }
                 eprintln!("key {id} is now {scope}");
             }
         }
         KeysCommand::Unban { id } => {
-            if !storage.unban_key(id)? {
+            if !storage.unban_key(id).await? {
                 return Err(format!("no key has id {id}").into());
             }
             eprintln!("lifted any ban of key {id}");

@@ -8,6 +8,7 @@ mod orders;
 mod serve;
 
 use std::error::Error;
+use std::future::Future;
 
 use clap::Parser;
 use petstore_store::{Store, StoreConfig};
@@ -29,10 +30,11 @@ pub fn run() -> Result<(), Box<dyn Error>> {
             serve_blocking(args.into_config(), cli.database.store_config(true))
         }
         Some(Command::Migrate) => {
-            let store = open_store(&cli.database.store_config(false), false)?;
-            let applied = store.migrate()?;
-            eprintln!("{} migration(s) applied", applied.len());
-            Ok(())
+            administer(cli.database.store_config(false), |store| async move {
+                let applied = store.migrate().await?;
+                eprintln!("{} migration(s) applied", applied.len());
+                Ok(())
+            })
         }
         Some(Command::Openapi(args)) => {
             let document = crate::routes::openapi::document(&args.server()).to_pretty_json()?;
@@ -40,16 +42,34 @@ pub fn run() -> Result<(), Box<dyn Error>> {
             Ok(())
         }
         Some(Command::Keys(command)) => {
-            let store = open_store(&cli.database.store_config(false), false)?;
-            store.migrate()?;
-            keys::keys(&store, command)
+            administer(cli.database.store_config(false), |store| async move {
+                store.migrate().await?;
+                keys::keys(&store, command).await
+            })
         }
         Some(Command::Orders(command)) => {
-            let store = open_store(&cli.database.store_config(false), false)?;
-            store.migrate()?;
-            orders::orders(&store, command)
+            administer(cli.database.store_config(false), |store| async move {
+                store.migrate().await?;
+                orders::orders(&store, command).await
+            })
         }
     }
+}
+
+/// Runs an administrative command against the store `config` names, on a runtime of its own,
+/// and closes the store before returning: no connection or thread of it outlives the command
+/// (the runtime, dropped last, joins its blocking threads).
+fn administer<F, Fut>(config: StoreConfig, command: F) -> Result<(), Box<dyn Error>>
+where
+    F: FnOnce(Store) -> Fut,
+    Fut: Future<Output = Result<(), Box<dyn Error>>>,
+{
+    actix_web::rt::System::new().block_on(async move {
+        let store = open_store(&config, false)?;
+        let result = command(store.clone()).await;
+        store.close();
+        result
+    })
 }
 
 /// Opens the storage `config` names: today the Diesel store (SQLite or PostgreSQL, by URL). A

@@ -12,14 +12,14 @@ use super::cli::{ListFormat, OrdersCommand};
 use super::timestamp;
 
 /// Runs an `orders` command against `storage`.
-pub fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<dyn Error>> {
+pub async fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<dyn Error>> {
     let (id, action) = match command {
-        OrdersCommand::List { format } => return list(storage, format),
+        OrdersCommand::List { format } => return list(storage, format).await,
         OrdersCommand::Approve { id } => (id, OrderAction::Approve),
         OrdersCommand::Deliver { id } => (id, OrderAction::Deliver),
         OrdersCommand::Cancel { id } => (id, OrderAction::Cancel),
     };
-    match storage.change_order(id, None, action) {
+    match storage.change_order(id, None, action).await {
         Ok(order) => {
             eprintln!(
                 "order {} is {} (pet {})",
@@ -34,14 +34,16 @@ pub fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<d
     }
 }
 
-fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn Error>> {
+async fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn Error>> {
     let mut all: Vec<Order> = Vec::new();
     let mut page = PageRequest {
         limit: petstore_domain::Limit::new(petstore_domain::query::MAX_LIMIT)?,
         after: None,
     };
     loop {
-        let found = storage.list_orders(&OrderListQuery { page, owner: None })?;
+        let found = storage
+            .list_orders(&OrderListQuery { page, owner: None })
+            .await?;
         all.extend(found.items);
         match found.next_after {
             Some(after) => page.after = Some(after),

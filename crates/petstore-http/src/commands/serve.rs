@@ -22,8 +22,18 @@ use crate::telemetry::metric::{self, Exporter};
 /// lets in-flight requests finish (up to 30 s) and returns.
 pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Error>> {
     raise_open_files_limit();
-    let store = open_store(&store, true)?;
-    let applied = store.migrate()?;
+    // Explicit, so that the storage divides its connections among as many workers as run.
+    let workers = config.workers.unwrap_or_else(|| {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    });
+    let store = open_store(
+        &StoreConfig {
+            workers: u32::try_from(workers).unwrap_or(u32::MAX),
+            ..store
+        },
+        true,
+    )?;
+    let applied = store.migrate().await?;
     log::info!(
         "database ready ({}); {} migration(s) applied",
         store.backend_name(),
@@ -34,9 +44,9 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         MetricsEndpoint::Main | MetricsEndpoint::Separate(_) => Some(metrics_exporter(&store)?),
     };
     // The one place that names the backend: from here on it is a `dyn Storage`.
-    let storage: Arc<dyn Storage> = Arc::new(store);
+    let storage: Arc<dyn Storage> = Arc::new(store.clone());
     if config.bootstrap_key {
-        bootstrap_key(storage.as_ref(), &config)?;
+        bootstrap_key(storage.as_ref(), &config).await?;
     }
     let mut state = AppState::new(&config, storage.clone())?;
     if let (Some(exporter), MetricsEndpoint::Main) = (&exporter, &config.metrics) {
@@ -50,21 +60,19 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         }
     );
     // Storage calls never run more at once than the storage's capacity (`Database`), so a
-    // worker needs no more blocking threads than that. Without the cap the blocking pool (512
-    // threads by default) started a new thread whenever a call arrived just before a previous
-    // one had handed its thread back: 31 threads under 32 connections on a pool of 8.
+    // worker needs no more blocking threads than that (SQLite runs calls there). Without the
+    // cap the blocking pool (512 threads by default) started a new thread whenever a call
+    // arrived just before a previous one had handed its thread back.
     let blocking_threads = storage.capacity().max_calls.max(1) as usize;
     let state = web::Data::new(state);
     let shared = state.clone();
-    let mut server = HttpServer::new(move || app(shared.clone()))
+    let server = HttpServer::new(move || app(shared.clone()))
         .on_connect(Connection::record)
         .disable_signals()
         .shutdown_timeout(config.shutdown_timeout.as_secs())
         .worker_max_blocking_threads(blocking_threads)
+        .workers(workers)
         .bind(&config.bind)?;
-    if let Some(workers) = config.workers {
-        server = server.workers(workers);
-    }
     let metrics_server = match (&exporter, &config.metrics) {
         (Some(exporter), MetricsEndpoint::Separate(addr)) => {
             Some(metrics_server(exporter.clone(), addr)?)
@@ -90,28 +98,18 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     }
     pruning.abort();
     let _ = pruning.await;
-    close_storage(storage).await;
+    // Every worker has stopped: SQLite's writer commits what it holds and its thread is
+    // joined; PostgreSQL's connections close.
+    store.close();
     log::info!("stopped");
     Ok(())
-}
-
-/// Closes the storage's connections on this thread, once every worker has let go of it: a
-/// connection closed by another thread while the process exits can race the TLS library's
-/// exit-time cleanup (libpq with OpenSSL), which crashes the process. Waits at most 10 s.
-async fn close_storage(storage: Arc<dyn Storage>) {
-    for _ in 0..1_000 {
-        if Arc::strong_count(&storage) == 1 {
-            break;
-        }
-        actix_web::rt::time::sleep(Duration::from_millis(10)).await;
-    }
-    drop(storage);
 }
 
 /// Installs the metrics recorder, records the build's information and keeps the histograms
 /// folded (every few seconds, on this runtime).
 fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
-    let handle = metric::install()?;
+    let handle = metric::install(&petstore_store::metrics::HISTOGRAM_BUCKETS)?;
+    petstore_store::metrics::describe();
     metrics::gauge!(
         metric::BUILD_INFO,
         "version" => env!("CARGO_PKG_VERSION"),
@@ -161,7 +159,7 @@ fn prune_idempotency_records(state: web::Data<AppState>) -> actix_web::rt::task:
                 .saturating_sub(state.idempotency.retention.as_secs());
             match state
                 .db
-                .call("prune_idempotency_keys", move |storage| {
+                .call("prune_idempotency_keys", |storage| {
                     storage.prune_idempotency_keys(before)
                 })
                 .await
@@ -220,12 +218,12 @@ fn raise_open_files_limit() {
 }
 
 /// A newcomer's first key: created only while the key store is empty, printed once.
-fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box<dyn Error>> {
-    if !storage.list_keys()?.is_empty() {
+async fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box<dyn Error>> {
+    if !storage.list_keys().await?.is_empty() {
         return Ok(());
     }
     let spec = KeySpec::new(Plan::Free, "bootstrap", None)?;
-    let (key, secret) = storage.create_key(&spec)?;
+    let (key, secret) = storage.create_key(&spec).await?;
     let base = match config.http.public_base_url() {
         Some(url) => url.to_owned(),
         None => format!("http://{}{}", config.bind, config.http.base_path()),

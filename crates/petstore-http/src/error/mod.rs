@@ -172,7 +172,7 @@ fn storage_message(error: &StorageError) -> &'static str {
         StorageErrorKind::Full => {
             "the service cannot store anything now (its storage is full); reads still work"
         }
-        StorageErrorKind::WouldBlock | StorageErrorKind::Failed => INTERNAL,
+        StorageErrorKind::Failed => INTERNAL,
     }
 }
 
@@ -217,7 +217,7 @@ impl ApiError {
             Self::Storage(error) => match error.kind() {
                 StorageErrorKind::Unavailable => ErrorCode::ServiceUnavailable,
                 StorageErrorKind::Full => ErrorCode::StorageFull,
-                StorageErrorKind::WouldBlock | StorageErrorKind::Failed => ErrorCode::InternalError,
+                StorageErrorKind::Failed => ErrorCode::InternalError,
             },
             Self::NoStorageSlot(_)
             | Self::StorageDeadline(_)

@@ -181,7 +181,7 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
     actix_web::rt::spawn(async move {
         if let Err(error) = state
             .db
-            .call("touch_key", move |storage| storage.touch_key(id, now))
+            .call("touch_key", |storage| storage.touch_key(id, now))
             .await
         {
             log::warn!("could not record the use of key {id}: {}", Chain(&error));
@@ -241,7 +241,7 @@ impl KeyBans for StoredBans<'_> {
             // `false` when another instance just imposed one: the key read below has it.
             state
                 .db
-                .call("ban_key", move |storage| storage.ban_key(id, ban, now))
+                .call("ban_key", |storage| storage.ban_key(id, ban, now))
                 .await?;
             let Some(credentials) = self.credentials else {
                 return Ok(None);

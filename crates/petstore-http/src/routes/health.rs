@@ -27,7 +27,9 @@ pub async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError
     }
     timeout(
         READY_DEADLINE,
-        state.db.call("check_ready", |db| db.check_ready()),
+        state
+            .db
+            .call("check_ready", |storage| storage.check_ready()),
     )
     .await
     .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))

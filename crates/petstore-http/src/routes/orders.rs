@@ -52,7 +52,7 @@ pub async fn list_orders(
     query.owner = Some(client.key().id);
     let page = state
         .db
-        .read("list_orders", move |db| db.list_orders(&query))
+        .call("list_orders", |storage| storage.list_orders(&query))
         .await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
@@ -144,7 +144,9 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
     let pet = order.pet_id;
     state
         .db
-        .call("place_order", move |db| split(db.place_order(&order)))
+        .call("place_order", |storage| {
+            Box::pin(async move { split(storage.place_order(&order).await) })
+        })
         .await?
         .map_err(|error| refused(error, pet, None))
 }
@@ -187,7 +189,7 @@ pub async fn get_order(
     let owner = Some(client.key().id);
     let order = state
         .db
-        .read("find_order", move |db| db.find_order(id, owner))
+        .call("find_order", |storage| storage.find_order(id, owner))
         .await?
         .ok_or(ApiError::OrderNotFound(id))?;
     Ok(json_body(HttpResponse::Ok(), &order, 1))
@@ -227,8 +229,10 @@ pub async fn cancel_order(
     let owner = Some(client.key().id);
     let order = state
         .db
-        .call("cancel_order", move |db| {
-            split(db.change_order(id, owner, OrderAction::Cancel))
+        .call("cancel_order", |storage| {
+            Box::pin(
+                async move { split(storage.change_order(id, owner, OrderAction::Cancel).await) },
+            )
         })
         .await?
         .map_err(|error| refused(error, 0, Some(id)))?;
@@ -254,7 +258,10 @@ pub async fn get_inventory(
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     no_query_parameters(&req)?;
-    let inventory = state.db.read("inventory", |db| db.inventory()).await?;
+    let inventory = state
+        .db
+        .call("inventory", |storage| storage.inventory())
+        .await?;
     Ok(json_body(HttpResponse::Ok(), &inventory, 1))
 }
 

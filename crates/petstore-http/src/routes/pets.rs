@@ -52,7 +52,7 @@ pub async fn list_pets(
     let query = PetListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     let page = state
         .db
-        .read("list_pets", move |db| db.list_pets(&query))
+        .call("list_pets", |storage| storage.list_pets(&query))
         .await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
@@ -123,7 +123,7 @@ pub async fn create_pet(
     let pets = format!("{}/pets", state.links.public_base(&req));
     let Some(key) = key else {
         let draft = parse::<NewPet>(&body)?.validate_into()?;
-        let pet = state.db.create_pet(CreatePet::new(draft)).await?;
+        let pet = create(&state, CreatePet::new(draft)).await?;
         let mut response = HttpResponse::Created();
         response.insert_header((header::LOCATION, format!("{pets}/{}", pet.id)));
         return Ok(encoded_body(response, &pet, 1));
@@ -135,16 +135,24 @@ pub async fn create_pet(
             claim,
             respond: respond.clone(),
         };
-        let pet = state
-            .db
-            .create_pet(CreatePet {
+        let pet = create(
+            &state,
+            CreatePet {
                 draft,
                 completion: Some(completion),
-            })
-            .await?;
+            },
+        )
+        .await?;
         Ok(respond(&pet))
     })
     .await
+}
+
+async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
+    state
+        .db
+        .call("create_pet", |storage| storage.create_pet(&pet))
+        .await
 }
 
 /// The `201` of a created pet, as stored for replay: its address and JSON.
@@ -195,7 +203,7 @@ pub async fn get_pet(
     let id = parse_id("petId", req.match_info().get("petId").unwrap_or_default())?;
     let pet = state
         .db
-        .read("find_pet", move |db| db.find_pet(id))
+        .call("find_pet", |storage| storage.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
     Ok(encoded_body(HttpResponse::Ok(), &pet, 1))

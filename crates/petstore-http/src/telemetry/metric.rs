@@ -44,19 +44,18 @@ const SECONDS: [f64; 14] = [
 /// How often recorded histogram samples are folded into their buckets.
 pub const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
-/// Installs the process-wide recorder and describes every metric; the handle renders them.
-/// The caller runs [`PrometheusHandle::run_upkeep`] every [`UPKEEP_EVERY`].
-pub fn install() -> Result<PrometheusHandle, BuildError> {
-    let handle = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS)?
-        .set_buckets_for_metric(
-            Matcher::Full(petstore_store::metrics::WRITER_BATCH_SIZE.into()),
-            &petstore_store::metrics::BATCH_SIZE_BUCKETS,
-        )?
-        .upkeep_timeout(UPKEEP_EVERY)
-        .install_recorder()?;
+/// Installs the process-wide recorder and describes this crate's metrics; the handle renders
+/// them. Histograms in seconds get latency buckets; `buckets` names the others (the storage's,
+/// which describes its own). The caller runs [`PrometheusHandle::run_upkeep`] every
+/// [`UPKEEP_EVERY`].
+pub fn install(buckets: &[(&str, &[f64])]) -> Result<PrometheusHandle, BuildError> {
+    let mut builder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS)?;
+    for (name, bounds) in buckets {
+        builder = builder.set_buckets_for_metric(Matcher::Full((*name).into()), bounds)?;
+    }
+    let handle = builder.upkeep_timeout(UPKEEP_EVERY).install_recorder()?;
     describe();
-    petstore_store::metrics::describe();
     Ok(handle)
 }
 

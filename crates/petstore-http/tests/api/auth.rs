@@ -39,9 +39,9 @@ api_tests! {
         let unknown = ApiKeySecret::from_random_bytes([0x5a; 32]);
         let (revoked, revoked_secret) = app
             .store
-            .create_key(&petstore_domain::KeySpec::new(petstore_domain::Plan::Pro, "old", None).expect("spec"))
+            .create_key(&petstore_domain::KeySpec::new(petstore_domain::Plan::Pro, "old", None).expect("spec")).await
             .expect("create");
-        app.store.revoke_key(revoked.id).expect("revoke");
+        app.store.revoke_key(revoked.id).await.expect("revoke");
         let headers = [
             None,
             Some("Bearer".to_owned()),
@@ -65,8 +65,8 @@ api_tests! {
 
     async fn a_key_stops_working_once_revoked(app) {
         assert_eq!(app.get("/v1/pets").await.status, 200);
-        let key = app.store.list_keys().expect("list").remove(0);
-        app.store.revoke_key(key.id).expect("revoke");
+        let key = app.store.list_keys().await.expect("list").remove(0);
+        app.store.revoke_key(key.id).await.expect("revoke");
         app.get("/v1/pets").await.assert_error(401, "unauthorized");
     }
 

@@ -23,7 +23,9 @@ fn preflight() -> TestRequest {
 
 #[actix_web::test]
 async fn cors_is_off_by_default() {
-    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite).expect("sqlite");
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite)
+        .await
+        .expect("sqlite");
     let reply = app
         .send(
             TestRequest::get()
@@ -40,7 +42,8 @@ async fn cors_is_off_by_default() {
 async fn allowed_origins_get_preflights_for_free_and_the_headers_they_need() {
     let app = TestApp::with_config(|config| {
         config.cors = CorsOrigins::Only(vec![ORIGIN.to_owned()]);
-    });
+    })
+    .await;
     for _ in 0..3 {
         let reply = app.send(preflight()).await;
         assert_eq!(reply.status, 200, "a preflight needs no key");

@@ -67,8 +67,8 @@ async fn a_full_disk_answers_503_storage_full_and_recovers_once_space_is_freed()
         disk.dir.join("petstore.db").display().to_string(),
     ))
     .expect("open");
-    store.migrate().expect("migrate");
-    let app = TestApp::with_store(None, store);
+    store.migrate().await.expect("migrate");
+    let app = TestApp::with_store(None, store).await;
     for i in 0..5 {
         app.create_pet(&format!("before {i}"), "available").await;
     }

@@ -53,7 +53,7 @@ api_tests! {
 
 #[actix_web::test]
 async fn an_unreachable_database_returns_503_with_retry_after() {
-    let app = TestApp::unreachable();
+    let app = TestApp::unreachable().await;
     // Even authentication needs the database: the answer is 503, never a hang or a 500.
     let reply = app
         .send(
@@ -68,7 +68,9 @@ async fn an_unreachable_database_returns_503_with_retry_after() {
 
 #[actix_web::test]
 async fn unexpected_failures_return_500_without_internals() {
-    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite).expect("sqlite");
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite)
+        .await
+        .expect("sqlite");
     let url = app.db.as_ref().expect("db").url().to_owned();
     let mut conn = SqliteConnection::establish(&url).expect("connect");
     conn.batch_execute(

@@ -30,7 +30,7 @@ fn assert_deprecated(reply: &Reply) {
 
 #[actix_web::test]
 async fn without_a_public_base_url_the_successor_link_follows_the_host_header() {
-    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None));
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None)).await;
     let reply = app
         .send(
             TestRequest::get()
@@ -49,7 +49,7 @@ async fn without_a_public_base_url_the_successor_link_follows_the_host_header() 
 #[actix_web::test]
 async fn a_successor_link_built_for_one_host_is_never_sent_to_another() {
     // The link is kept for the last `Host` seen; alternating names must each get their own.
-    let app = TestApp::with_settings(HttpSettings::new("/v1", None));
+    let app = TestApp::with_settings(HttpSettings::new("/v1", None)).await;
     for host in [
         "a.example.org",
         "b.example.org",

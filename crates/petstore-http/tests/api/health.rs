@@ -20,7 +20,7 @@ api_tests! {
 async fn readyz_returns_503_while_migrations_are_pending() {
     let db = TestDatabase::sqlite();
     let store = Store::open(&StoreConfig::new(db.url())).expect("open");
-    let app = TestApp::with_store(Some(db), store);
+    let app = TestApp::with_store(Some(db), store).await;
     let reply = app.send(TestRequest::get().uri("/readyz")).await;
     reply.assert_error(503, "service_unavailable");
     assert_eq!(reply.header("retry-after"), Some("1"));
@@ -32,7 +32,7 @@ async fn readyz_returns_503_while_migrations_are_pending() {
 
 #[actix_web::test]
 async fn readyz_returns_503_when_the_database_is_unreachable() {
-    let app = TestApp::unreachable();
+    let app = TestApp::unreachable().await;
     app.send(TestRequest::get().uri("/readyz"))
         .await
         .assert_error(503, "service_unavailable");

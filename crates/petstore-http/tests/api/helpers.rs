@@ -99,53 +99,53 @@ pub fn now_unix() -> u64 {
 impl TestApp {
     /// An app on a fresh database of `backend`; `None` when that backend is unavailable
     /// outside CI (a loud SKIPPED line has been printed).
-    pub fn spawn(backend: TestBackend) -> Option<Self> {
+    pub async fn spawn(backend: TestBackend) -> Option<Self> {
         let db = TestDatabase::new(backend)?;
-        let store = db.store();
-        Some(Self::with_store(Some(db), store))
+        let store = db.store().await;
+        Some(Self::with_store(Some(db), store).await)
     }
 
     /// An app over `store` as it is (migrated or not), counting rate limits in memory.
-    pub fn with_store(db: Option<TestDatabase>, store: Store) -> Self {
-        Self::build(db, Arc::new(store), None, default_settings())
+    pub async fn with_store(db: Option<TestDatabase>, store: Store) -> Self {
+        Self::build(db, Arc::new(store), None, default_settings()).await
     }
 
     /// An app over a storage backend of the test's own (not `petstore-store`'s).
-    pub fn with_storage(storage: Arc<dyn Storage>) -> Self {
-        Self::build(None, storage, None, default_settings())
+    pub async fn with_storage(storage: Arc<dyn Storage>) -> Self {
+        Self::build(None, storage, None, default_settings()).await
     }
 
     /// An app over `store` with the given limiter.
-    pub fn with_limiter(db: Option<TestDatabase>, store: Store, limiter: Limiter) -> Self {
-        Self::build(db, Arc::new(store), Some(limiter), default_settings())
+    pub async fn with_limiter(db: Option<TestDatabase>, store: Store, limiter: Limiter) -> Self {
+        Self::build(db, Arc::new(store), Some(limiter), default_settings()).await
     }
 
     /// An app on a fresh SQLite database with other path and link settings.
-    pub fn with_settings(settings: HttpSettings) -> Self {
+    pub async fn with_settings(settings: HttpSettings) -> Self {
         let db = TestDatabase::sqlite();
-        let store = db.store();
-        Self::build(Some(db), Arc::new(store), None, settings)
+        let store = db.store().await;
+        Self::build(Some(db), Arc::new(store), None, settings).await
     }
 
     /// An app on a fresh SQLite database whose configuration `change` adjusts.
-    pub fn with_config(change: impl FnOnce(&mut Config)) -> Self {
+    pub async fn with_config(change: impl FnOnce(&mut Config)) -> Self {
         let db = TestDatabase::sqlite();
-        let store = db.store();
-        Self::build_with(Some(db), Arc::new(store), None, default_settings(), change)
+        let store = db.store().await;
+        Self::build_with(Some(db), Arc::new(store), None, default_settings(), change).await
     }
 
     /// The production state (`AppState::new`) over `store`, with a manual clock and, when
     /// given, another limiter.
-    fn build(
+    async fn build(
         db: Option<TestDatabase>,
         store: Arc<dyn Storage>,
         limiter: Option<Limiter>,
         settings: HttpSettings,
     ) -> Self {
-        Self::build_with(db, store, limiter, settings, |_| {})
+        Self::build_with(db, store, limiter, settings, |_| {}).await
     }
 
-    fn build_with(
+    async fn build_with(
         db: Option<TestDatabase>,
         store: Arc<dyn Storage>,
         limiter: Option<Limiter>,
@@ -156,6 +156,7 @@ impl TestApp {
         let unlimited = RateLimits::custom(u32::MAX, u32::MAX).expect("limits");
         let key = store
             .create_key(&KeySpec::new(Plan::Enterprise, "tests", Some(unlimited)).expect("spec"))
+            .await
             .map(|(_, secret)| secret.expose().to_owned())
             .unwrap_or_default();
         let mut config = Config::new();
@@ -180,10 +181,10 @@ impl TestApp {
     }
 
     /// An app whose database cannot be reached.
-    pub fn unreachable() -> Self {
+    pub async fn unreachable() -> Self {
         let mut config = StoreConfig::new("postgres://postgres@127.0.0.1:1/none");
         config.connect_timeout = Duration::from_millis(300);
-        Self::with_store(None, Store::open(&config).expect("open is lazy"))
+        Self::with_store(None, Store::open(&config).expect("open is lazy")).await
     }
 
     /// Sends `request` (without a peer address unless the test gives one: such requests are
@@ -295,7 +296,7 @@ macro_rules! api_tests {
                 async fn sqlite() {
                     let app = $crate::helpers::TestApp::spawn(
                         petstore_store::testing::TestBackend::Sqlite,
-                    )
+                    ).await
                     .expect("SQLite is always available");
                     scenario(app).await;
                 }
@@ -305,14 +306,14 @@ macro_rules! api_tests {
                     let storage = std::sync::Arc::new(
                         $crate::memory_storage::MemoryStorage::default(),
                     );
-                    scenario($crate::helpers::TestApp::with_storage(storage)).await;
+                    scenario($crate::helpers::TestApp::with_storage(storage).await).await;
                 }
 
                 #[actix_web::test]
                 async fn postgres() {
                     if let Some(app) = $crate::helpers::TestApp::spawn(
                         petstore_store::testing::TestBackend::Postgres,
-                    ) {
+                    ).await {
                         scenario(app).await;
                     }
                 }

@@ -37,10 +37,11 @@ async fn pet_count(app: &TestApp) -> usize {
 }
 
 /// The id of the API key `secret`.
-fn key_id(app: &TestApp, secret: &str) -> i64 {
+async fn key_id(app: &TestApp, secret: &str) -> i64 {
     let secret = petstore_domain::ApiKeySecret::parse(secret).expect("a key");
     app.store
         .find_active_key(&secret.hash())
+        .await
         .expect("find")
         .expect("the key")
         .key
@@ -82,7 +83,7 @@ api_tests! {
     async fn keys_are_scoped_to_the_api_key_that_sent_them(app) {
         let (_, other) = app
             .store
-            .create_key(&KeySpec::new(Plan::Pro, "other", None).expect("spec"))
+            .create_key(&KeySpec::new(Plan::Pro, "other", None).expect("spec")).await
             .expect("create");
         let mine = app.send(post(&app.key, Some("shared"), REX)).await;
         let theirs = app.send(post(other.expose(), Some("shared"), REX)).await;
@@ -118,7 +119,7 @@ api_tests! {
     }
 
     async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app) {
-        let owner = key_id(&app, &app.key);
+        let owner = key_id(&app, &app.key).await;
         let now = app.clock.unix_seconds();
         let claim = |at: u64| IdempotentRequest {
             owner,
@@ -129,7 +130,7 @@ api_tests! {
             lease: 60,
         };
         // Another request (on another instance, say) holds the key.
-        let held = app.store.claim_idempotency_key(&claim(now)).expect("claim");
+        let held = app.store.claim_idempotency_key(&claim(now)).await.expect("claim");
         assert!(matches!(held, ClaimOutcome::Claimed(_)), "{held:?}");
         let reply = app.send(post(&app.key, Some("in-flight"), REX)).await;
         reply.assert_error(409, "idempotency_request_in_progress");
@@ -160,13 +161,13 @@ api_tests! {
         assert!(!replayed(&reused));
         assert_eq!(pet_count(&app).await, 2);
         // Pruning deletes what is older than its cut-off, and nothing else.
-        assert_eq!(app.store.prune_idempotency_keys(now + 86_401).expect("prune"), 0);
-        assert_eq!(app.store.prune_idempotency_keys(now + 86_402).expect("prune"), 1);
-        assert_eq!(app.store.prune_idempotency_keys(now + 86_402).expect("prune"), 0);
+        assert_eq!(app.store.prune_idempotency_keys(now + 86_401).await.expect("prune"), 0);
+        assert_eq!(app.store.prune_idempotency_keys(now + 86_402).await.expect("prune"), 1);
+        assert_eq!(app.store.prune_idempotency_keys(now + 86_402).await.expect("prune"), 0);
     }
 
     async fn a_backlog_of_expired_records_is_pruned_in_batches(app) {
-        let owner = key_id(&app, &app.key);
+        let owner = key_id(&app, &app.key).await;
         let claim = |n: usize, at: u64| IdempotentRequest {
             owner,
             key: IdempotencyKey::parse(format!("backlog-{n}").as_bytes()).expect("key"),
@@ -176,21 +177,21 @@ api_tests! {
             lease: 60,
         };
         for n in 0..1_200 {
-            let outcome = app.store.claim_idempotency_key(&claim(n, 1_000)).expect("claim");
+            let outcome = app.store.claim_idempotency_key(&claim(n, 1_000)).await.expect("claim");
             assert!(matches!(outcome, ClaimOutcome::Claimed(_)));
         }
-        let fresh = app.store.claim_idempotency_key(&claim(5_000, 2_000)).expect("claim");
+        let fresh = app.store.claim_idempotency_key(&claim(5_000, 2_000)).await.expect("claim");
         assert!(matches!(fresh, ClaimOutcome::Claimed(_)));
-        assert_eq!(app.store.prune_idempotency_keys(1_001).expect("prune"), 1_200, "every batch");
-        assert_eq!(app.store.prune_idempotency_keys(1_001).expect("prune"), 0);
-        assert_eq!(app.store.prune_idempotency_keys(2_001).expect("prune"), 1, "the fresh one last");
+        assert_eq!(app.store.prune_idempotency_keys(1_001).await.expect("prune"), 1_200, "every batch");
+        assert_eq!(app.store.prune_idempotency_keys(1_001).await.expect("prune"), 0);
+        assert_eq!(app.store.prune_idempotency_keys(2_001).await.expect("prune"), 1, "the fresh one last");
     }
 
     async fn a_read_only_key_cannot_write_even_idempotently(app) {
         let spec = KeySpec::new(Plan::Pro, "reader", None)
             .expect("spec")
             .with_scope(petstore_domain::Scope::ReadOnly);
-        let (_, reader) = app.store.create_key(&spec).expect("create");
+        let (_, reader) = app.store.create_key(&spec).await.expect("create");
         app.send(post(reader.expose(), Some("r"), REX)).await.assert_error(403, "insufficient_scope");
         app.send(post(reader.expose(), None, REX)).await.assert_error(403, "insufficient_scope");
         assert_eq!(app.get_as("/v1/pets", reader.expose()).await.status, 200);
@@ -202,7 +203,7 @@ api_tests! {
 #[actix_web::test]
 async fn a_server_error_leaves_the_key_free_for_the_retry() {
     let storage = std::sync::Arc::new(crate::memory_storage::MemoryStorage::default());
-    let app = TestApp::with_storage(storage.clone());
+    let app = TestApp::with_storage(storage.clone()).await;
     storage.fail_creates(true);
     app.send(post(&app.key, Some("retry-me"), REX))
         .await

@@ -11,9 +11,10 @@ use petstore_http::Clock;
 use crate::api_tests;
 use crate::helpers::TestApp;
 
-fn listed(app: &TestApp, id: i64) -> ApiKey {
+async fn listed(app: &TestApp, id: i64) -> ApiKey {
     app.store
         .list_keys()
+        .await
         .expect("list")
         .into_iter()
         .find(|key| key.id == id)
@@ -21,11 +22,12 @@ fn listed(app: &TestApp, id: i64) -> ApiKey {
 }
 
 /// A key of `per_minute` requests a minute.
-fn limited_key(app: &TestApp, per_minute: u32) -> (ApiKey, String) {
+async fn limited_key(app: &TestApp, per_minute: u32) -> (ApiKey, String) {
     let limits = RateLimits::custom(per_minute, 1_000).expect("limits");
     let (key, secret) = app
         .store
         .create_key(&KeySpec::new(Plan::Enterprise, "limited", Some(limits)).expect("spec"))
+        .await
         .expect("create");
     (key, secret.expose().to_owned())
 }
@@ -37,7 +39,7 @@ api_tests! {
             .expect("spec")
             .expiring_at(now + 100, now)
             .expect("in the future");
-        let (key, secret) = app.store.create_key(&spec).expect("create");
+        let (key, secret) = app.store.create_key(&spec).await.expect("create");
         assert_eq!(key.expires_at, Some(now + 100));
         assert_eq!(app.get_as("/v1/pets", secret.expose()).await.status, 200);
         app.clock.set((now + 100) as u64);
@@ -46,18 +48,18 @@ api_tests! {
         expired.assert_error(401, "unauthorized");
         assert_eq!(expired.body, unknown.body, "indistinguishable from an unknown key");
         assert_eq!(expired.header("www-authenticate"), unknown.header("www-authenticate"));
-        assert_eq!(listed(&app, key.id).state_at(now + 100), "expired");
+        assert_eq!(listed(&app, key.id).await.state_at(now + 100), "expired");
         assert!(spec_in_past_is_refused(now));
     }
 
     async fn a_rotated_key_keeps_its_id_counters_and_old_secret_until_the_grace_ends(app) {
-        let (key, old) = limited_key(&app, 10);
+        let (key, old) = limited_key(&app, 10).await;
         let remaining = |reply: &crate::helpers::Reply| {
             reply.header("x-ratelimit-remaining").map(str::to_owned)
         };
         assert_eq!(remaining(&app.get_as("/v1/pets", &old).await).as_deref(), Some("9"));
         let now = i64::try_from(app.clock.unix_seconds()).expect("now");
-        let (rotated, new) = app.store.rotate_key(key.id, now + 3_600).expect("rotate").expect("found");
+        let (rotated, new) = app.store.rotate_key(key.id, now + 3_600).await.expect("rotate").expect("found");
         let new = new.expose().to_owned();
         assert_eq!((rotated.id, rotated.plan, rotated.custom_limits), (key.id, key.plan, key.custom_limits));
         assert_ne!(rotated.display_prefix, key.display_prefix);
@@ -70,17 +72,17 @@ api_tests! {
         assert_eq!(app.get_as("/v1/pets", &new).await.status, 200);
         // A rotation without grace stops the current secret at once; revoked keys cannot rotate.
         let now = now + 3_600;
-        let (_, newest) = app.store.rotate_key(key.id, now).expect("rotate").expect("found");
+        let (_, newest) = app.store.rotate_key(key.id, now).await.expect("rotate").expect("found");
         app.get_as("/v1/pets", &new).await.assert_error(401, "unauthorized");
         assert_eq!(app.get_as("/v1/pets", newest.expose()).await.status, 200);
-        app.store.revoke_key(key.id).expect("revoke");
-        assert!(app.store.rotate_key(key.id, now).expect("rotate").is_none());
+        app.store.revoke_key(key.id).await.expect("revoke");
+        assert!(app.store.rotate_key(key.id, now).await.expect("rotate").is_none());
         app.get_as("/v1/pets", newest.expose()).await.assert_error(401, "unauthorized");
     }
 
     async fn a_read_only_key_reads_but_gets_403_on_writes_until_rescoped(app) {
         let spec = KeySpec::new(Plan::Pro, "dashboard", None).expect("spec").with_scope(Scope::ReadOnly);
-        let (key, secret) = app.store.create_key(&spec).expect("create");
+        let (key, secret) = app.store.create_key(&spec).await.expect("create");
         assert_eq!(key.scope, Scope::ReadOnly);
         let post = || {
             TestRequest::post()
@@ -94,14 +96,14 @@ api_tests! {
         let refused = app.send(post()).await;
         refused.assert_error(403, "insufficient_scope");
         assert!(refused.header("x-ratelimit-remaining").is_some());
-        assert!(app.store.update_key_scope(key.id, Scope::ReadWrite).expect("update"));
+        assert!(app.store.update_key_scope(key.id, Scope::ReadWrite).await.expect("update"));
         assert_eq!(app.send(post()).await.status, 201);
-        assert!(!app.store.update_key_scope(key.id + 99, Scope::ReadOnly).expect("unknown"));
+        assert!(!app.store.update_key_scope(key.id + 99, Scope::ReadOnly).await.expect("unknown"));
     }
 
     async fn last_use_is_recorded_at_most_once_a_minute(app) {
-        let (key, secret) = limited_key(&app, 100);
-        assert_eq!(listed(&app, key.id).last_used_at, None);
+        let (key, secret) = limited_key(&app, 100).await;
+        assert_eq!(listed(&app, key.id).await.last_used_at, None);
         let start = app.clock.unix_seconds();
         assert_eq!(app.get_as("/v1/pets", &secret).await.status, 200);
         // Written in the background: wait for it.
@@ -113,18 +115,18 @@ api_tests! {
             assert_eq!(app.get_as("/v1/pets", &secret).await.status, 200);
         }
         actix_web::rt::time::sleep(Duration::from_millis(200)).await;
-        assert_eq!(listed(&app, key.id).last_used_at, Some(start as i64));
+        assert_eq!(listed(&app, key.id).await.last_used_at, Some(start as i64));
         app.clock.set(start + 60);
         assert_eq!(app.get_as("/v1/pets", &secret).await.status, 200);
         let later = wait_for_use(&app, key.id, |at| at == Some(start as i64 + 60)).await;
         assert_eq!(later, Some(start as i64 + 60));
         // The store never moves it back.
-        app.store.touch_key(key.id, start as i64).expect("touch");
-        assert_eq!(listed(&app, key.id).last_used_at, Some(start as i64 + 60));
+        app.store.touch_key(key.id, start as i64).await.expect("touch");
+        assert_eq!(listed(&app, key.id).await.last_used_at, Some(start as i64 + 60));
     }
 
     async fn the_rate_limit_status_is_read_without_being_counted(app) {
-        let (_, secret) = limited_key(&app, 5);
+        let (_, secret) = limited_key(&app, 5).await;
         assert_eq!(app.get_as("/v1/pets", &secret).await.status, 200);
         let mut seen = Vec::new();
         for _ in 0..10 {
@@ -162,9 +164,9 @@ api_tests! {
     }
 
     async fn a_banned_key_gets_its_429_from_the_status_too(app) {
-        let (key, secret) = limited_key(&app, 5);
+        let (key, secret) = limited_key(&app, 5).await;
         let now = app.clock.unix_seconds();
-        app.store.ban_key(key.id, petstore_domain::Ban { until: now + 300, level: 1 }, now).expect("ban");
+        app.store.ban_key(key.id, petstore_domain::Ban { until: now + 300, level: 1 }, now).await.expect("ban");
         let reply = app.get_as("/v1/rate_limit", &secret).await;
         reply.assert_error(429, "temporarily_banned");
         assert_eq!(reply.header("retry-after"), Some("300"));
@@ -181,11 +183,11 @@ fn spec_in_past_is_refused(now: i64) -> bool {
 /// Polls the key's `last_used_at` until `done` holds (up to 5 s).
 async fn wait_for_use(app: &TestApp, id: i64, done: impl Fn(Option<i64>) -> bool) -> Option<i64> {
     for _ in 0..100 {
-        let at = listed(app, id).last_used_at;
+        let at = listed(app, id).await.last_used_at;
         if done(at) {
             return at;
         }
         actix_web::rt::time::sleep(Duration::from_millis(50)).await;
     }
-    listed(app, id).last_used_at
+    listed(app, id).await.last_used_at
 }

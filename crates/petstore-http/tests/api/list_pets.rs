@@ -8,7 +8,7 @@ use crate::helpers::TestApp;
 
 #[actix_web::test]
 async fn the_base_path_is_configurable_and_links_follow_the_host_header() {
-    let app = TestApp::with_settings(HttpSettings::new("/api/v1/", None));
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1/", None)).await;
     for i in 0..3 {
         let body = format!(r#"{{"name":"pet {i}","categoryId":1}}"#);
         let reply = app
@@ -113,7 +113,7 @@ api_tests! {
             petstore_domain::PetDraft::new("many", 1, petstore_domain::PetStatus::Sold).expect("draft"),
         );
         for _ in 0..101 {
-            app.store.create_pet(&draft).expect("create");
+            app.store.create_pet(&draft).await.expect("create");
         }
         let one = app.get("/v1/pets?limit=1").await;
         assert_eq!(one.json().as_array().expect("array").len(), 1);

@@ -13,11 +13,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::{
-    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, Fingerprint,
-    IdempotencyClaim, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyMatch,
-    KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet,
-    PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, Scope, Storage,
-    StorageError, StorageErrorKind, StoredResponse, lifecycle,
+    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimDecision, ClaimOutcome, CreatePet,
+    IdempotencyClaim, IdempotencyRecord, IdempotencyRepository, IdempotentRequest, Inventory,
+    KeyHash, KeyMatch, KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository,
+    Page, Pet, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, RecordState,
+    Scope, Storage, StorageError, StorageErrorKind, StoredResponse, async_trait, decide_claim,
+    lifecycle,
 };
 
 #[derive(Default)]
@@ -43,12 +44,10 @@ struct StoredKey {
     key: ApiKey,
 }
 
+/// An idempotency record, and the token of the claim that holds it.
 struct Record {
-    fingerprint: Fingerprint,
+    held: IdempotencyRecord,
     token: i64,
-    claimed_at: i64,
-    created_at: i64,
-    response: Option<StoredResponse>,
 }
 
 impl MemoryStorage {
@@ -72,8 +71,9 @@ fn next_id<T>(map: &BTreeMap<i64, T>) -> i64 {
     map.keys().next_back().map_or(1, |last| last + 1)
 }
 
+#[async_trait]
 impl PetRepository for MemoryStorage {
-    fn create_pet(&self, create: &CreatePet) -> Result<Pet, StorageError> {
+    async fn create_pet(&self, create: &CreatePet) -> Result<Pet, StorageError> {
         if self.failing_creates.load(Ordering::SeqCst) {
             return Err(StorageError::new(
                 StorageErrorKind::Unavailable,
@@ -103,11 +103,11 @@ impl PetRepository for MemoryStorage {
         Ok(pet)
     }
 
-    fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {
+    async fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {
         Ok(self.data().pets.get(&id).cloned())
     }
 
-    fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError> {
+    async fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError> {
         let data = self.data();
         let after = query.page.after.unwrap_or(i64::MIN);
         let rows: Vec<Pet> = data
@@ -122,8 +122,9 @@ impl PetRepository for MemoryStorage {
     }
 }
 
+#[async_trait]
 impl OrderRepository for MemoryStorage {
-    fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError> {
+    async fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError> {
         // One lock for the pet, the order and the idempotency record: the transaction.
         let mut data = self.data();
         let pet = data
@@ -157,7 +158,7 @@ impl OrderRepository for MemoryStorage {
         Ok(placed)
     }
 
-    fn change_order(
+    async fn change_order(
         &self,
         id: i64,
         owner: Option<i64>,
@@ -186,7 +187,7 @@ impl OrderRepository for MemoryStorage {
         Ok(changed)
     }
 
-    fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError> {
+    async fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError> {
         Ok(self
             .data()
             .orders
@@ -195,7 +196,7 @@ impl OrderRepository for MemoryStorage {
             .cloned())
     }
 
-    fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
+    async fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
         let data = self.data();
         let after = query.page.after.unwrap_or(i64::MIN);
         let rows: Vec<Order> = data
@@ -211,7 +212,7 @@ impl OrderRepository for MemoryStorage {
         }))
     }
 
-    fn inventory(&self) -> Result<Inventory, StorageError> {
+    async fn inventory(&self) -> Result<Inventory, StorageError> {
         let mut inventory = Inventory::default();
         for pet in self.data().pets.values() {
             match pet.status {
@@ -224,8 +225,9 @@ impl OrderRepository for MemoryStorage {
     }
 }
 
+#[async_trait]
 impl ApiKeyRepository for MemoryStorage {
-    fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError> {
+    async fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError> {
         let mut data = self.data();
         let id = next_id(&data.keys);
         // 32 bytes from a hasher keyed at random per storage: unique per key, unguessable
@@ -260,7 +262,7 @@ impl ApiKeyRepository for MemoryStorage {
         Ok((key, secret))
     }
 
-    fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
+    async fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
         let data = self.data();
         let found = data.keys.values().find(|stored| {
             stored.key.revoked_at.is_none()
@@ -276,7 +278,7 @@ impl ApiKeyRepository for MemoryStorage {
         }))
     }
 
-    fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
+    async fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
         Ok(self
             .data()
             .keys
@@ -285,13 +287,13 @@ impl ApiKeyRepository for MemoryStorage {
             .collect())
     }
 
-    fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
+    async fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
         Ok(self.with_key(id, |key| {
             key.revoked_at.get_or_insert_with(now);
         }))
     }
 
-    fn update_key_plan(
+    async fn update_key_plan(
         &self,
         id: i64,
         plan: Plan,
@@ -303,7 +305,7 @@ impl ApiKeyRepository for MemoryStorage {
         }))
     }
 
-    fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StorageError> {
+    async fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StorageError> {
         let mut imposed = false;
         self.with_key(id, |key| {
             if key.ban_at(now).is_none() {
@@ -314,11 +316,11 @@ impl ApiKeyRepository for MemoryStorage {
         Ok(imposed)
     }
 
-    fn unban_key(&self, id: i64) -> Result<bool, StorageError> {
+    async fn unban_key(&self, id: i64) -> Result<bool, StorageError> {
         Ok(self.with_key(id, |key| key.ban = None))
     }
 
-    fn rotate_key(
+    async fn rotate_key(
         &self,
         id: i64,
         grace_until: i64,
@@ -350,11 +352,11 @@ impl ApiKeyRepository for MemoryStorage {
         Ok(Some((stored.key.clone(), secret)))
     }
 
-    fn update_key_scope(&self, id: i64, scope: Scope) -> Result<bool, StorageError> {
+    async fn update_key_scope(&self, id: i64, scope: Scope) -> Result<bool, StorageError> {
         Ok(self.with_key(id, |key| key.scope = scope))
     }
 
-    fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError> {
+    async fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError> {
         self.with_key(id, |key| {
             key.last_used_at = Some(key.last_used_at.map_or(now, |last| last.max(now)));
         });
@@ -368,62 +370,52 @@ fn complete(data: &mut Data, claim: &IdempotencyClaim, response: StoredResponse)
         .idempotency
         .get_mut(&(claim.owner, claim.key.as_str().to_owned()))
     {
-        Some(record) if record.token == claim.token && record.response.is_none() => {
-            record.response = Some(response);
+        Some(record)
+            if record.token == claim.token
+                && matches!(record.held.state, RecordState::InFlight { .. }) =>
+        {
+            record.held.state = RecordState::Completed(response);
             true
         }
         _ => false,
     }
 }
 
+#[async_trait]
 impl IdempotencyRepository for MemoryStorage {
-    fn claim_idempotency_key(
+    async fn claim_idempotency_key(
         &self,
         request: &IdempotentRequest,
     ) -> Result<ClaimOutcome, StorageError> {
         let mut data = self.data();
-        data.tokens += 1;
-        let token = data.tokens;
-        let now = request.now as i64;
-        let claimed = ClaimOutcome::Claimed(IdempotencyClaim {
-            owner: request.owner,
-            key: request.key.clone(),
-            token,
-        });
-        let fresh = Record {
-            fingerprint: request.fingerprint.clone(),
-            token,
-            claimed_at: now,
-            created_at: now,
-            response: None,
-        };
         let slot = (request.owner, request.key.as_str().to_owned());
-        let Some(record) = data.idempotency.get_mut(&slot) else {
-            data.idempotency.insert(slot, fresh);
-            return Ok(claimed);
-        };
-        let expired = record.created_at <= now - request.retention as i64;
-        let same = record.fingerprint == request.fingerprint;
-        let abandoned =
-            record.response.is_none() && record.claimed_at <= now - request.lease as i64;
-        Ok(if expired || (same && abandoned) {
-            let created_at = if expired { now } else { record.created_at };
-            *record = Record {
-                created_at,
-                ..fresh
-            };
-            claimed
-        } else if !same {
-            ClaimOutcome::Mismatch
-        } else {
-            match &record.response {
-                Some(response) => ClaimOutcome::Completed(response.clone()),
-                None => ClaimOutcome::InFlight,
+        // The domain's rule, under the one lock: the claim and the write are one step.
+        let held = data.idempotency.get(&slot).map(|record| &record.held);
+        Ok(match decide_claim(held, request) {
+            ClaimDecision::Claim { created_at } => {
+                data.tokens += 1;
+                let token = data.tokens;
+                let held = IdempotencyRecord {
+                    fingerprint: request.fingerprint.clone(),
+                    created_at,
+                    state: RecordState::InFlight {
+                        claimed_at: request.now as i64,
+                    },
+                };
+                data.idempotency.insert(slot, Record { held, token });
+                ClaimOutcome::Claimed(IdempotencyClaim {
+                    owner: request.owner,
+                    key: request.key.clone(),
+                    token,
+                })
             }
+            ClaimDecision::Replay(response) => ClaimOutcome::Completed(response),
+            ClaimDecision::InFlight => ClaimOutcome::InFlight,
+            ClaimDecision::Mismatch => ClaimOutcome::Mismatch,
         })
     }
 
-    fn complete_idempotency_key(
+    async fn complete_idempotency_key(
         &self,
         claim: &IdempotencyClaim,
         response: &StoredResponse,
@@ -432,24 +424,22 @@ impl IdempotencyRepository for MemoryStorage {
         Ok(())
     }
 
-    fn release_idempotency_key(&self, claim: &IdempotencyClaim) -> Result<(), StorageError> {
+    async fn release_idempotency_key(&self, claim: &IdempotencyClaim) -> Result<(), StorageError> {
         let mut data = self.data();
         let slot = (claim.owner, claim.key.as_str().to_owned());
-        if data
-            .idempotency
-            .get(&slot)
-            .is_some_and(|record| record.token == claim.token && record.response.is_none())
-        {
+        if data.idempotency.get(&slot).is_some_and(|record| {
+            record.token == claim.token && matches!(record.held.state, RecordState::InFlight { .. })
+        }) {
             data.idempotency.remove(&slot);
         }
         Ok(())
     }
 
-    fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError> {
+    async fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError> {
         let mut data = self.data();
         let count = data.idempotency.len();
         data.idempotency
-            .retain(|_, record| record.created_at >= before as i64);
+            .retain(|_, record| record.held.created_at >= before as i64);
         Ok((count - data.idempotency.len()) as u64)
     }
 }
@@ -467,8 +457,9 @@ impl MemoryStorage {
     }
 }
 
+#[async_trait]
 impl Storage for MemoryStorage {
-    fn check_ready(&self) -> Result<(), StorageError> {
+    async fn check_ready(&self) -> Result<(), StorageError> {
         Ok(())
     }
 

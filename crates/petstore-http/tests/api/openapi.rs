@@ -155,7 +155,9 @@ fn the_document_describes_every_operation_completely() {
 
 #[actix_web::test]
 async fn openapi_json_is_served_without_a_key_naming_the_public_base_url() {
-    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite).expect("sqlite");
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite)
+        .await
+        .expect("sqlite");
     let reply = app.send(TestRequest::get().uri("/v1/openapi.json")).await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.header("content-type"), Some("application/json"));
@@ -175,7 +177,7 @@ async fn openapi_json_is_served_without_a_key_naming_the_public_base_url() {
 
 #[actix_web::test]
 async fn openapi_json_derives_its_server_from_the_request_without_a_public_base_url() {
-    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None));
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None)).await;
     let reply = app
         .send(
             TestRequest::get()
@@ -196,7 +198,7 @@ async fn openapi_json_derives_its_server_from_the_request_without_a_public_base_
 
 #[actix_web::test]
 async fn the_docs_page_is_served_from_the_binary_over_the_document() {
-    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None));
+    let app = TestApp::with_settings(HttpSettings::new("/api/v1", None)).await;
     let moved = app.send(TestRequest::get().uri("/docs")).await;
     assert_eq!(moved.status, 308);
     assert_eq!(moved.header("location"), Some("/docs/"));

@@ -52,11 +52,11 @@ async fn inventory(app: &TestApp) -> Value {
     reply.json()
 }
 
-fn other_key(app: &TestApp, scope: Scope) -> String {
+async fn other_key(app: &TestApp, scope: Scope) -> String {
     let spec = KeySpec::new(Plan::Pro, "other", None)
         .expect("spec")
         .with_scope(scope);
-    let (_, secret) = app.store.create_key(&spec).expect("create");
+    let (_, secret) = app.store.create_key(&spec).await.expect("create");
     secret.expose().to_owned()
 }
 
@@ -125,7 +125,7 @@ api_tests! {
     async fn orders_are_visible_to_the_key_that_placed_them_only(app) {
         let pet = app.create_pet("Rex", "available").await["id"].as_i64().expect("id");
         let id = order(&app, pet).await.json()["id"].as_i64().expect("id");
-        let other = other_key(&app, Scope::ReadWrite);
+        let other = other_key(&app, Scope::ReadWrite).await;
         let path = format!("/v1/store/orders/{id}");
         app.get_as(&path, &other).await.assert_error(404, "order_not_found");
         cancel_as(&app, &other, id).await.assert_error(404, "order_not_found");
@@ -161,19 +161,19 @@ api_tests! {
         let pet = app.create_pet("Rex", "available").await["id"].as_i64().expect("id");
         let id = order(&app, pet).await.json()["id"].as_i64().expect("id");
         // The operator's side (`petstore orders approve|deliver`).
-        let approved = app.store.change_order(id, None, OrderAction::Approve).expect("approve");
+        let approved = app.store.change_order(id, None, OrderAction::Approve).await.expect("approve");
         assert_eq!(approved.status.as_str(), "approved");
         assert_eq!(pet_status(&app, pet).await, "pending");
         cancel_as(&app, &app.key, id).await.assert_error(409, "order_not_cancellable");
-        let delivered = app.store.change_order(id, None, OrderAction::Deliver).expect("deliver");
+        let delivered = app.store.change_order(id, None, OrderAction::Deliver).await.expect("deliver");
         assert_eq!(delivered.status.as_str(), "delivered");
         assert_eq!(pet_status(&app, pet).await, "sold");
         cancel_as(&app, &app.key, id).await.assert_error(409, "order_not_cancellable");
         assert_eq!(app.get(&format!("/v1/store/orders/{id}")).await.json()["status"], "delivered");
         assert_eq!(inventory(&app).await, json!({"available": 0, "pending": 0, "sold": 1}));
         // The operator cannot skip or repeat a step either.
-        assert!(app.store.change_order(id, None, OrderAction::Approve).is_err());
-        assert!(app.store.change_order(999_999, None, OrderAction::Approve).is_err());
+        assert!(app.store.change_order(id, None, OrderAction::Approve).await.is_err());
+        assert!(app.store.change_order(999_999, None, OrderAction::Approve).await.is_err());
     }
 
     async fn placing_an_order_honours_idempotency_keys(app) {
@@ -212,7 +212,7 @@ api_tests! {
     async fn a_read_only_key_cannot_order_or_cancel(app) {
         let pet = app.create_pet("Rex", "available").await["id"].as_i64().expect("id");
         let id = order(&app, pet).await.json()["id"].as_i64().expect("id");
-        let reader = other_key(&app, Scope::ReadOnly);
+        let reader = other_key(&app, Scope::ReadOnly).await;
         order_as(&app, &reader, &json!({"petId": pet}).to_string()).await.assert_error(403, "insufficient_scope");
         cancel_as(&app, &reader, id).await.assert_error(403, "insufficient_scope");
         assert_eq!(app.get_as("/v1/store/inventory", &reader).await.status, 200);

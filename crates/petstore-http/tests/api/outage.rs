@@ -108,8 +108,8 @@ fn pipe(from: &TcpStream, to: &TcpStream, frozen: &Arc<AtomicBool>) {
 
 /// Migrates `db` through a direct connection, then puts a proxy in front of the PostgreSQL
 /// server; returns the proxy and the database's URL through it.
-fn behind_a_proxy(db: &TestDatabase) -> (Proxy, String) {
-    db.store();
+async fn behind_a_proxy(db: &TestDatabase) -> (Proxy, String) {
+    db.store().await;
     let proxy = Proxy::start("127.0.0.1:5432");
     let via_proxy = db
         .url()
@@ -127,11 +127,11 @@ async fn a_database_outage_gives_503s_and_the_service_recovers_by_itself() {
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    let (proxy, via_proxy) = behind_a_proxy(&db);
+    let (proxy, via_proxy) = behind_a_proxy(&db).await;
     let mut config = StoreConfig::new(via_proxy);
     config.connect_timeout = Duration::from_millis(500);
     config.pool_size = 2;
-    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open"));
+    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open")).await;
 
     assert_eq!(app.get("/v1/pets").await.status, 200);
     app.create_pet("before", "available").await;
@@ -183,18 +183,18 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    let (proxy, via_proxy) = behind_a_proxy(&db);
+    let (proxy, via_proxy) = behind_a_proxy(&db).await;
     let db_url = via_proxy.clone();
     let mut config = StoreConfig::new(via_proxy);
     config.connect_timeout = Duration::from_millis(500);
     config.statement_timeout = Duration::from_millis(300);
     config.pool_size = 2;
-    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open"));
+    let app = TestApp::with_store(Some(db), Store::open(&config).expect("open")).await;
     app.create_pet("before", "available").await;
     let mut patient = StoreConfig::new(db_url);
     patient.connect_timeout = Duration::from_secs(10);
     patient.statement_timeout = Duration::from_secs(10);
-    let patient = TestApp::with_store(None, Store::open(&patient).expect("open"));
+    let patient = TestApp::with_store(None, Store::open(&patient).expect("open")).await;
 
     // Connections stay open and nothing comes back: neither the statement timeout (the server
     // never sees the statement) nor TCP (the peer acknowledges) notices.
@@ -245,27 +245,28 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
 
 #[actix_web::test]
 async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
-    use diesel::connection::SimpleConnection;
-    use diesel::{Connection, PgConnection};
-    use petstore_store::testing::MIGRATION_LOCK;
+    use petstore_domain::{PetListQuery, PetRepository};
+    use petstore_store::testing::RawPostgres;
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    db.store();
+    db.store().await;
     let mut config = StoreConfig::new(db.url());
     config.pool_size = 1;
     config.connect_timeout = Duration::from_millis(300);
-    let mut holder = PgConnection::establish(db.url()).expect("connect");
+    config.statement_timeout = Duration::from_secs(10);
+    let holder = RawPostgres::connect(db.url()).expect("connect");
     let store = Store::open(&config).expect("open");
-    let app = TestApp::with_store(Some(db), store.clone());
+    let app = TestApp::with_store(Some(db), store.clone()).await;
     assert_eq!(app.get("/v1/pets").await.status, 200);
 
-    // Occupy the only connection: a migration waiting for a lock someone else holds.
+    // Occupy the pool's only connection: a read waiting for a lock someone else holds.
     holder
-        .batch_execute(&format!("SELECT pg_advisory_lock({MIGRATION_LOCK})"))
+        .execute("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
         .expect("lock");
-    let occupied = thread::spawn(move || store.migrate());
-    thread::sleep(Duration::from_millis(200));
+    let occupied =
+        actix_web::rt::spawn(async move { store.list_pets(&PetListQuery::default()).await });
+    actix_web::rt::time::sleep(Duration::from_millis(200)).await;
 
     let started = Instant::now();
     let reply = app.get("/v1/pets").await;
@@ -276,10 +277,8 @@ async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
         "answered within the connect timeout"
     );
 
-    holder
-        .batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"))
-        .expect("unlock");
-    occupied.join().expect("thread").expect("migrate");
+    holder.execute("ROLLBACK").expect("unlock");
+    occupied.await.expect("task").expect("the waiting read");
     assert_eq!(
         app.get("/v1/pets").await.status,
         200,
@@ -288,30 +287,32 @@ async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
 }
 
 /// An app on a new SQLite database whose pool has `size` connections.
-fn app_with_pool(size: u32, connect_timeout: Duration) -> TestApp {
+async fn app_with_pool(size: u32, connect_timeout: Duration) -> TestApp {
     let db = TestDatabase::sqlite();
-    db.store(); // migrated
+    db.store().await; // migrated
     let mut config = StoreConfig::new(db.url());
     config.pool_size = size;
     config.connect_timeout = connect_timeout;
     let store = Store::open(&config).expect("open");
-    TestApp::with_store(Some(db), store)
+    TestApp::with_store(Some(db), store).await
 }
 
 #[actix_web::test]
 async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
     use std::sync::atomic::AtomicUsize;
-    let app = app_with_pool(2, Duration::from_secs(30));
+    let app = app_with_pool(2, Duration::from_secs(30)).await;
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let calls = (0..8).map(|_| {
         let (running, most) = (running.clone(), most.clone());
-        app.state.db.call("check_ready", move |store| {
-            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
-            most.fetch_max(now, Ordering::SeqCst);
-            thread::sleep(Duration::from_millis(50));
-            running.fetch_sub(1, Ordering::SeqCst);
-            store.check_ready()
+        app.state.db.call("check_ready", move |storage| {
+            Box::pin(async move {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                actix_web::rt::time::sleep(Duration::from_millis(50)).await;
+                running.fetch_sub(1, Ordering::SeqCst);
+                storage.check_ready().await
+            })
         })
     });
     for result in futures_util::future::join_all(calls).await {
@@ -323,23 +324,29 @@ async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
 
 #[actix_web::test]
 async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
-    let app = app_with_pool(1, Duration::from_millis(200));
+    let app = app_with_pool(1, Duration::from_millis(200)).await;
     let state = app.state.clone();
     let (entered, holding) = tokio::sync::oneshot::channel();
     let holder = actix_web::rt::spawn(async move {
         state
             .db
             .call("test_sleep", move |_| {
-                let _ = entered.send(());
-                thread::sleep(Duration::from_secs(3));
-                Ok(())
+                Box::pin(async move {
+                    let _ = entered.send(());
+                    actix_web::rt::time::sleep(Duration::from_secs(3)).await;
+                    Ok(())
+                })
             })
             .await
     });
     holding.await.expect("the holder's call runs");
 
     // Had it waited for the holder's slot rather than timing out, it would have succeeded.
-    let refused = app.state.db.call("test_noop", |_| Ok(())).await;
+    let refused = app
+        .state
+        .db
+        .call("test_noop", |_| Box::pin(async { Ok(()) }))
+        .await;
     assert!(
         matches!(refused, Err(petstore_http::ApiError::NoStorageSlot(_))),
         "{refused:?}"
@@ -348,7 +355,7 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     holder.await.expect("task").expect("the holder's call");
     app.state
         .db
-        .call("test_noop", |_| Ok(()))
+        .call("test_noop", |_| Box::pin(async { Ok(()) }))
         .await
         .expect("a slot is free again");
 }

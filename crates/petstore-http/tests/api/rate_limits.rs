@@ -26,9 +26,9 @@ fn bans() -> BanPolicy {
 }
 
 /// An app on SQLite whose limiter counts in memory, or in Redis under a prefix of its own.
-pub fn limited_app(redis: Option<TestRedis>) -> TestApp {
+pub async fn limited_app(redis: Option<TestRedis>) -> TestApp {
     let db = TestDatabase::sqlite();
-    let store = db.store();
+    let store = db.store().await;
     let limiter = match &redis {
         None => Limiter::in_memory(bans(), anonymous_limits(), AddressPolicy::default()),
         Some(redis) => Limiter::shared(
@@ -42,7 +42,7 @@ pub fn limited_app(redis: Option<TestRedis>) -> TestApp {
             AddressPolicy::default(),
         ),
     };
-    let mut app = TestApp::with_limiter(Some(db), store, limiter);
+    let mut app = TestApp::with_limiter(Some(db), store, limiter).await;
     app.redis = redis;
     app.clock.set(T0 + 5);
     app
@@ -59,13 +59,13 @@ macro_rules! limiter_tests {
 
                 #[actix_web::test]
                 async fn memory() {
-                    scenario(limited_app(None)).await;
+                    scenario(limited_app(None).await).await;
                 }
 
                 #[actix_web::test]
                 async fn redis() {
                     if let Some(redis) = TestRedis::new() {
-                        scenario(limited_app(Some(redis))).await;
+                        scenario(limited_app(Some(redis)).await).await;
                     }
                 }
             }
@@ -73,11 +73,12 @@ macro_rules! limiter_tests {
     };
 }
 
-fn new_key(app: &TestApp, plan: Plan, limits: Option<(u32, u32)>) -> (i64, String) {
+async fn new_key(app: &TestApp, plan: Plan, limits: Option<(u32, u32)>) -> (i64, String) {
     let custom = limits.map(|(m, d)| RateLimits::custom(m, d).expect("limits"));
     let (key, secret) = app
         .store
         .create_key(&KeySpec::new(plan, "rate-limit test", custom).expect("spec"))
+        .await
         .expect("create key");
     (key.id, secret.expose().to_owned())
 }
@@ -105,7 +106,7 @@ fn limit_headers(reply: &Reply) -> (u64, u64, u64) {
 
 limiter_tests! {
     async fn a_free_key_gets_exactly_60_requests_a_minute(app) {
-        let (_, key) = new_key(&app, Plan::Free, None);
+        let (_, key) = new_key(&app, Plan::Free, None).await;
         for i in 1..=60u64 {
             let reply = app.get_as("/v1/pets", &key).await;
             assert_eq!(reply.status, 200, "request {i}");
@@ -131,7 +132,7 @@ limiter_tests! {
     }
 
     async fn the_day_window_is_enforced_too(app) {
-        let (_, key) = new_key(&app, Plan::Enterprise, Some((5, 7)));
+        let (_, key) = new_key(&app, Plan::Enterprise, Some((5, 7))).await;
         for _ in 0..5 {
             assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
         }
@@ -213,7 +214,7 @@ limiter_tests! {
     }
 
     async fn enterprise_keys_get_their_custom_limits(app) {
-        let (id, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000_000)));
+        let (id, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000_000))).await;
         for _ in 0..3 {
             let reply = app.get_as("/v1/pets", &key).await;
             assert_eq!(reply.status, 200);
@@ -222,14 +223,14 @@ limiter_tests! {
         app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
         // `petstore keys update`: new limits apply from the next lookup.
         let raised = RateLimits::custom(10, 1_000_000).expect("limits");
-        assert!(app.store.update_key_plan(id, Plan::Enterprise, Some(raised)).expect("update"));
+        assert!(app.store.update_key_plan(id, Plan::Enterprise, Some(raised)).await.expect("update"));
         let reply = app.get_as("/v1/pets", &key).await;
         assert_eq!(reply.status, 200);
         assert_eq!(limit_headers(&reply), (10, 6, T0 + 60));
     }
 
     async fn refused_requests_do_no_work(app) {
-        let (_, key) = new_key(&app, Plan::Enterprise, Some((1, 100)));
+        let (_, key) = new_key(&app, Plan::Enterprise, Some((1, 100))).await;
         assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
         let post = |body: &str| {
             TestRequest::post()
@@ -246,7 +247,7 @@ limiter_tests! {
     }
 
     async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app) {
-        let (id, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000)));
+        let (id, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000))).await;
         for _ in 0..2 {
             assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
         }
@@ -257,7 +258,7 @@ limiter_tests! {
         banned.assert_error(429, "temporarily_banned");
         assert_eq!(banned.header("retry-after"), Some("300"));
         assert_eq!(limit_headers(&banned), (2, 0, T0 + 5 + 300));
-        let stored = app.store.list_keys().expect("list").into_iter().find(|k| k.id == id).expect("key");
+        let stored = app.store.list_keys().await.expect("list").into_iter().find(|k| k.id == id).expect("key");
         assert_eq!(stored.ban.map(|b| (b.until, b.level)), Some((T0 + 305, 1)), "`keys list` sees it");
 
         app.clock.set(T0 + 200);
@@ -278,14 +279,14 @@ limiter_tests! {
         assert_eq!(again.header("retry-after"), Some("600"));
 
         // `petstore keys unban`: the key works again (within its limits).
-        assert!(app.store.unban_key(id).expect("unban"));
+        assert!(app.store.unban_key(id).await.expect("unban"));
         app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
         app.clock.set(T0 + 400);
         assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
     }
 
     async fn the_status_reads_the_counters_without_counting(app) {
-        let (_, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000)));
+        let (_, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000))).await;
         let status = |reply: &Reply| {
             let body = reply.json();
             (body["minute"]["remaining"].as_u64(), body["day"]["remaining"].as_u64())
@@ -344,7 +345,7 @@ async fn redis_keys_expire_by_themselves() {
     };
     let prefix = redis.prefix.clone();
     let url = redis.url.clone();
-    let app = limited_app(Some(redis));
+    let app = limited_app(Some(redis)).await;
     assert_eq!(app.get("/v1/pets").await.status, 200);
     let client = redis::Client::open(url.as_str()).expect("client");
     let mut conn = client.get_connection().expect("connection");
@@ -377,7 +378,7 @@ async fn a_redis_outage_fails_open_or_closed_as_configured_and_recovers() {
         let counters = RedisCounters::new(&url, &redis.prefix, Duration::from_millis(300), 86_400)
             .expect("counters");
         let db = TestDatabase::sqlite();
-        let store = db.store();
+        let store = db.store().await;
         let limiter = Limiter::shared(
             Box::new(counters),
             policy,
@@ -385,10 +386,10 @@ async fn a_redis_outage_fails_open_or_closed_as_configured_and_recovers() {
             anonymous_limits(),
             AddressPolicy::default(),
         );
-        let mut app = TestApp::with_limiter(Some(db), store, limiter);
+        let mut app = TestApp::with_limiter(Some(db), store, limiter).await;
         app.redis = Some(redis);
         app.clock.set(T0 + 5);
-        let (_, key) = new_key(&app, Plan::Free, None);
+        let (_, key) = new_key(&app, Plan::Free, None).await;
         for remaining in [59, 58, 57] {
             let reply = app.get_as("/v1/pets", &key).await;
             assert_eq!(limit_headers(&reply).1, remaining, "{policy:?}, Redis up");

@@ -4,76 +4,92 @@
 //! queue in order here instead of polling SQLite's lock. Every caller is answered only after
 //! the commit that holds its pet, so a 201 still means "on disk".
 
-use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::thread;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
-use diesel::Connection;
+use diesel::{Connection, SqliteConnection};
 use petstore_domain::{CreatePet, Pet, StorageErrorKind};
+use tokio::sync::oneshot;
 
-use crate::connection::ConnectionManager;
-use crate::pets::insert_completing;
-use crate::space::DiskSpace;
-use crate::{AnyConnection, StoreError};
+use super::Manager;
+use super::space::DiskSpace;
+use crate::StoreError;
+use crate::conn::{Conn, complete_now};
+use crate::queries::pets::insert_completing;
 
 /// Most inserts committed together.
 const MAX_BATCH: usize = 256;
 
-/// Called on the writer thread with a pet's outcome, after the commit that holds it.
-pub(crate) type Reply = Box<dyn FnOnce(Result<Pet, StoreError>) + Send>;
-
 struct Job {
     pet: CreatePet,
-    reply: Reply,
+    /// Gets the pet's outcome, after the commit that holds it.
+    reply: oneshot::Sender<Result<Pet, StoreError>>,
 }
 
-/// The handle to the writer thread; the thread ends when the last handle is dropped.
+/// The handle to the writer thread.
 pub(crate) struct PetWriter {
-    jobs: Sender<Job>,
+    /// `None` once stopped.
+    jobs: Mutex<Option<Sender<Job>>>,
+    thread: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl PetWriter {
-    pub(crate) fn start(
-        manager: ConnectionManager,
-        space: Arc<DiskSpace>,
-    ) -> Result<Self, StoreError> {
+    pub(crate) fn start(manager: Manager, space: Arc<DiskSpace>) -> Result<Self, StoreError> {
         let (jobs, queue) = mpsc::channel();
-        thread::Builder::new()
+        let thread = thread::Builder::new()
             .name("petstore-sqlite-writer".into())
             .spawn(move || run(&manager, &space, &queue))
             .map_err(StoreError::WriterStart)?;
-        Ok(Self { jobs })
+        Ok(Self {
+            jobs: Mutex::new(Some(jobs)),
+            thread: Mutex::new(Some(thread)),
+        })
     }
 
-    /// Stores `pet` and returns once its transaction has committed.
-    pub(crate) fn create(&self, pet: &CreatePet) -> Result<Pet, StoreError> {
-        let (reply, answer) = mpsc::sync_channel(1);
-        self.submit(
-            pet.clone(),
-            Box::new(move |result| {
-                let _ = reply.send(result);
-            }),
+    /// Stores `pet` and answers once its transaction has committed.
+    pub(crate) async fn create(&self, pet: CreatePet) -> Result<Pet, StoreError> {
+        let (reply, answer) = oneshot::channel();
+        let sent = match &*self.jobs.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(jobs) => jobs.send(Job { pet, reply }).is_ok(),
+            None => false,
+        };
+        if !sent {
+            return Err(StoreError::WriterStopped);
+        }
+        answer.await.map_err(|_| StoreError::WriterStopped)?
+    }
+
+    /// Lets the writer commit what it was given, then stops it and waits for its thread.
+    pub(crate) fn stop(&self) {
+        drop(
+            self.jobs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take(),
         );
-        answer.recv().map_err(|_| stopped())?
-    }
-
-    /// Queues `pet` and returns at once; `reply` gets the outcome after the commit (or at
-    /// once if the writer has stopped).
-    pub(crate) fn submit(&self, pet: CreatePet, reply: Reply) {
-        let job = Job { pet, reply };
-        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
-            (job.reply)(Err(stopped()));
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread
+            && thread.join().is_err()
+        {
+            log::error!("the SQLite writer thread panicked");
         }
     }
 }
 
-fn stopped() -> StoreError {
-    StoreError::WriterStopped
+impl Drop for PetWriter {
+    fn drop(&mut self) {
+        self.stop();
+    }
 }
 
-fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
-    let mut connection: Option<AnyConnection> = None;
+fn run(manager: &Manager, space: &DiskSpace, queue: &Receiver<Job>) {
+    let mut connection: Option<SqliteConnection> = None;
     while let Ok(first) = queue.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_BATCH {
@@ -90,7 +106,7 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
                 Err(error) => {
                     let error = Arc::new(StoreError::Connect(error.into()));
                     for job in batch {
-                        (job.reply)(Err(StoreError::Batch(error.clone())));
+                        let _ = job.reply.send(Err(StoreError::Batch(error.clone())));
                     }
                     continue;
                 }
@@ -109,7 +125,8 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
                     space.wrote();
                 }
                 for (job, result) in batch.into_iter().zip(results) {
-                    (job.reply)(result.map_err(classify));
+                    // The request may have gone (its client, or its deadline): nobody to tell.
+                    let _ = job.reply.send(result.map_err(classify));
                 }
             }
             Err(error) => {
@@ -118,7 +135,7 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
                 }
                 let error = Arc::new(error);
                 for job in batch {
-                    (job.reply)(Err(StoreError::Batch(error.clone())));
+                    let _ = job.reply.send(Err(StoreError::Batch(error.clone())));
                 }
             }
         }
@@ -128,14 +145,18 @@ fn run(manager: &ConnectionManager, space: &DiskSpace, queue: &Receiver<Job>) {
 /// One transaction for the batch, a savepoint per pet (with its idempotency record, if any): a
 /// pet that cannot be inserted fails alone, and nothing is answered before the commit.
 fn commit(
-    conn: &mut AnyConnection,
+    conn: &mut SqliteConnection,
     batch: &[Job],
 ) -> Result<Vec<Result<Pet, StoreError>>, StoreError> {
     conn.transaction(|conn| {
         Ok::<_, StoreError>(
             batch
                 .iter()
-                .map(|job| conn.transaction(|conn| insert_completing(conn, &job.pet)))
+                .map(|job| {
+                    conn.transaction(|conn| {
+                        complete_now(Box::pin(insert_completing(Conn::Sqlite(conn), &job.pet)))
+                    })
+                })
                 .collect::<Vec<_>>(),
         )
     })

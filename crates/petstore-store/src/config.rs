@@ -1,0 +1,143 @@
+//! How to reach the database and how hard to try: [`StoreConfig`], and the [`Backend`] its URL
+//! names.
+
+use std::time::Duration;
+
+use crate::StoreError;
+
+/// What a call's deadline ([`Capacity::deadline`](petstore_domain::Capacity)) allows beyond the
+/// statement timeout: the round trips around the statement.
+pub const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
+
+/// How to reach the database and how hard to try.
+#[derive(Debug, Clone)]
+pub struct StoreConfig {
+    /// `postgres://...` (with libpq's `sslmode` and `sslrootcert`), `sqlite://PATH` or a plain
+    /// SQLite file path.
+    pub url: String,
+    /// Most connections open at once, over all the threads that call the store.
+    pub pool_size: u32,
+    /// How many runtime threads (the HTTP server's workers) share `pool_size` on PostgreSQL:
+    /// each thread that calls the store gets a pool of its own of `pool_size / workers`
+    /// connections (at least one), whose I/O its own runtime drives. At least 1.
+    pub workers: u32,
+    /// Longest wait for a free connection (and for a new one) before answering "unavailable".
+    pub connect_timeout: Duration,
+    /// Longest a single statement may run (PostgreSQL), and how long SQLite waits for a lock.
+    pub statement_timeout: Duration,
+    /// Keep a SQLite connection open ahead of the first call (a server). A one-shot command
+    /// sets this to `false`, so that no background thread opens one as it exits.
+    pub keep_warm: bool,
+}
+
+impl StoreConfig {
+    /// Defaults suited to one instance: 8 connections for one worker, 5 s to connect, 5 s per
+    /// statement.
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            pool_size: 8,
+            workers: 1,
+            connect_timeout: Duration::from_secs(5),
+            statement_timeout: Duration::from_secs(5),
+            keep_warm: true,
+        }
+    }
+
+    /// How long a call may take before its caller gives up on it: the statement (and lock)
+    /// timeout, plus [`DEADLINE_MARGIN`] for the round trip.
+    pub fn deadline(&self) -> Duration {
+        self.statement_timeout + DEADLINE_MARGIN
+    }
+}
+
+/// Which database a URL points at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// A `postgres://` or `postgresql://` URL, as given.
+    Postgres(String),
+    /// A SQLite file path (from `sqlite://PATH` or a plain path).
+    Sqlite(String),
+}
+
+impl Backend {
+    /// Chooses the backend from the URL's scheme.
+    pub fn from_url(url: &str) -> Result<Self, StoreError> {
+        let url = url.trim();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return Ok(Self::Postgres(url.to_owned()));
+        }
+        let path = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .unwrap_or(url);
+        if path.is_empty() {
+            return Err(StoreError::Config("the database URL is empty".into()));
+        }
+        if path == ":memory:" || path.contains("mode=memory") {
+            // Each pooled connection would see its own, different, in-memory database.
+            return Err(StoreError::Config(
+                "an in-memory SQLite database cannot be shared by a connection pool; give a file path".into(),
+            ));
+        }
+        if let Some((scheme, _)) = path.split_once("://") {
+            return Err(StoreError::Config(format!(
+                "unsupported database URL scheme `{scheme}://`; use postgres://, sqlite:// or a file path"
+            )));
+        }
+        Ok(Self::Sqlite(path.to_owned()))
+    }
+
+    /// `postgres` or `sqlite`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Postgres(_) => "postgres",
+            Self::Sqlite(_) => "sqlite",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_choose_their_backend() {
+        let cases = [
+            (
+                "postgres://u@h/db",
+                Backend::Postgres("postgres://u@h/db".into()),
+            ),
+            (
+                "postgresql://h/db",
+                Backend::Postgres("postgresql://h/db".into()),
+            ),
+            (
+                "sqlite://petstore.db",
+                Backend::Sqlite("petstore.db".into()),
+            ),
+            (
+                "sqlite:///var/lib/p.db",
+                Backend::Sqlite("/var/lib/p.db".into()),
+            ),
+            ("sqlite:p.db", Backend::Sqlite("p.db".into())),
+            ("data/p.db", Backend::Sqlite("data/p.db".into())),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(Backend::from_url(url).expect(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn unusable_urls_are_refused() {
+        for url in [
+            "",
+            "sqlite://",
+            ":memory:",
+            "sqlite::memory:",
+            "mysql://h/db",
+        ] {
+            assert!(Backend::from_url(url).is_err(), "{url:?} accepted");
+        }
+    }
+}

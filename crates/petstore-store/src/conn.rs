@@ -1,0 +1,107 @@
+//! One connection over both backends, [`Conn`], and the [`run!`] macro that runs a Diesel query
+//! on it: every query of the store is written once, in an async function over a `Conn`.
+//!
+//! On SQLite a query runs synchronously (sync Diesel) and the function never waits, so a SQLite
+//! call completes in one poll ([`complete_now`]); on PostgreSQL each query is awaited (diesel-async
+//! over tokio-postgres). A query built once is run on the concrete connection, so Diesel keeps
+//! each static query prepared on both.
+
+use diesel::connection::SimpleConnection;
+use diesel::{QueryResult, SqliteConnection};
+use diesel_async::{AsyncPgConnection, SimpleAsyncConnection};
+use futures_util::FutureExt;
+use futures_util::future::BoxFuture;
+
+use crate::StoreError;
+
+/// A connection to either backend, borrowed for one call.
+pub(crate) enum Conn<'a> {
+    /// SQLite, the embedded default: statements run synchronously.
+    Sqlite(&'a mut SqliteConnection),
+    /// PostgreSQL: statements are round trips, awaited.
+    Postgres(&'a mut AsyncPgConnection),
+}
+
+/// A storage operation: an async function of a connection, run by a backend where it sees fit.
+pub(crate) trait Op<T>:
+    for<'c> FnOnce(Conn<'c>) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static
+{
+}
+
+impl<T, F> Op<T> for F where
+    F: for<'c> FnOnce(Conn<'c>) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static
+{
+}
+
+/// Runs a Diesel query (`$query`, built once) with a `RunQueryDsl` method (`load`, `execute`,
+/// `get_result`, `first`) on the connection `$conn` (a `&mut Conn`): synchronously on SQLite,
+/// awaited on PostgreSQL. Only usable inside an async function.
+macro_rules! run {
+    ($conn:expr, $method:ident, $query:expr) => {
+        match $conn {
+            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
+            $crate::conn::Conn::Postgres(c) => {
+                diesel_async::RunQueryDsl::$method($query, &mut **c).await
+            }
+        }
+    };
+}
+
+impl Conn<'_> {
+    /// The same connection, borrowed again for a nested call.
+    pub(crate) fn reborrow(&mut self) -> Conn<'_> {
+        match self {
+            Self::Sqlite(c) => Conn::Sqlite(c),
+            Self::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+
+    /// Runs SQL statements that return nothing.
+    pub(crate) async fn batch_execute(&mut self, sql: &str) -> QueryResult<()> {
+        match self {
+            Self::Sqlite(c) => c.batch_execute(sql),
+            Self::Postgres(c) => c.batch_execute(sql).await,
+        }
+    }
+
+    /// Starts a transaction that writes: on SQLite `BEGIN IMMEDIATE` (the write lock from the
+    /// start, so that concurrent writers queue on it instead of failing to upgrade a read); on
+    /// PostgreSQL `BEGIN` (rows are locked as they are read, `FOR UPDATE`).
+    pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
+        let begin = match self {
+            Self::Sqlite(_) => "BEGIN IMMEDIATE",
+            Self::Postgres(_) => "BEGIN",
+        };
+        Ok(self.batch_execute(begin).await?)
+    }
+
+    /// Ends the transaction [`Self::begin`] started: commits if `result` is a success, else
+    /// rolls back. A transaction that cannot be ended cleanly leaves the connection unusable:
+    /// reported as the connection lost, so that it is not handed out again.
+    pub(crate) async fn finish<T, E: From<StoreError>>(
+        &mut self,
+        result: Result<T, E>,
+    ) -> Result<T, E> {
+        let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+        match self.batch_execute(end).await {
+            Ok(()) => result,
+            Err(error) => {
+                // A failed COMMIT leaves the transaction open: end it, or give up the connection.
+                if self.batch_execute("ROLLBACK").await.is_err() {
+                    return Err(StoreError::ConnectionLost(error.into()).into());
+                }
+                Err(StoreError::from(error).into())
+            }
+        }
+    }
+}
+
+/// Runs a SQLite operation to its end on this thread. SQLite statements never wait on anything
+/// but the database, so an operation over a SQLite connection completes in its first poll.
+pub(crate) fn complete_now<T>(
+    operation: BoxFuture<'_, Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    operation
+        .now_or_never()
+        .expect("BUG: an operation on a SQLite connection waited for something")
+}

@@ -1,0 +1,240 @@
+//! A `postgres://` URL as users know it from libpq, turned into tokio-postgres' settings and a
+//! rustls connector: `sslmode` (`disable`, `prefer` (the default), `require`, `verify-ca`,
+//! `verify-full`) and `sslrootcert` (a PEM file, or `system` for the system's CAs) with libpq's
+//! meanings; `tcp_user_timeout` in milliseconds and `keepalives_count`, as libpq spells them.
+//! Every other parameter is tokio-postgres' own (which are libpq's names).
+//!
+//! Timeouts the URL does not set come from the store's configuration, so that a database host
+//! that stops answering (rather than refusing) cannot hold a connection for the minutes TCP would
+//! take to give up: `connect_timeout`, TCP keepalives, a TCP user timeout a little past the
+//! statement timeout, and the statement timeout itself (sent at connection start-up).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use diesel_async::AsyncPgConnection;
+use percent_encoding::percent_decode_str;
+use tokio_postgres::config::SslMode as WireSslMode;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::tls::{self, SslMode};
+use crate::{StoreConfig, StoreError};
+
+/// How to open a connection: tokio-postgres' settings and the TLS to speak.
+pub(crate) struct PgSettings {
+    config: tokio_postgres::Config,
+    tls: MakeRustlsConnect,
+    mode: SslMode,
+}
+
+/// Parameters read here rather than by tokio-postgres.
+const OURS: [&str; 4] = [
+    "sslmode",
+    "sslrootcert",
+    "tcp_user_timeout",
+    "keepalives_count",
+];
+
+/// libpq parameters that this service does not support, and why.
+const UNSUPPORTED: [(&str, &str); 4] = [
+    ("sslcert", "client certificates are not supported"),
+    ("sslkey", "client certificates are not supported"),
+    ("sslcrl", "certificate revocation lists are not supported"),
+    ("sslpassword", "client certificates are not supported"),
+];
+
+impl PgSettings {
+    /// Reads `url` (a `postgres://` or `postgresql://` URL) with `store`'s timeouts.
+    pub(crate) fn from_url(url: &str, store: &StoreConfig) -> Result<Self, StoreError> {
+        let (base, query) = url.split_once('?').unwrap_or((url, ""));
+        let mut given = Vec::new();
+        let mut rest = Vec::new();
+        for pair in query.split('&').filter(|pair| !pair.is_empty()) {
+            let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+            if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == name) {
+                return Err(StoreError::Config(format!(
+                    "the database URL's `{name}`: {why}"
+                )));
+            }
+            if OURS.contains(&name) {
+                let value = percent_decode_str(value).decode_utf8().map_err(|_| {
+                    StoreError::Config(format!("the database URL's `{name}` is not UTF-8"))
+                })?;
+                given.push((name, value.into_owned()));
+            } else {
+                rest.push(pair);
+            }
+        }
+        let ours = |name: &str| {
+            given
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.as_str())
+        };
+        let present = |name: &str| rest.iter().any(|pair| pair.split('=').next() == Some(name));
+        let url = if rest.is_empty() {
+            base.to_owned()
+        } else {
+            format!("{base}?{}", rest.join("&"))
+        };
+        let mut config = tokio_postgres::Config::from_str(&url).map_err(|error| {
+            StoreError::Config(format!(
+                "the database URL is not usable: {}",
+                crate::error::chain(&error)
+            ))
+        })?;
+
+        if !present("connect_timeout") {
+            config.connect_timeout(store.connect_timeout);
+        }
+        if !present("keepalives_idle") {
+            config.keepalives_idle(Duration::from_secs(10));
+        }
+        if !present("keepalives_interval") {
+            config.keepalives_interval(Duration::from_secs(5));
+        }
+        let retries = match ours("keepalives_count") {
+            Some(count) => count.parse().map_err(|_| {
+                StoreError::Config(format!(
+                    "the database URL's `keepalives_count` is {count:?}"
+                ))
+            })?,
+            None => 3,
+        };
+        config.keepalives_retries(retries);
+        let unacknowledged = match ours("tcp_user_timeout") {
+            Some(millis) => Duration::from_millis(millis.parse().map_err(|_| {
+                StoreError::Config(format!(
+                    "the database URL's `tcp_user_timeout` (milliseconds) is {millis:?}"
+                ))
+            })?),
+            None => store.statement_timeout + Duration::from_secs(5),
+        };
+        if !unacknowledged.is_zero() {
+            config.tcp_user_timeout(unacknowledged);
+        }
+        // A statement that runs longer than this is cancelled, so a stuck query cannot hold a
+        // pooled connection (and a client) forever. Sent in the start-up packet: no round trip.
+        let statement_timeout = format!(
+            "-c statement_timeout={}",
+            store.statement_timeout.as_millis()
+        );
+        let options = match config.get_options() {
+            Some(options) if !options.trim().is_empty() => format!("{options} {statement_timeout}"),
+            _ => statement_timeout,
+        };
+        config.options(&options);
+
+        let mode = match ours("sslmode") {
+            Some(mode) => SslMode::parse(mode)?,
+            None => SslMode::Prefer,
+        };
+        let (wire, client) = tls::client_config(mode, ours("sslrootcert"))?;
+        config.ssl_mode(match wire {
+            tls::Wire::Plain => WireSslMode::Disable,
+            tls::Wire::TryTls => WireSslMode::Prefer,
+            tls::Wire::Tls => WireSslMode::Require,
+        });
+        Ok(Self {
+            config,
+            tls: MakeRustlsConnect::new(client),
+            mode,
+        })
+    }
+
+    /// Opens a connection, driven by the current runtime (its I/O task is spawned there).
+    pub(crate) async fn connect(&self) -> Result<AsyncPgConnection, StoreError> {
+        let (client, connection) = self
+            .config
+            .connect(self.tls.clone())
+            .await
+            .map_err(|error| self.connect_error(error))?;
+        AsyncPgConnection::try_from_client_and_connection(client, connection)
+            .await
+            .map_err(|error| StoreError::Connect(error.into()))
+    }
+
+    fn connect_error(&self, error: tokio_postgres::Error) -> StoreError {
+        StoreError::Connect(
+            format!(
+                "connecting with sslmode={}: {}",
+                self.mode.as_str(),
+                crate::error::chain(&error)
+            )
+            .into(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(url: &str) -> Result<PgSettings, StoreError> {
+        PgSettings::from_url(url, &StoreConfig::new(url))
+    }
+
+    #[test]
+    fn libpq_parameters_are_read_with_libpq_meanings() {
+        let parsed = settings(
+            "postgres://u@h:5433/db?sslmode=require&tcp_user_timeout=2500&keepalives_count=7&application_name=x",
+        )
+        .expect("parses");
+        let config = &parsed.config;
+        assert_eq!(config.get_dbname(), Some("db"));
+        assert_eq!(config.get_application_name(), Some("x"));
+        assert_eq!(config.get_ssl_mode(), WireSslMode::Require);
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_millis(2500))
+        );
+        assert_eq!(config.get_keepalives_retries(), Some(7));
+        assert_eq!(config.get_options(), Some("-c statement_timeout=5000"));
+        assert_eq!(config.get_connect_timeout(), Some(&Duration::from_secs(5)));
+    }
+
+    #[test]
+    fn the_defaults_bound_every_wait() {
+        let parsed = settings("postgres://u@h/db?options=-c%20search_path%3Dx").expect("parses");
+        let config = &parsed.config;
+        assert_eq!(
+            config.get_ssl_mode(),
+            WireSslMode::Prefer,
+            "libpq's default"
+        );
+        assert_eq!(
+            config.get_tcp_user_timeout(),
+            Some(&Duration::from_secs(10))
+        );
+        assert_eq!(config.get_keepalives_idle(), Duration::from_secs(10));
+        assert_eq!(
+            config.get_options(),
+            Some("-c search_path=x -c statement_timeout=5000"),
+            "the URL's options are kept"
+        );
+    }
+
+    #[test]
+    fn unusable_parameters_are_refused_by_name() {
+        for (url, named) in [
+            ("postgres://h/db?sslmode=sometimes", "sslmode"),
+            ("postgres://h/db?sslcert=/c.pem", "sslcert"),
+            ("postgres://h/db?tcp_user_timeout=soon", "tcp_user_timeout"),
+            ("postgres://h/db?no_such_option=1", "no_such_option"),
+            (
+                "postgres://h/db?sslmode=verify-full&sslrootcert=/nonexistent/root.crt",
+                "/nonexistent/root.crt",
+            ),
+        ] {
+            let error = match settings(url) {
+                Ok(_) => panic!("{url} accepted"),
+                Err(error) => error,
+            };
+            assert!(
+                crate::error::chain(&error).contains(named),
+                "{url}: {}",
+                crate::error::chain(&error)
+            );
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! API keys. Only the SHA-256 of a secret is stored; the secret is returned once.
+
+use diesel::prelude::*;
+use petstore_domain::{
+    ApiKey, ApiKeySecret, Ban, KeyHash, KeyMatch, KeySpec, Plan, RateLimits, Scope,
+};
+
+use super::unix_now;
+use crate::StoreError;
+use crate::conn::Conn;
+use crate::schema::api_keys;
+
+type KeyColumns = (
+    api_keys::id,
+    api_keys::display_prefix,
+    api_keys::plan,
+    api_keys::label,
+    api_keys::per_minute,
+    api_keys::per_day,
+    api_keys::created_at,
+    api_keys::revoked_at,
+    api_keys::banned_until,
+    api_keys::ban_level,
+    api_keys::scope,
+    api_keys::expires_at,
+    api_keys::last_used_at,
+    api_keys::previous_secret_until,
+);
+const KEY_COLUMNS: KeyColumns = (
+    api_keys::id,
+    api_keys::display_prefix,
+    api_keys::plan,
+    api_keys::label,
+    api_keys::per_minute,
+    api_keys::per_day,
+    api_keys::created_at,
+    api_keys::revoked_at,
+    api_keys::banned_until,
+    api_keys::ban_level,
+    api_keys::scope,
+    api_keys::expires_at,
+    api_keys::last_used_at,
+    api_keys::previous_secret_until,
+);
+
+#[derive(Queryable)]
+struct KeyRow {
+    id: i64,
+    display_prefix: String,
+    plan: String,
+    label: String,
+    per_minute: Option<i64>,
+    per_day: Option<i64>,
+    created_at: i64,
+    revoked_at: Option<i64>,
+    banned_until: Option<i64>,
+    ban_level: i32,
+    scope: String,
+    expires_at: Option<i64>,
+    last_used_at: Option<i64>,
+    previous_secret_until: Option<i64>,
+}
+
+impl TryFrom<KeyRow> for ApiKey {
+    type Error = StoreError;
+
+    fn try_from(row: KeyRow) -> Result<Self, StoreError> {
+        let corrupt = |reason: String| StoreError::Corrupt {
+            table: "api_keys",
+            reason: format!("key {}: {reason}", row.id),
+        };
+        let plan: Plan = row
+            .plan
+            .parse()
+            .map_err(|_| corrupt(format!("unknown plan {:?}", row.plan)))?;
+        let custom_limits = match (row.per_minute, row.per_day) {
+            (Some(per_minute), Some(per_day)) => {
+                let per_minute = u32::try_from(per_minute)
+                    .map_err(|_| corrupt(format!("per-minute limit {per_minute}")))?;
+                let per_day = u32::try_from(per_day)
+                    .map_err(|_| corrupt(format!("per-day limit {per_day}")))?;
+                Some(RateLimits {
+                    per_minute,
+                    per_day,
+                })
+            }
+            (None, None) => None,
+            _ => return Err(corrupt("only one of the two custom limits is set".into())),
+        };
+        let scope: Scope = row
+            .scope
+            .parse()
+            .map_err(|_| corrupt(format!("unknown scope {:?}", row.scope)))?;
+        Ok(ApiKey {
+            id: row.id,
+            display_prefix: row.display_prefix,
+            plan,
+            label: row.label,
+            custom_limits,
+            created_at: row.created_at,
+            revoked_at: row.revoked_at,
+            ban: row.banned_until.map(|until| Ban {
+                until: u64::try_from(until).unwrap_or(0),
+                level: u32::try_from(row.ban_level).unwrap_or(1),
+            }),
+            scope,
+            expires_at: row.expires_at,
+            last_used_at: row.last_used_at,
+            previous_secret_until: row.previous_secret_until,
+        })
+    }
+}
+
+/// A new random secret (the operating system's random source).
+pub(crate) fn random_secret() -> Result<ApiKeySecret, StoreError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(StoreError::Random)?;
+    Ok(ApiKeySecret::from_random_bytes(bytes))
+}
+
+/// Issues a key with `secret` (made by the caller, outside any retry).
+pub(crate) async fn create(
+    mut conn: Conn<'_>,
+    spec: KeySpec,
+    secret: ApiKeySecret,
+) -> Result<(ApiKey, ApiKeySecret), StoreError> {
+    let limits = spec.custom_limits();
+    let hash = secret.hash();
+    let insert = diesel::insert_into(api_keys::table)
+        .values((
+            api_keys::key_hash.eq(hash.as_str()),
+            api_keys::display_prefix.eq(secret.display_prefix()),
+            api_keys::plan.eq(spec.plan().as_str()),
+            api_keys::label.eq(spec.label()),
+            api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
+            api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
+            api_keys::created_at.eq(unix_now()),
+            api_keys::scope.eq(spec.scope().as_str()),
+            api_keys::expires_at.eq(spec.expires_at()),
+        ))
+        .returning(KEY_COLUMNS);
+    let row: KeyRow = run!(&mut conn, get_result, insert)?;
+    Ok((row.try_into()?, secret))
+}
+
+/// The non-revoked key whose current or previous secret has this hash.
+pub(crate) async fn find_active(
+    mut conn: Conn<'_>,
+    hash: KeyHash,
+) -> Result<Option<KeyMatch>, StoreError> {
+    let query = api_keys::table
+        .select((KEY_COLUMNS, api_keys::key_hash))
+        .filter(
+            api_keys::key_hash
+                .eq(hash.as_str())
+                .or(api_keys::previous_key_hash.eq(hash.as_str())),
+        )
+        .filter(api_keys::revoked_at.is_null());
+    let found: Option<(KeyRow, String)> = run!(&mut conn, first, query).optional()?;
+    let Some((row, current_hash)) = found else {
+        return Ok(None);
+    };
+    let key = ApiKey::try_from(row)?;
+    Ok(Some(if current_hash == hash.as_str() {
+        KeyMatch::current(key)
+    } else {
+        // A rotated-out secret: until its grace period ends (never, if none was set).
+        let until = key.previous_secret_until.unwrap_or(0);
+        KeyMatch::previous(key, until)
+    }))
+}
+
+/// Every key, revoked ones included, in id order.
+pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>, StoreError> {
+    let query = api_keys::table
+        .select(KEY_COLUMNS)
+        .order(api_keys::id.asc());
+    let rows: Vec<KeyRow> = run!(&mut conn, load, query)?;
+    rows.into_iter().map(ApiKey::try_from).collect()
+}
+
+/// Revokes a key (keeping the first revocation's time); `false` when no key has this id.
+pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
+    let conn = &mut conn;
+    let revoke = diesel::update(api_keys::table)
+        .filter(api_keys::id.eq(id))
+        .filter(api_keys::revoked_at.is_null())
+        .set(api_keys::revoked_at.eq(Some(unix_now())));
+    if run!(conn, execute, revoke)? > 0 {
+        return Ok(true);
+    }
+    let exists = api_keys::table.find(id).select(api_keys::id);
+    let exists: Option<i64> = run!(conn, first, exists).optional()?;
+    Ok(exists.is_some())
+}
+
+/// Changes a key's plan and custom limits; `false` when no key has this id.
+pub(crate) async fn update_plan(
+    mut conn: Conn<'_>,
+    id: i64,
+    plan: Plan,
+    custom_limits: Option<RateLimits>,
+) -> Result<bool, StoreError> {
+    let update = diesel::update(api_keys::table.find(id)).set((
+        api_keys::plan.eq(plan.as_str()),
+        api_keys::per_minute.eq(custom_limits.map(|l| i64::from(l.per_minute))),
+        api_keys::per_day.eq(custom_limits.map(|l| i64::from(l.per_day))),
+    ));
+    Ok(run!(&mut conn, execute, update)? > 0)
+}
+
+/// Bans a key unless a ban is in force at `now`; whether this call imposed it.
+pub(crate) async fn ban(
+    mut conn: Conn<'_>,
+    id: i64,
+    ban: Ban,
+    now: u64,
+) -> Result<bool, StoreError> {
+    let now = i64::try_from(now).unwrap_or(i64::MAX);
+    let update = diesel::update(api_keys::table.find(id))
+        .filter(
+            api_keys::banned_until
+                .is_null()
+                .or(api_keys::banned_until.le(now)),
+        )
+        .set((
+            api_keys::banned_until.eq(Some(i64::try_from(ban.until).unwrap_or(i64::MAX))),
+            api_keys::ban_level.eq(i32::try_from(ban.level).unwrap_or(i32::MAX)),
+        ));
+    Ok(run!(&mut conn, execute, update)? > 0)
+}
+
+/// Gives a non-revoked key `secret` as its new secret, keeping the current one until
+/// `grace_until`; `None` when no non-revoked key has this id.
+pub(crate) async fn rotate(
+    mut conn: Conn<'_>,
+    id: i64,
+    grace_until: i64,
+    secret: ApiKeySecret,
+) -> Result<Option<(ApiKey, ApiKeySecret)>, StoreError> {
+    conn.begin().await?;
+    let rotated = rotate_in(&mut conn, id, grace_until, secret).await;
+    conn.finish(rotated).await
+}
+
+async fn rotate_in(
+    conn: &mut Conn<'_>,
+    id: i64,
+    grace_until: i64,
+    secret: ApiKeySecret,
+) -> Result<Option<(ApiKey, ApiKeySecret)>, StoreError> {
+    let current = api_keys::table
+        .find(id)
+        .filter(api_keys::revoked_at.is_null())
+        .select(api_keys::key_hash);
+    let current: Option<String> = run!(conn, first, current).optional()?;
+    let Some(current) = current else {
+        return Ok(None);
+    };
+    let hash = secret.hash();
+    let update = diesel::update(api_keys::table.find(id))
+        .set((
+            api_keys::previous_key_hash.eq(Some(current)),
+            api_keys::previous_secret_until.eq(Some(grace_until)),
+            api_keys::key_hash.eq(hash.as_str()),
+            api_keys::display_prefix.eq(secret.display_prefix()),
+        ))
+        .returning(KEY_COLUMNS);
+    let row: KeyRow = run!(conn, get_result, update)?;
+    Ok(Some((row.try_into()?, secret)))
+}
+
+/// Changes what a key may do; `false` when no key has this id.
+pub(crate) async fn update_scope(
+    mut conn: Conn<'_>,
+    id: i64,
+    scope: Scope,
+) -> Result<bool, StoreError> {
+    let update = diesel::update(api_keys::table.find(id)).set(api_keys::scope.eq(scope.as_str()));
+    Ok(run!(&mut conn, execute, update)? > 0)
+}
+
+/// Records that the key was used at `now`; never moves the time back.
+pub(crate) async fn touch(mut conn: Conn<'_>, id: i64, now: i64) -> Result<(), StoreError> {
+    let update = diesel::update(api_keys::table.find(id))
+        .filter(
+            api_keys::last_used_at
+                .is_null()
+                .or(api_keys::last_used_at.lt(now)),
+        )
+        .set(api_keys::last_used_at.eq(Some(now)));
+    run!(&mut conn, execute, update)?;
+    Ok(())
+}
+
+/// Lifts a key's ban and forgets its history; `false` when no key has this id.
+pub(crate) async fn unban(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
+    let update = diesel::update(api_keys::table.find(id)).set((
+        api_keys::banned_until.eq(None::<i64>),
+        api_keys::ban_level.eq(0),
+    ));
+    Ok(run!(&mut conn, execute, update)? > 0)
+}

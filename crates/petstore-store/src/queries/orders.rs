@@ -1,0 +1,287 @@
+//! Store orders. Every action reads the order and its pet, applies the domain's [`lifecycle`]
+//! and writes both, in one transaction that holds them: SQLite's `BEGIN IMMEDIATE` (the write
+//! lock from the start, so concurrent writers queue on it instead of failing to upgrade a read),
+//! PostgreSQL's `SELECT ... FOR UPDATE` of both rows.
+//!
+//! An action's outcome is `Ok(Err(refusal))` when the rules refuse it (nothing written, the
+//! client told why) and `Err` when the store failed.
+
+use diesel::prelude::*;
+use petstore_domain::{
+    Inventory, Order, OrderAction, OrderError, OrderListQuery, OrderStatus, Page, PetStatus,
+    PlaceOrder, lifecycle,
+};
+
+use super::{overfetch, unix_now};
+use crate::StoreError;
+use crate::conn::Conn;
+use crate::schema::{orders, pets};
+
+type OrderColumns = (
+    orders::id,
+    orders::pet_id,
+    orders::quantity,
+    orders::status,
+    orders::created_at,
+    orders::owner_key_id,
+);
+const ORDER_COLUMNS: OrderColumns = (
+    orders::id,
+    orders::pet_id,
+    orders::quantity,
+    orders::status,
+    orders::created_at,
+    orders::owner_key_id,
+);
+
+#[derive(Queryable)]
+struct OrderRow {
+    id: i64,
+    pet_id: i64,
+    quantity: i32,
+    status: String,
+    created_at: i64,
+    owner_key_id: Option<i64>,
+}
+
+impl TryFrom<OrderRow> for Order {
+    type Error = StoreError;
+
+    fn try_from(row: OrderRow) -> Result<Self, StoreError> {
+        let status: OrderStatus = row.status.parse().map_err(|_| StoreError::Corrupt {
+            table: "orders",
+            reason: format!("order {} has unknown status {:?}", row.id, row.status),
+        })?;
+        Ok(Order {
+            id: row.id,
+            pet_id: row.pet_id,
+            quantity: row.quantity,
+            status,
+            created_at: row.created_at,
+            owner: row.owner_key_id,
+        })
+    }
+}
+
+/// How an order transaction ends early: refused by the rules (rolled back, answered to the
+/// client), or failed in the store.
+enum Failure {
+    Refused(OrderError),
+    Store(StoreError),
+}
+
+impl From<StoreError> for Failure {
+    fn from(error: StoreError) -> Self {
+        Self::Store(error)
+    }
+}
+
+impl From<diesel::result::Error> for Failure {
+    fn from(error: diesel::result::Error) -> Self {
+        Self::Store(error.into())
+    }
+}
+
+impl From<petstore_domain::LifecycleError> for Failure {
+    fn from(error: petstore_domain::LifecycleError) -> Self {
+        Self::Refused(OrderError::Refused(error))
+    }
+}
+
+/// The pet's status, its row locked for the rest of the transaction (PostgreSQL; SQLite's
+/// transaction holds the whole database).
+async fn locked_pet_status(conn: &mut Conn<'_>, id: i64) -> Result<Option<PetStatus>, Failure> {
+    let query = pets::table.find(id).select(pets::status);
+    let status: Option<String> = match conn {
+        Conn::Sqlite(c) => query.first(&mut **c).optional()?,
+        Conn::Postgres(c) => diesel_async::RunQueryDsl::first(query.for_update(), &mut **c)
+            .await
+            .optional()?,
+    };
+    status
+        .map(|text| {
+            text.parse().map_err(|_| {
+                Failure::Store(StoreError::Corrupt {
+                    table: "pets",
+                    reason: format!("pet {id} has unknown status {text:?}"),
+                })
+            })
+        })
+        .transpose()
+}
+
+/// Order `id` (the owner's only, when given), its row locked like [`locked_pet_status`].
+async fn locked_order(
+    conn: &mut Conn<'_>,
+    id: i64,
+    owner: Option<i64>,
+) -> Result<Option<Order>, Failure> {
+    let query = orders::table.find(id).select(ORDER_COLUMNS);
+    let row: Option<OrderRow> = match conn {
+        Conn::Sqlite(c) => query.first(&mut **c).optional()?,
+        Conn::Postgres(c) => diesel_async::RunQueryDsl::first(query.for_update(), &mut **c)
+            .await
+            .optional()?,
+    };
+    Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
+}
+
+/// `order`, if `owner` may see it: its own key's, or anyone's for an operator (`None`).
+fn visible_to(order: Option<Order>, owner: Option<i64>) -> Option<Order> {
+    order.filter(|order| owner.is_none() || order.owner == owner)
+}
+
+async fn set_pet_status(conn: &mut Conn<'_>, id: i64, status: PetStatus) -> Result<(), Failure> {
+    let update = diesel::update(pets::table.find(id)).set(pets::status.eq(status.as_str()));
+    run!(conn, execute, update)?;
+    Ok(())
+}
+
+async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Failure> {
+    let pet = locked_pet_status(conn, order.pet_id)
+        .await?
+        .ok_or(Failure::Refused(OrderError::PetNotFound(order.pet_id)))?;
+    let (status, pet_after) = lifecycle(None, pet, OrderAction::Place)?;
+    set_pet_status(conn, order.pet_id, pet_after).await?;
+    let insert = diesel::insert_into(orders::table)
+        .values((
+            orders::pet_id.eq(order.pet_id),
+            orders::quantity.eq(1),
+            orders::status.eq(status.as_str()),
+            orders::created_at.eq(unix_now()),
+            orders::owner_key_id.eq(order.owner),
+        ))
+        .returning(ORDER_COLUMNS);
+    let row: OrderRow = run!(conn, get_result, insert)?;
+    let placed = Order::try_from(row)?;
+    if let Some(completion) = &order.completion {
+        let response = (completion.respond)(&placed);
+        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
+            return Err(Failure::Store(StoreError::ClaimLost));
+        }
+    }
+    Ok(placed)
+}
+
+async fn change_in(
+    conn: &mut Conn<'_>,
+    id: i64,
+    owner: Option<i64>,
+    action: OrderAction,
+) -> Result<Order, Failure> {
+    let order = locked_order(conn, id, owner)
+        .await?
+        .ok_or(Failure::Refused(OrderError::OrderNotFound(id)))?;
+    let pet = locked_pet_status(conn, order.pet_id)
+        .await?
+        .ok_or_else(|| {
+            Failure::Store(StoreError::Corrupt {
+                table: "orders",
+                reason: format!(
+                    "order {id} names pet {}, which does not exist",
+                    order.pet_id
+                ),
+            })
+        })?;
+    let (status, pet_after) = lifecycle(Some(order.status), pet, action)?;
+    let update = diesel::update(orders::table.find(id)).set(orders::status.eq(status.as_str()));
+    run!(conn, execute, update)?;
+    if pet_after != pet {
+        set_pet_status(conn, order.pet_id, pet_after).await?;
+    }
+    Ok(Order { status, ..order })
+}
+
+/// Ends a transaction that `body` ran in, and sorts its outcome: a refusal comes back as the
+/// domain's error (rolled back), a store failure as the store's.
+async fn in_transaction<T>(
+    conn: &mut Conn<'_>,
+    body: Result<T, Failure>,
+) -> Result<Result<T, OrderError>, StoreError> {
+    match conn.finish(body).await {
+        Ok(value) => Ok(Ok(value)),
+        Err(Failure::Refused(refusal)) => Ok(Err(refusal)),
+        Err(Failure::Store(error)) => Err(error),
+    }
+}
+
+/// Places an order for an available pet: the order `placed` and the pet `pending`, together.
+pub(crate) async fn place(
+    mut conn: Conn<'_>,
+    order: PlaceOrder,
+) -> Result<Result<Order, OrderError>, StoreError> {
+    conn.begin().await?;
+    let placed = place_in(&mut conn, &order).await;
+    in_transaction(&mut conn, placed).await
+}
+
+/// Applies `action` to order `id` (the owner's only, when given) and to its pet.
+pub(crate) async fn change(
+    mut conn: Conn<'_>,
+    id: i64,
+    owner: Option<i64>,
+    action: OrderAction,
+) -> Result<Result<Order, OrderError>, StoreError> {
+    conn.begin().await?;
+    let changed = change_in(&mut conn, id, owner, action).await;
+    in_transaction(&mut conn, changed).await
+}
+
+/// Order `id`; with an owner, only if that key placed it.
+pub(crate) async fn find(
+    mut conn: Conn<'_>,
+    id: i64,
+    owner: Option<i64>,
+) -> Result<Option<Order>, StoreError> {
+    let query = orders::table.find(id).select(ORDER_COLUMNS);
+    let row: Option<OrderRow> = run!(&mut conn, first, query).optional()?;
+    Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
+}
+
+/// A page of orders in ascending id order (the query's owner's only, when it names one).
+pub(crate) async fn list(
+    mut conn: Conn<'_>,
+    query: OrderListQuery,
+) -> Result<Page<Order>, StoreError> {
+    let all = orders::table
+        .select(ORDER_COLUMNS)
+        .order(orders::id.asc())
+        .limit(overfetch(query.page.limit))
+        .filter(orders::id.gt(query.page.after.unwrap_or(0)));
+    let conn = &mut conn;
+    let rows: Vec<OrderRow> = match query.owner {
+        None => run!(conn, load, all)?,
+        Some(owner) => run!(conn, load, all.filter(orders::owner_key_id.eq(owner)))?,
+    };
+    let orders = rows
+        .into_iter()
+        .map(Order::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_overfetch(orders, query.page.limit, |order| {
+        order.id
+    }))
+}
+
+/// How many pets have each status.
+pub(crate) async fn inventory(mut conn: Conn<'_>) -> Result<Inventory, StoreError> {
+    let query = pets::table
+        .group_by(pets::status)
+        .select((pets::status, diesel::dsl::count_star()));
+    let counts: Vec<(String, i64)> = run!(&mut conn, load, query)?;
+    let mut inventory = Inventory::default();
+    for (status, count) in counts {
+        let count = u64::try_from(count).unwrap_or(0);
+        match status.parse::<PetStatus>() {
+            Ok(PetStatus::Available) => inventory.available = count,
+            Ok(PetStatus::Pending) => inventory.pending = count,
+            Ok(PetStatus::Sold) => inventory.sold = count,
+            Err(_) => {
+                return Err(StoreError::Corrupt {
+                    table: "pets",
+                    reason: format!("{count} pets have the unknown status {status:?}"),
+                });
+            }
+        }
+    }
+    Ok(inventory)
+}

@@ -1,0 +1,152 @@
+//! Pets: create, read one, list a page.
+
+use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::pg::{Pg, PgValue};
+use diesel::prelude::*;
+use diesel::sql_types::Text;
+use diesel::sqlite::{Sqlite, SqliteValue};
+use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus};
+
+use super::{overfetch, unix_now};
+use crate::StoreError;
+use crate::conn::Conn;
+use crate::schema::pets;
+
+type PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
+// One column list for SELECT and RETURNING, decoded by position into `PetRow`.
+const PET_COLUMNS: PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
+
+/// Inserts one pet.
+async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreError> {
+    let insert = diesel::insert_into(pets::table)
+        .values((
+            pets::name.eq(pet.name()),
+            pets::category_id.eq(pet.category_id()),
+            pets::status.eq(pet.status().as_str()),
+            pets::created_at.eq(unix_now()),
+        ))
+        .returning(PET_COLUMNS);
+    let row: PetRow = run!(conn, get_result, insert)?;
+    row.try_into()
+}
+
+#[derive(Queryable)]
+struct PetRow {
+    id: i64,
+    name: String,
+    category_id: i64,
+    status: StoredStatus,
+}
+
+/// The `status` column, read in place: a `String` per row would be allocated only to be
+/// parsed and dropped (a list page reads up to 101 of them).
+#[derive(Debug, FromSqlRow)]
+enum StoredStatus {
+    Known(PetStatus),
+    /// Not a status the service writes: the row was changed outside it.
+    Unknown(String),
+}
+
+impl StoredStatus {
+    fn parse(text: &str) -> Self {
+        text.parse()
+            .map_or_else(|_| Self::Unknown(text.to_owned()), Self::Known)
+    }
+}
+
+impl FromSql<Text, Sqlite> for StoredStatus {
+    fn from_sql(mut value: SqliteValue<'_, '_, '_>) -> deserialize::Result<Self> {
+        Ok(Self::parse(value.read_text()))
+    }
+}
+
+impl FromSql<Text, Pg> for StoredStatus {
+    fn from_sql(value: PgValue<'_>) -> deserialize::Result<Self> {
+        Ok(Self::parse(std::str::from_utf8(value.as_bytes())?))
+    }
+}
+
+impl TryFrom<PetRow> for Pet {
+    type Error = StoreError;
+
+    fn try_from(row: PetRow) -> Result<Self, StoreError> {
+        let status = match row.status {
+            StoredStatus::Known(status) => status,
+            StoredStatus::Unknown(text) => {
+                return Err(StoreError::Corrupt {
+                    table: "pets",
+                    reason: format!("pet {} has unknown status {text:?}", row.id),
+                });
+            }
+        };
+        Ok(Pet {
+            id: row.id,
+            name: row.name,
+            category_id: row.category_id,
+            status,
+        })
+    }
+}
+
+/// Inserts `pet` and, when it carries an idempotency completion, completes the claim with the
+/// pet's response: both or neither (the caller runs this in a transaction or savepoint).
+pub(crate) async fn insert_completing(
+    mut conn: Conn<'_>,
+    pet: &CreatePet,
+) -> Result<Pet, StoreError> {
+    let created = insert_pet(&mut conn, &pet.draft).await?;
+    if let Some(completion) = &pet.completion {
+        let response = (completion.respond)(&created);
+        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
+            return Err(StoreError::ClaimLost);
+        }
+    }
+    Ok(created)
+}
+
+/// Creates `pet` on its own: in a transaction when it completes an idempotency claim.
+pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet, StoreError> {
+    if pet.completion.is_none() {
+        return insert_pet(&mut conn, &pet.draft).await;
+    }
+    conn.begin().await?;
+    let created = insert_completing(conn.reborrow(), &pet).await;
+    conn.finish(created).await
+}
+
+/// The pet with this id, if any.
+pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>, StoreError> {
+    // `get_result`, not `first`: a primary-key lookup needs no `LIMIT ?` to bind.
+    let query = pets::table.select(PET_COLUMNS).find(id);
+    let row: Option<PetRow> = run!(&mut conn, get_result, query).optional()?;
+    row.map(Pet::try_from).transpose()
+}
+
+/// A page of pets in ascending id order, filtered by status when asked.
+pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page<Pet>, StoreError> {
+    // One static query per shape (not `into_boxed`), so Diesel keeps each one prepared.
+    let all = pets::table
+        .select(PET_COLUMNS)
+        .order(pets::id.asc())
+        .limit(overfetch(query.page.limit));
+    let after = query.page.after;
+    let conn = &mut conn;
+    let rows: Vec<PetRow> = match query.status.map(PetStatus::as_str) {
+        None => match after {
+            None => run!(conn, load, all)?,
+            Some(after) => run!(conn, load, all.filter(pets::id.gt(after)))?,
+        },
+        Some(status) => {
+            let with_status = all.filter(pets::status.eq(status));
+            match after {
+                None => run!(conn, load, with_status)?,
+                Some(after) => run!(conn, load, with_status.filter(pets::id.gt(after)))?,
+            }
+        }
+    };
+    let pets = rows
+        .into_iter()
+        .map(Pet::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_overfetch(pets, query.page.limit, |pet| pet.id))
+}

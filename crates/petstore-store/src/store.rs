@@ -1,0 +1,339 @@
+//! [`Store`]: the database behind the service, and the domain's storage traits implemented over
+//! it. Each method hands one operation of `queries/` to its backend, which runs it its own way:
+//! a read with [`Store::read`], anything else with [`Store::write`], a pet through SQLite's
+//! writer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use petstore_domain::{
+    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet,
+    IdempotencyClaim, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyMatch,
+    KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet,
+    PetListQuery, PetRepository, PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError,
+    StoredResponse, async_trait,
+};
+
+use crate::conn::Op;
+use crate::postgres::Postgres;
+use crate::queries::{idempotency, keys, orders, pets};
+use crate::sqlite::Sqlite;
+use crate::{Backend, StoreConfig, StoreError, migrations};
+
+/// The database behind the service: SQLite or PostgreSQL, with its pool. Cloning is cheap and
+/// shares it. Calls must be made inside a tokio runtime.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: Db,
+    deadline: Duration,
+}
+
+enum Db {
+    Sqlite(Sqlite),
+    Postgres(Postgres),
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("backend", &self.backend_name())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Prepares the pool. Connections are opened lazily, so a database that is down now does
+    /// not stop the process: calls fail as unavailable ([`StoreError::Connect`]) until it is
+    /// back. A configuration that cannot work (a bad URL, an unreadable CA file) fails here.
+    pub fn open(config: &StoreConfig) -> Result<Self, StoreError> {
+        if config.pool_size == 0 {
+            return Err(StoreError::Config(
+                "the pool size must be at least 1".into(),
+            ));
+        }
+        let db = match Backend::from_url(&config.url)? {
+            Backend::Sqlite(path) => Db::Sqlite(Sqlite::open(&path, config)?),
+            Backend::Postgres(url) => Db::Postgres(Postgres::open(&url, config)?),
+        };
+        Ok(Self {
+            inner: Arc::new(Inner {
+                db,
+                deadline: config.deadline(),
+            }),
+        })
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn backend_name(&self) -> &'static str {
+        match self.inner.db {
+            Db::Sqlite(_) => "sqlite",
+            Db::Postgres(_) => "postgres",
+        }
+    }
+
+    /// Applies pending migrations and returns their names. On PostgreSQL this holds an
+    /// advisory lock, so instances starting together apply each migration exactly once; on
+    /// SQLite the write lock does the same.
+    pub async fn migrate(&self) -> Result<Vec<String>, StoreError> {
+        match &self.inner.db {
+            Db::Sqlite(db) => db.migrate().await,
+            Db::Postgres(db) => db.migrate().await,
+        }
+    }
+
+    /// The names of the migrations this database has not applied, oldest first.
+    pub async fn pending_migrations(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|conn| Box::pin(migrations::pending(conn))).await
+    }
+
+    /// Sets the connection-pool gauges ([`crate::metrics::POOL_CONNECTIONS`]) from the pools'
+    /// state: called when metrics are rendered.
+    pub fn record_pool_state(&self) {
+        match &self.inner.db {
+            Db::Sqlite(db) => db.record_pool_state(),
+            Db::Postgres(db) => db.record_pool_state(),
+        }
+    }
+
+    /// Closes the store: SQLite's writer commits what it holds and its thread is joined;
+    /// PostgreSQL's pools close their connections. Later calls fail as unavailable.
+    pub fn close(&self) {
+        match &self.inner.db {
+            Db::Sqlite(db) => db.close(),
+            Db::Postgres(db) => db.close(),
+        }
+    }
+
+    /// Runs a read: SQLite answers it on this thread when a connection is idle.
+    async fn read<T: Send + 'static>(&self, op: impl Op<T>) -> Result<T, StoreError> {
+        match &self.inner.db {
+            Db::Sqlite(db) => db.read(op).await,
+            Db::Postgres(db) => db.call(op).await,
+        }
+    }
+
+    /// Runs a call that writes (or may wait for a lock).
+    async fn write<T: Send + 'static>(&self, op: impl Op<T>) -> Result<T, StoreError> {
+        match &self.inner.db {
+            Db::Sqlite(db) => db.blocking(op).await,
+            Db::Postgres(db) => db.call(op).await,
+        }
+    }
+}
+
+#[async_trait]
+impl PetRepository for Store {
+    async fn create_pet(&self, pet: &CreatePet) -> Result<Pet, StorageError> {
+        let pet = pet.clone();
+        Ok(match &self.inner.db {
+            Db::Sqlite(db) => db.create_pet(pet).await?,
+            Db::Postgres(db) => {
+                db.call(move |conn| Box::pin(pets::create(conn, pet)))
+                    .await?
+            }
+        })
+    }
+
+    async fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(pets::find(conn, id)))
+            .await?)
+    }
+
+    async fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError> {
+        let query = *query;
+        Ok(self
+            .read(move |conn| Box::pin(pets::list(conn, query)))
+            .await?)
+    }
+}
+
+#[async_trait]
+impl OrderRepository for Store {
+    async fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError> {
+        let order = order.clone();
+        self.write(move |conn| Box::pin(orders::place(conn, order)))
+            .await
+            .map_err(|error| OrderError::Storage(error.into()))?
+    }
+
+    async fn change_order(
+        &self,
+        id: i64,
+        owner: Option<i64>,
+        action: OrderAction,
+    ) -> Result<Order, OrderError> {
+        self.write(move |conn| Box::pin(orders::change(conn, id, owner, action)))
+            .await
+            .map_err(|error| OrderError::Storage(error.into()))?
+    }
+
+    async fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(orders::find(conn, id, owner)))
+            .await?)
+    }
+
+    async fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
+        let query = *query;
+        Ok(self
+            .read(move |conn| Box::pin(orders::list(conn, query)))
+            .await?)
+    }
+
+    async fn inventory(&self) -> Result<Inventory, StorageError> {
+        Ok(self.read(|conn| Box::pin(orders::inventory(conn))).await?)
+    }
+}
+
+#[async_trait]
+impl ApiKeyRepository for Store {
+    async fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError> {
+        let (spec, secret) = (spec.clone(), keys::random_secret()?);
+        Ok(self
+            .write(move |conn| Box::pin(keys::create(conn, spec, secret)))
+            .await?)
+    }
+
+    async fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
+        let hash = hash.clone();
+        Ok(self
+            .read(move |conn| Box::pin(keys::find_active(conn, hash)))
+            .await?)
+    }
+
+    async fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
+        Ok(self.read(|conn| Box::pin(keys::list(conn))).await?)
+    }
+
+    async fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(keys::revoke(conn, id)))
+            .await?)
+    }
+
+    async fn update_key_plan(
+        &self,
+        id: i64,
+        plan: Plan,
+        custom_limits: Option<RateLimits>,
+    ) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(keys::update_plan(conn, id, plan, custom_limits)))
+            .await?)
+    }
+
+    async fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(keys::ban(conn, id, ban, now)))
+            .await?)
+    }
+
+    async fn unban_key(&self, id: i64) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(keys::unban(conn, id)))
+            .await?)
+    }
+
+    async fn rotate_key(
+        &self,
+        id: i64,
+        grace_until: i64,
+    ) -> Result<Option<(ApiKey, ApiKeySecret)>, StorageError> {
+        let secret = keys::random_secret()?;
+        Ok(self
+            .write(move |conn| Box::pin(keys::rotate(conn, id, grace_until, secret)))
+            .await?)
+    }
+
+    async fn update_key_scope(&self, id: i64, scope: Scope) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(keys::update_scope(conn, id, scope)))
+            .await?)
+    }
+
+    async fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(keys::touch(conn, id, now)))
+            .await?)
+    }
+}
+
+#[async_trait]
+impl IdempotencyRepository for Store {
+    async fn claim_idempotency_key(
+        &self,
+        request: &IdempotentRequest,
+    ) -> Result<ClaimOutcome, StorageError> {
+        let request = request.clone();
+        Ok(self
+            .write(move |conn| Box::pin(idempotency::claim(conn, request)))
+            .await?)
+    }
+
+    async fn complete_idempotency_key(
+        &self,
+        claim: &IdempotencyClaim,
+        response: &StoredResponse,
+    ) -> Result<(), StorageError> {
+        let (claim, response) = (claim.clone(), response.clone());
+        self.write(move |conn| {
+            Box::pin(async move {
+                idempotency::complete(conn, &claim, &response)
+                    .await
+                    .map(drop)
+            })
+        })
+        .await?;
+        Ok(())
+    }
+
+    async fn release_idempotency_key(&self, claim: &IdempotencyClaim) -> Result<(), StorageError> {
+        let claim = claim.clone();
+        Ok(self
+            .write(move |conn| Box::pin(idempotency::release(conn, claim)))
+            .await?)
+    }
+
+    /// In rounds of [`idempotency::PRUNE_BATCH`], each a call of its own.
+    async fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError> {
+        let mut pruned = 0;
+        loop {
+            let deleted = self
+                .write(move |conn| Box::pin(idempotency::prune_batch(conn, before)))
+                .await?;
+            pruned += deleted;
+            if deleted < idempotency::PRUNE_BATCH as u64 {
+                return Ok(pruned);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Storage for Store {
+    async fn check_ready(&self) -> Result<(), StorageError> {
+        self.read(|conn| Box::pin(migrations::check_applied(conn)))
+            .await?;
+        if let Db::Sqlite(db) = &self.inner.db {
+            db.check_space()?;
+        }
+        Ok(())
+    }
+
+    fn capacity(&self) -> Capacity {
+        let (max_calls, wait) = match &self.inner.db {
+            Db::Sqlite(db) => db.pool_limits(),
+            Db::Postgres(db) => db.pool_limits(),
+        };
+        Capacity {
+            max_calls,
+            wait,
+            deadline: self.inner.deadline,
+        }
+    }
+}
