@@ -1,0 +1,290 @@
+//! TLS to PostgreSQL with libpq's `sslmode`: `require` against the shared local server (which has
+//! `ssl = on`), and `verify-ca` / `verify-full` against a PostgreSQL server this test starts on a
+//! free port with a certificate signed by a CA the test makes, and again with a CA that did not
+//! sign it.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use petstore_domain::{PetDraft, PetRepository, PetStatus, Storage, StorageErrorKind};
+use petstore_store::testing::{RawPostgres, TestDatabase, in_ci, loud_skip};
+use petstore_store::{Store, StoreConfig};
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+
+/// Migrates, writes and reads a pet through a store on `url`.
+async fn round_trip(url: &str) -> Result<(), String> {
+    let mut config = StoreConfig::new(url);
+    config.connect_timeout = Duration::from_secs(5);
+    let store = Store::open(&config).map_err(|e| format!("open: {e:?}"))?;
+    store.migrate().await.map_err(|e| chain(&e))?;
+    let draft = PetDraft::new("Secure", 1, PetStatus::Available).expect("draft");
+    let pet = store
+        .create_pet(&petstore_domain::CreatePet::new(draft))
+        .await
+        .map_err(|e| chain(&e))?;
+    let found = store.find_pet(pet.id).await.map_err(|e| chain(&e))?;
+    assert_eq!(found, Some(pet));
+    store.check_ready().await.map_err(|e| chain(&e))?;
+    Ok(())
+}
+
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
+}
+
+#[tokio::test]
+async fn sslmode_require_encrypts_the_connection_to_the_local_server() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let url = format!("{}?sslmode=require", db.url());
+    round_trip(&url).await.expect("works over TLS");
+    // The server's own view: this database's connections from the store were encrypted.
+    let store = Store::open(&StoreConfig::new(&url)).expect("open");
+    store.check_ready().await.expect("a connection is open");
+    let name = db.url().rsplit('/').next().expect("database name");
+    let watcher = RawPostgres::connect(db.url()).expect("connect");
+    let rows = watcher
+        .query(&format!(
+            "SELECT count(*) FILTER (WHERE s.ssl), count(*) FILTER (WHERE NOT s.ssl) \
+             FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) \
+             WHERE a.datname = '{name}' AND a.pid <> pg_backend_pid()"
+        ))
+        .expect("query");
+    let count = |i: usize| rows[0][i].as_deref().unwrap_or("0").parse::<u32>().expect("count");
+    assert!(count(0) >= 1, "an encrypted connection: {rows:?}");
+    assert_eq!(count(1), 0, "no plain connection but the watcher's: {rows:?}");
+    store.close();
+}
+
+/// A CA made for one test, and the server certificate it signs.
+struct Authority {
+    ca_pem: String,
+    issuer: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Authority {
+    fn new(name: &str) -> Self {
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let issuer =
+            CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA");
+        Self {
+            ca_pem: issuer.pem(),
+            issuer,
+        }
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses), and its key, in PEM.
+    fn server_certificate(&self, names: &[&str]) -> (String, String) {
+        let key = KeyPair::generate().expect("key");
+        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        let params = CertificateParams::new(names).expect("params");
+        let certificate = params.signed_by(&key, &self.issuer).expect("signed");
+        (certificate.pem(), key.serialize_pem())
+    }
+}
+
+/// A PostgreSQL server of the test's own: `initdb` in a temporary folder, then `postgres` on a
+/// free loopback port with TLS on, stopped (fast shutdown) when dropped. As root it runs as the
+/// `postgres` user, as PostgreSQL requires (the user Debian's package creates).
+struct PrivateServer {
+    port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl PrivateServer {
+    /// `None` (after a loud SKIPPED line) where PostgreSQL's server programs are not installed,
+    /// except under CI, where that fails.
+    fn start(certificate: &str, key: &str) -> Option<Self> {
+        let Some(bin) = server_programs() else {
+            let what = "PostgreSQL's initdb and postgres are not installed; the verify-full tests did not run";
+            assert!(!in_ci(), "{what}");
+            loud_skip(what);
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let data = dir.path().join("data");
+        let owner = rustix::process::geteuid()
+            .is_root()
+            .then(|| postgres_user().expect("the postgres user (Debian's package creates it)"));
+        if let Some(owner) = owner {
+            chown(dir.path(), owner);
+        }
+        let run = |program: &str| {
+            let mut command = Command::new(bin.join(program));
+            if let Some((uid, gid)) = owner {
+                use std::os::unix::process::CommandExt;
+                command.uid(uid).gid(gid);
+            }
+            command.stdin(Stdio::null());
+            command
+        };
+        let status = run("initdb")
+            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "-D"])
+            .arg(&data)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run initdb");
+        assert!(status.success(), "initdb failed");
+        for (name, contents) in [("server.crt", certificate), ("server.key", key)] {
+            let path = data.join(name);
+            std::fs::write(&path, contents).expect("write");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+                .expect("chmod");
+            if let Some(owner) = owner {
+                chown(&path, owner);
+            }
+        }
+        let port = free_port();
+        let child = run("postgres")
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-k"])
+            .arg(dir.path())
+            .args([
+                "-c",
+                "listen_addresses=127.0.0.1,127.0.0.2",
+                "-c",
+                "ssl=on",
+                "-c",
+                "fsync=off",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start postgres");
+        let server = Self {
+            port,
+            child,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while RawPostgres::connect(&server.url("127.0.0.1", "sslmode=disable")).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the private PostgreSQL server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(server)
+    }
+
+    fn url(&self, host: &str, params: &str) -> String {
+        format!("postgres://postgres@{host}:{}/postgres?{params}", self.port)
+    }
+}
+
+impl Drop for PrivateServer {
+    fn drop(&mut self) {
+        // SIGINT: PostgreSQL's fast shutdown.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::INT,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// The folder of the newest installed PostgreSQL's server programs.
+fn server_programs() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("initdb").is_file() && bin.join("postgres").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+/// The `postgres` user's uid and gid, from `/etc/passwd`.
+fn postgres_user() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.first() == Some(&"postgres") && fields.len() > 3)
+            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+            .flatten()
+    })
+}
+
+fn chown(path: &Path, (uid, gid): (u32, u32)) {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .unwrap_or_else(|error| panic!("chown {}: {error}", path.display()));
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+#[tokio::test]
+async fn verify_full_and_verify_ca_trust_only_the_given_ca() {
+    let authority = Authority::new("petstore test CA");
+    let (certificate, key) = authority.server_certificate(&["localhost", "127.0.0.1"]);
+    let Some(server) = PrivateServer::start(&certificate, &key) else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("folder");
+    let right = dir.path().join("right-ca.pem");
+    std::fs::write(&right, &authority.ca_pem).expect("write");
+    let wrong = dir.path().join("wrong-ca.pem");
+    std::fs::write(&wrong, Authority::new("another CA").ca_pem).expect("write");
+    let with = |host: &str, mode: &str, ca: &Path| {
+        server.url(host, &format!("sslmode={mode}&sslrootcert={}", ca.display()))
+    };
+
+    // The right CA, a name the certificate carries: every verifying mode works.
+    for (host, mode) in [
+        ("localhost", "verify-full"),
+        ("127.0.0.1", "verify-full"),
+        ("localhost", "verify-ca"),
+        ("localhost", "require"),
+    ] {
+        round_trip(&with(host, mode, &right))
+            .await
+            .unwrap_or_else(|error| panic!("{host} {mode}: {error}"));
+    }
+
+    // A name the certificate does not carry: verify-ca checks the CA only, verify-full refuses.
+    round_trip(&with("127.0.0.2", "verify-ca", &right))
+        .await
+        .expect("verify-ca ignores the name");
+    let refused = round_trip(&with("127.0.0.2", "verify-full", &right))
+        .await
+        .expect_err("verify-full checks the name");
+    assert!(refused.contains("sslmode=verify-full"), "{refused}");
+    assert!(refused.contains("certificate"), "{refused}");
+
+    // Another CA: refused in every verifying mode, saying why.
+    for mode in ["verify-full", "verify-ca", "require"] {
+        let refused = round_trip(&with("localhost", mode, &wrong))
+            .await
+            .expect_err("another CA is not trusted");
+        assert!(refused.contains(&format!("sslmode={mode}")), "{refused}");
+        assert!(refused.contains("UnknownIssuer"), "{mode}: {refused}");
+    }
+    // Without a CA to check against, require only encrypts: it accepts the server.
+    round_trip(&server.url("localhost", "sslmode=require"))
+        .await
+        .expect("require without sslrootcert");
+    // An unavailable kind of error, not a fault: the instance retries and reports 503.
+    let store = Store::open(&StoreConfig::new(with("localhost", "verify-full", &wrong))).expect("open");
+    let error = store.find_pet(1).await.expect_err("refused");
+    assert_eq!(error.kind(), StorageErrorKind::Unavailable);
+}
