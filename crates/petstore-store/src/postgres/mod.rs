@@ -186,8 +186,11 @@ impl managed::Manager for Manager {
     type Error = StoreError;
 
     async fn create(&self) -> Result<PgConn, StoreError> {
+        // Boxed: a connection's set-up (TCP, TLS, start-up) is a large future, and every checkout
+        // would carry it in place.
+        let connection = Box::pin(self.settings.connect()).await?;
         Ok(PgConn {
-            connection: self.settings.connect().await?,
+            connection,
             broken: false,
         })
     }
