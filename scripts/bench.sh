@@ -3,7 +3,10 @@
 # actix-web ceiling (crates/petstore-http/examples/ceiling.rs), server and load generator (wrk)
 # pinned to different cores. Every run of a route is paired with a run of the ceiling just
 # before it, and each figure is the median over several such pairs, reported as a ratio to its
-# ceiling. Writes a markdown table (see docs/performance.md).
+# ceiling. On PostgreSQL the list route is also paired with the PostgreSQL floor
+# (examples/pg_floor.rs: the same query, bytes and headers from tokio-postgres on a connection
+# per worker, nothing else) and with pgbench running the same query (prepared, 8 clients).
+# Writes a markdown table (see docs/performance.md).
 #
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
@@ -75,19 +78,23 @@ install_missing wrk wrk
 install_missing sqlite3 sqlite3
 install_missing psql postgresql-client
 install_missing taskset util-linux
+case ",$BACKENDS," in *,postgres,*) install_missing pgbench postgresql ;; esac
 
-cargo build --release --quiet --bin petstore --example ceiling
+cargo build --release --quiet --bin petstore --example ceiling --example pg_floor
 BIN=$PWD/target/release/petstore
 CEILING=$PWD/target/release/examples/ceiling
+PG_FLOOR=$PWD/target/release/examples/pg_floor
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; LOAD_CPU=1; else SERVER_CPU=0; LOAD_CPU=0; fi
 
 WORK=$(mktemp -d)
 SERVER_PID=""
 CEILING_PID=""
+FLOOR_PID=""
 PG_DB=""
 cleanup() {
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
   [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null && wait "$CEILING_PID" 2>/dev/null
+  [ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null
   [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -131,20 +138,33 @@ wrk_once() { # [wrk args...] URL -> wrk's report
 }
 rps_of() { awk '/^Requests\/sec/ { print $2 }'; }
 
+# pgbench running the list query, prepared, 8 clients, pinned like wrk -> its transactions/s.
+pgbench_once() { # url
+  taskset -c "$LOAD_CPU" pgbench -n -M prepared -c 8 -j 1 -T "$DURATION" \
+    -f "$WORK/list.sql" "$1" 2>/dev/null | awk '/^tps/ { print $3 }'
+}
+
 # run_wrk URL [wrk args...] -> sets RPS P50 P99 NON2XX (medians over $RUNS runs) and RATIO.
 # With PAIR=get or PAIR=post, each run is preceded by a run of the ceiling's matching route
 # (the ceiling server stays up, idle, on the same core), and RATIO is the median of the runs'
 # own ratios: both halves of a pair saw the machine in the same state, where a ceiling measured
 # minutes earlier may not have (its speed moves by a third between quarter-hours here).
+# With FLOOR=1 (PostgreSQL's list), each run is also preceded by a run of the PostgreSQL floor
+# and one of pgbench: FLOOR_RPS, FLOOR_RATIO, PGBENCH_TPS and PGBENCH_RATIO, medians likewise.
 run_wrk() {
   local url=$1; shift
-  local rps=() p50=() p99=() ratios=() bad=0
+  local rps=() p50=() p99=() ratios=() bad=0 floors=() floor_ratios=() tps=() tps_ratios=()
   for _ in $(seq 1 "$RUNS"); do
-    local out ceiling=""
+    local out ceiling="" floor="" bench=""
     case "${PAIR:-}" in
       get) ceiling=$(wrk_once "$CEILING_BASE/v1/pets" | rps_of) ;;
       post) ceiling=$(wrk_once -s scripts/bench/post.lua "$CEILING_BASE/v1/pets" | rps_of) ;;
     esac
+    if [ "${FLOOR:-0}" = 1 ]; then
+      floor=$(wrk_once "$FLOOR_BASE/v1/pets?limit=20" | rps_of)
+      bench=$(pgbench_once "$PG_URL")
+      floors+=("$floor"); tps+=("$bench")
+    fi
     out=$(wrk_once "$@" "$url")
     rps+=("$(rps_of <<<"$out")")
     p50+=("$(to_ms "$(awk '$1 == "50%" { print $2 }' <<<"$out")")")
@@ -153,7 +173,19 @@ run_wrk() {
     if [ -n "$ceiling" ]; then
       ratios+=("$(awk -v a="${rps[-1]}" -v b="$ceiling" 'BEGIN { printf "%.4f", a / b }')")
     fi
+    if [ -n "$floor" ]; then
+      floor_ratios+=("$(awk -v a="${rps[-1]}" -v b="$floor" 'BEGIN { printf "%.4f", a / b }')")
+      tps_ratios+=("$(awk -v a="${rps[-1]}" -v b="$bench" 'BEGIN { printf "%.4f", a / b }')")
+      echo "bench: pair: floor $floor req/s, pgbench $bench tps, service ${rps[-1]} req/s" >&2
+    fi
   done
+  FLOOR_RPS="" FLOOR_RATIO="" PGBENCH_TPS="" PGBENCH_RATIO=""
+  if [ ${#floors[@]} -gt 0 ]; then
+    FLOOR_RPS=$(printf '%s\n' "${floors[@]}" | median)
+    FLOOR_RATIO=$(printf '%s\n' "${floor_ratios[@]}" | median)
+    PGBENCH_TPS=$(printf '%s\n' "${tps[@]}" | median)
+    PGBENCH_RATIO=$(printf '%s\n' "${tps_ratios[@]}" | median)
+  fi
   RPS=$(printf '%s\n' "${rps[@]}" | median)
   P50=$(printf '%s\n' "${p50[@]}" | median)
   P99=$(printf '%s\n' "${p99[@]}" | median)
@@ -163,11 +195,17 @@ run_wrk() {
 }
 
 ROWS=()
+FLOOR_ROWS=()
+percent() { awk -v r="$1" 'BEGIN { printf "%.0f%%", 100 * r }'; }
 row() { # backend pets route
   local ratio=-
-  [ -n "$RATIO" ] && ratio=$(awk -v r="$RATIO" 'BEGIN { printf "%.0f%%", 100 * r }')
+  [ -n "$RATIO" ] && ratio=$(percent "$RATIO")
   ROWS+=("| $1 | $2 | $3 | $(printf '%.0f' "$RPS") | $ratio | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
   echo "bench: $1 N=$2 $3: $(printf '%.0f' "$RPS") req/s ($ratio of ceiling), p50 $P50 ms, p99 $P99 ms, non-2xx $NON2XX, RSS $(peak_rss_mib) MiB" >&2
+  if [ -n "$FLOOR_RPS" ]; then
+    FLOOR_ROWS+=("| $2 | $(printf '%.0f' "$RPS") | $(printf '%.0f' "$FLOOR_RPS") | $(percent "$FLOOR_RATIO") | $(printf '%.0f' "$PGBENCH_TPS") | $(percent "$PGBENCH_RATIO") |")
+    echo "bench: $1 N=$2 $3: $(percent "$FLOOR_RATIO") of the PostgreSQL floor ($(printf '%.0f' "$FLOOR_RPS") req/s), $(percent "$PGBENCH_RATIO") of pgbench ($(printf '%.0f' "$PGBENCH_TPS") tps)" >&2
+  fi
 }
 
 # --- catalogue -------------------------------------------------------------------------------
@@ -299,6 +337,7 @@ bench_petstore() { # backend n url [extra serve args...]
   local auth=(-H "Authorization: Bearer $key")
   start_server "petstore-$backend-$n" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
     --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false "$@"
+  PETSTORE_PID=$SERVER_PID PETSTORE_BASE=$BASE
 
   local backends=() before=0
   if [ "$backend" = postgres ]; then
@@ -309,9 +348,22 @@ bench_petstore() { # backend n url [extra serve args...]
       "SELECT pid FROM pg_stat_activity WHERE datname = '$PG_DB' AND pid <> pg_backend_pid()")
     before=$(cpu_ticks "${backends[@]}")
   fi
-  PAIR=get run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
+  local floor=0
+  if [ "$backend" = postgres ]; then
+    floor=1
+    start_server "pg-floor-$n" "$PG_FLOOR" 127.0.0.1:0 1 "$url"
+    FLOOR_PID=$SERVER_PID FLOOR_BASE=$BASE
+    SERVER_PID=$PETSTORE_PID BASE=$PETSTORE_BASE
+    echo 'SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM "pets" ORDER BY "pets"."id" ASC LIMIT 21;' >"$WORK/list.sql"
+    PG_URL=$url
+  fi
+  PAIR=get FLOOR=$floor run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
   local full=$RPS
   row "$label" "$n" "GET /v1/pets?limit=20"
+  FLOOR_RPS=""
+  if [ -n "$FLOOR_PID" ]; then
+    kill -TERM "$FLOOR_PID"; wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=""
+  fi
   if [ ${#backends[@]} -gt 0 ]; then
     local ticks
     ticks=$(( $(cpu_ticks "${backends[@]}") - before ))
@@ -365,5 +417,13 @@ done
   echo "| Backend | Pets | Route | Req/s | Of ceiling | p50 ms | p99 ms | Non-2xx | Peak RSS MiB |"
   echo "|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
+  if [ ${#FLOOR_ROWS[@]} -gt 0 ]; then
+    echo
+    echo "PostgreSQL, GET /v1/pets?limit=20: the service against the PostgreSQL floor and pgbench (the same query, prepared, 8 clients), each paired run by run (medians of the pairs' ratios)."
+    echo
+    echo "| Pets | Service req/s | Floor req/s | Of floor | pgbench tps | Of pgbench |"
+    echo "|---|---|---|---|---|---|"
+    printf '%s\n' "${FLOOR_ROWS[@]}"
+  fi
 } >"$OUT"
 cat "$OUT"

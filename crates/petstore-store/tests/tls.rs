@@ -60,9 +60,19 @@ async fn sslmode_require_encrypts_the_connection_to_the_local_server() {
              WHERE a.datname = '{name}' AND a.pid <> pg_backend_pid()"
         ))
         .expect("query");
-    let count = |i: usize| rows[0][i].as_deref().unwrap_or("0").parse::<u32>().expect("count");
+    let count = |i: usize| {
+        rows[0][i]
+            .as_deref()
+            .unwrap_or("0")
+            .parse::<u32>()
+            .expect("count")
+    };
     assert!(count(0) >= 1, "an encrypted connection: {rows:?}");
-    assert_eq!(count(1), 0, "no plain connection but the watcher's: {rows:?}");
+    assert_eq!(
+        count(1),
+        0,
+        "no plain connection but the watcher's: {rows:?}"
+    );
     store.close();
 }
 
@@ -132,7 +142,15 @@ impl PrivateServer {
             command
         };
         let status = run("initdb")
-            .args(["-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync", "-D"])
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
             .arg(&data)
             .stdout(Stdio::null())
             .status()
@@ -142,8 +160,7 @@ impl PrivateServer {
             let path = data.join(name);
             std::fs::write(&path, contents).expect("write");
             use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                .expect("chmod");
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
             if let Some(owner) = owner {
                 chown(&path, owner);
             }
@@ -246,7 +263,10 @@ async fn verify_full_and_verify_ca_trust_only_the_given_ca() {
     let wrong = dir.path().join("wrong-ca.pem");
     std::fs::write(&wrong, Authority::new("another CA").ca_pem).expect("write");
     let with = |host: &str, mode: &str, ca: &Path| {
-        server.url(host, &format!("sslmode={mode}&sslrootcert={}", ca.display()))
+        server.url(
+            host,
+            &format!("sslmode={mode}&sslrootcert={}", ca.display()),
+        )
     };
 
     // The right CA, a name the certificate carries: every verifying mode works.
@@ -284,7 +304,8 @@ async fn verify_full_and_verify_ca_trust_only_the_given_ca() {
         .await
         .expect("require without sslrootcert");
     // An unavailable kind of error, not a fault: the instance retries and reports 503.
-    let store = Store::open(&StoreConfig::new(with("localhost", "verify-full", &wrong))).expect("open");
+    let store =
+        Store::open(&StoreConfig::new(with("localhost", "verify-full", &wrong))).expect("open");
     let error = store.find_pet(1).await.expect_err("refused");
     assert_eq!(error.kind(), StorageErrorKind::Unavailable);
 }
