@@ -18,8 +18,16 @@ use crate::StoreError;
 pub(crate) enum Conn<'a> {
     /// SQLite, the embedded default: statements run synchronously.
     Sqlite(&'a mut SqliteConnection),
-    /// PostgreSQL: statements are round trips, awaited.
-    Postgres(&'a mut AsyncPgConnection),
+    /// PostgreSQL: statements are round trips, awaited. Used through a shared reference, so that
+    /// calls on one connection may pipeline (tokio-postgres sends a statement without waiting for
+    /// the previous one's answer); `exclusive` when the call has the connection to itself, as a
+    /// transaction must.
+    Postgres {
+        /// The connection.
+        conn: &'a AsyncPgConnection,
+        /// Whether no other call uses it meanwhile.
+        exclusive: bool,
+    },
 }
 
 /// A storage operation: an async function of a connection, run by a backend where it sees fit.
@@ -40,8 +48,9 @@ macro_rules! run {
     ($conn:expr, $method:ident, $query:expr) => {
         match $conn {
             $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
-            $crate::conn::Conn::Postgres(c) => {
-                diesel_async::RunQueryDsl::$method($query, &mut **c).await
+            $crate::conn::Conn::Postgres { conn, .. } => {
+                let mut shared: &diesel_async::AsyncPgConnection = conn;
+                diesel_async::RunQueryDsl::$method($query, &mut shared).await
             }
         }
     };
@@ -52,7 +61,10 @@ impl Conn<'_> {
     pub(crate) fn reborrow(&mut self) -> Conn<'_> {
         match self {
             Self::Sqlite(c) => Conn::Sqlite(c),
-            Self::Postgres(c) => Conn::Postgres(c),
+            Self::Postgres { conn, exclusive } => Conn::Postgres {
+                conn,
+                exclusive: *exclusive,
+            },
         }
     }
 
@@ -60,7 +72,10 @@ impl Conn<'_> {
     pub(crate) async fn batch_execute(&mut self, sql: &str) -> QueryResult<()> {
         match self {
             Self::Sqlite(c) => c.batch_execute(sql),
-            Self::Postgres(c) => c.batch_execute(sql).await,
+            Self::Postgres { conn, .. } => {
+                let mut shared: &AsyncPgConnection = conn;
+                shared.batch_execute(sql).await
+            }
         }
     }
 
@@ -70,7 +85,16 @@ impl Conn<'_> {
     pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
         let begin = match self {
             Self::Sqlite(_) => "BEGIN IMMEDIATE",
-            Self::Postgres(_) => "BEGIN",
+            Self::Postgres {
+                exclusive: true, ..
+            } => "BEGIN",
+            Self::Postgres {
+                exclusive: false, ..
+            } => {
+                return Err(StoreError::Config(
+                    "BUG: a transaction was started on a shared connection".into(),
+                ));
+            }
         };
         Ok(self.batch_execute(begin).await?)
     }

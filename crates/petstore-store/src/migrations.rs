@@ -88,7 +88,7 @@ pub(crate) async fn pending(mut conn: Conn<'_>) -> Result<Vec<String>, StoreErro
              WHERE type = 'table' AND name = '__diesel_schema_migrations') AS \"exists\"",
             names::<Sqlite>(&SQLITE)?,
         ),
-        Conn::Postgres(_) => (
+        Conn::Postgres { .. } => (
             "SELECT to_regclass('__diesel_schema_migrations') IS NOT NULL AS \"exists\"",
             names::<Pg>(&POSTGRES)?,
         ),

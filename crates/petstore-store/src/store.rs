@@ -117,7 +117,7 @@ impl Store {
     fn read<T: Send + 'static>(&self, op: impl Op<T>) -> BoxFuture<'_, Result<T, StoreError>> {
         match &self.inner.db {
             Db::Sqlite(db) => Box::pin(db.read(op)),
-            Db::Postgres(db) => Box::pin(db.call(op)),
+            Db::Postgres(db) => Box::pin(db.read(op)),
         }
     }
 

@@ -627,3 +627,91 @@ async fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
         .await
         .expect("writes work again");
 }
+
+/// The connections a PostgreSQL store holds, as the server counts them.
+fn connections_to(db: &petstore_store::testing::TestDatabase) -> usize {
+    let name = db.url().rsplit('/').next().expect("database name");
+    let watcher = RawPostgres::connect(db.url()).expect("connect");
+    let rows = watcher
+        .query(&format!(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ))
+        .expect("count");
+    rows[0][0]
+        .as_deref()
+        .expect("a count")
+        .parse()
+        .expect("a number")
+}
+
+#[tokio::test]
+async fn on_postgres_each_thread_shares_one_connection_for_reads_and_pools_its_writes() {
+    let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
+        return;
+    };
+    let setup = db.store().await;
+    let (key, _) = setup
+        .create_key(&KeySpec::new(Plan::Free, "", None).expect("spec"))
+        .await
+        .expect("key");
+    setup.close();
+    drop(setup);
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await; // its connections close
+    // Three workers sharing 6 connections: 2 each for writes, and one each that reads share.
+    let mut config = StoreConfig::new(db.url());
+    config.pool_size = 6;
+    config.workers = 3;
+    let store = Store::open(&config).expect("open");
+    // Counted while the threads live: a connection lives as long as the runtime driving it.
+    let (worked, counted) = (
+        std::sync::Arc::new(std::sync::Barrier::new(4)),
+        std::sync::Arc::new(std::sync::Barrier::new(4)),
+    );
+    let threads: Vec<_> = (0..3)
+        .map(|_| {
+            let store = store.clone();
+            let (worked, counted) = (worked.clone(), counted.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async {
+                    let query = PetListQuery::default();
+                    let reads = (0..20).map(|_| store.list_pets(&query));
+                    let writes = (0..20).map(|i| store.touch_key(key.id, i));
+                    let (reads, writes) = futures_util::future::join(
+                        futures_util::future::join_all(reads),
+                        futures_util::future::join_all(writes),
+                    )
+                    .await;
+                    assert!(reads.iter().all(Result::is_ok), "{reads:?}");
+                    assert!(writes.iter().all(Result::is_ok), "{writes:?}");
+                });
+                worked.wait();
+                counted.wait();
+                store.close();
+            })
+        })
+        .collect();
+    worked.wait();
+    let open = connections_to(&db);
+    counted.wait();
+    for thread in threads {
+        thread.join().expect("thread");
+    }
+    assert!(
+        (4..=9).contains(&open),
+        "3 shared + at most 2 pooled per thread: {open}"
+    );
+    drop(store);
+    // Closed: the server sees them go.
+    let started = std::time::Instant::now();
+    while connections_to(&db) > 0 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(5),
+            "connections left open"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

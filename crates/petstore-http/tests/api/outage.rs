@@ -245,7 +245,7 @@ async fn a_silent_database_gives_503s_within_the_deadline_and_the_service_recove
 
 #[actix_web::test]
 async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
-    use petstore_domain::{PetListQuery, PetRepository};
+    use petstore_domain::{CreatePet, PetDraft, PetRepository, PetStatus};
     use petstore_store::testing::RawPostgres;
     let Some(db) = TestDatabase::postgres() else {
         return;
@@ -258,32 +258,36 @@ async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
     let holder = RawPostgres::connect(db.url()).expect("connect");
     let store = Store::open(&config).expect("open");
     let app = TestApp::with_store(Some(db), store.clone()).await;
-    assert_eq!(app.get("/v1/pets").await.status, 200);
+    app.create_pet("before", "available").await;
 
-    // Occupy the pool's only connection: a read waiting for a lock someone else holds.
+    // Occupy the pool's only connection: a write waiting for a lock someone else holds.
     holder
-        .execute("BEGIN; LOCK TABLE pets IN ACCESS EXCLUSIVE MODE")
+        .execute("BEGIN; LOCK TABLE pets IN EXCLUSIVE MODE")
         .expect("lock");
-    let occupied =
-        actix_web::rt::spawn(async move { store.list_pets(&PetListQuery::default()).await });
+    let occupied = actix_web::rt::spawn(async move {
+        let pet = PetDraft::new("waiting", 1, PetStatus::Available).expect("draft");
+        store.create_pet(&CreatePet::new(pet)).await
+    });
     actix_web::rt::time::sleep(Duration::from_millis(200)).await;
 
     let started = Instant::now();
-    let reply = app.get("/v1/pets").await;
+    let reply = app
+        .post_json("/v1/pets", r#"{"name":"refused","categoryId":1}"#)
+        .await;
     reply.assert_error(503, "service_unavailable");
     assert_eq!(reply.header("retry-after"), Some("1"));
     assert!(
         started.elapsed() < Duration::from_secs(3),
         "answered within the connect timeout"
     );
+    // Reads do not need the pool (they share a connection of their own), and the lock lets
+    // them through.
+    assert_eq!(app.get("/v1/pets").await.status, 200);
 
     holder.execute("ROLLBACK").expect("unlock");
-    occupied.await.expect("task").expect("the waiting read");
-    assert_eq!(
-        app.get("/v1/pets").await.status,
-        200,
-        "the connection is back"
-    );
+    occupied.await.expect("task").expect("the waiting write");
+    app.create_pet("after", "available").await;
+    assert_eq!(app.pet_names().await, ["before", "waiting", "after"]);
 }
 
 /// An app on a new SQLite database whose pool has `size` connections.

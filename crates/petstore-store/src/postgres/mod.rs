@@ -14,7 +14,7 @@ mod settings;
 mod tls;
 
 use std::collections::HashMap;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
@@ -29,9 +29,9 @@ use settings::PgSettings;
 
 /// The PostgreSQL database behind a store.
 pub(crate) struct Postgres {
-    settings: std::sync::Arc<PgSettings>,
-    /// This store's pools, by the thread that uses each; `None` once closed.
-    pools: RwLock<Option<HashMap<ThreadId, Pool>>>,
+    settings: Arc<PgSettings>,
+    /// This store's connections, by the thread that uses them; `None` once closed.
+    workers: RwLock<Option<HashMap<ThreadId, Arc<Worker>>>>,
     per_thread: usize,
     /// Most connections over every thread's pool, as configured.
     pool_size: u32,
@@ -48,8 +48,8 @@ impl Postgres {
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
         let per_thread = (config.pool_size / config.workers.max(1)).max(1) as usize;
         Ok(Self {
-            settings: std::sync::Arc::new(PgSettings::from_url(url, config)?),
-            pools: RwLock::new(Some(HashMap::new())),
+            settings: Arc::new(PgSettings::from_url(url, config)?),
+            workers: RwLock::new(Some(HashMap::new())),
             per_thread,
             pool_size: config.pool_size,
             wait: config.connect_timeout,
@@ -58,18 +58,18 @@ impl Postgres {
         })
     }
 
-    /// This thread's pool, opened on first use.
-    fn pool(&self) -> Result<Pool, StoreError> {
+    /// This thread's connections, set up on first use.
+    fn worker(&self) -> Result<Arc<Worker>, StoreError> {
         let me = thread::current().id();
-        if let Some(pools) = &*self.pools.read().unwrap_or_else(PoisonError::into_inner)
-            && let Some(pool) = pools.get(&me)
+        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner)
+            && let Some(worker) = workers.get(&me)
         {
-            return Ok(pool.clone());
+            return Ok(worker.clone());
         }
-        let mut pools = self.pools.write().unwrap_or_else(PoisonError::into_inner);
-        let pools = pools.as_mut().ok_or(StoreError::Closed)?;
-        if let Some(pool) = pools.get(&me) {
-            return Ok(pool.clone());
+        let mut workers = self.workers.write().unwrap_or_else(PoisonError::into_inner);
+        let workers = workers.as_mut().ok_or(StoreError::Closed)?;
+        if let Some(worker) = workers.get(&me) {
+            return Ok(worker.clone());
         }
         let pool = Pool::builder(Manager {
             settings: self.settings.clone(),
@@ -80,15 +80,46 @@ impl Postgres {
         .runtime(Runtime::Tokio1)
         .build()
         .map_err(|error| StoreError::Config(format!("connection pool: {error}")))?;
-        pools.insert(me, pool.clone());
-        Ok(pool)
+        let worker = Arc::new(Worker {
+            pool,
+            shared: Mutex::new(None),
+            opening: tokio::sync::Mutex::new(()),
+        });
+        workers.insert(me, worker.clone());
+        Ok(worker)
+    }
+
+    /// Runs `op`, which starts no transaction, on this thread's shared connection, where calls
+    /// pipeline. A call that failed as unavailable, outlived its deadline or was given up on
+    /// midway leaves the connection suspect: the next call opens another.
+    pub(crate) async fn read<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
+        let worker = self.worker()?;
+        let conn = worker.shared(&self.settings, self.wait).await?;
+        let mut suspect = Suspect {
+            worker: &worker,
+            conn: &conn,
+            cleared: false,
+        };
+        let started = Instant::now();
+        let result = op(Conn::Postgres {
+            conn: &conn,
+            exclusive: false,
+        })
+        .await
+        .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        suspect.cleared = !result
+            .as_ref()
+            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
+            && started.elapsed() <= self.deadline;
+        drop(suspect);
+        result
     }
 
     /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable, or
     /// outlived its deadline, or was given up on midway (its future dropped: a statement may be
     /// in flight, a transaction open), leaves its connection out of the pool.
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
-        let pool = self.pool()?;
+        let pool = self.worker()?.pool.clone();
         let checkout = Instant::now();
         let mut pooled = pool
             .get()
@@ -99,9 +130,12 @@ impl Postgres {
         // Until the call has ended: dropped midway, the connection is not trusted again.
         pooled.broken = true;
         let started = Instant::now();
-        let result = op(Conn::Postgres(&mut pooled.connection))
-            .await
-            .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        let result = op(Conn::Postgres {
+            conn: &pooled.connection,
+            exclusive: true,
+        })
+        .await
+        .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
         pooled.broken = result
             .as_ref()
             .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
@@ -141,15 +175,21 @@ impl Postgres {
         (self.pool_size, self.wait)
     }
 
-    /// Sets the pool gauges: every thread's pool, summed.
+    /// Sets the pool gauges: every thread's pool and shared connection, summed (a shared
+    /// connection is open and never idle: reads pipeline on it).
     pub(crate) fn record_pool_state(&self) {
         let (mut open, mut idle, mut max) = (0, 0, 0);
-        if let Some(pools) = &*self.pools.read().unwrap_or_else(PoisonError::into_inner) {
-            for pool in pools.values() {
-                let status = pool.status();
-                open += status.size;
+        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
+            for worker in workers.values() {
+                let status = worker.pool.status();
+                let shared = worker
+                    .shared
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .is_some();
+                open += status.size + usize::from(shared);
                 idle += status.available;
-                max += status.max_size;
+                max += status.max_size + 1;
             }
         }
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
@@ -159,13 +199,87 @@ impl Postgres {
     /// Closes every pool: idle connections now, the others as their calls return them; later
     /// calls fail as unavailable.
     pub(crate) fn close(&self) {
-        let pools = self
-            .pools
+        let workers = self
+            .workers
             .write()
             .unwrap_or_else(PoisonError::into_inner)
             .take();
-        for pool in pools.into_iter().flat_map(HashMap::into_values) {
-            pool.close();
+        for worker in workers.into_iter().flat_map(HashMap::into_values) {
+            worker.pool.close();
+            worker
+                .shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
+        }
+    }
+}
+
+/// One thread's connections: a pool of exclusive ones (transactions, writes), and one shared by
+/// its reads.
+struct Worker {
+    pool: Pool,
+    shared: Mutex<Option<Arc<AsyncPgConnection>>>,
+    /// Held while the shared connection is being opened: the reads that find none wait for the
+    /// one being opened rather than each open their own.
+    opening: tokio::sync::Mutex<()>,
+}
+
+impl Worker {
+    fn current(&self) -> Option<Arc<AsyncPgConnection>> {
+        self.shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The shared connection, opened if there is none (on this thread's runtime).
+    async fn shared(
+        &self,
+        settings: &PgSettings,
+        wait: Duration,
+    ) -> Result<Arc<AsyncPgConnection>, StoreError> {
+        if let Some(conn) = self.current() {
+            return Ok(conn);
+        }
+        let opening = tokio::time::timeout(wait, async {
+            let _opening = self.opening.lock().await;
+            if let Some(conn) = self.current() {
+                return Ok(conn);
+            }
+            let conn = Arc::new(Box::pin(settings.connect()).await?);
+            *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn.clone());
+            Ok(conn)
+        });
+        opening.await.map_err(|_| {
+            StoreError::Connect(format!("no connection could be opened within {wait:?}").into())
+        })?
+    }
+}
+
+/// Forgets the shared connection `conn` when dropped uncleared (the call failed, ran late, or
+/// was given up on), unless another call has replaced it already.
+struct Suspect<'a> {
+    worker: &'a Worker,
+    conn: &'a Arc<AsyncPgConnection>,
+    cleared: bool,
+}
+
+impl Drop for Suspect<'_> {
+    fn drop(&mut self) {
+        if self.cleared {
+            return;
+        }
+        let mut shared = self
+            .worker
+            .shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if shared
+            .as_ref()
+            .is_some_and(|current| Arc::ptr_eq(current, self.conn))
+        {
+            *shared = None;
         }
     }
 }
@@ -178,7 +292,7 @@ struct PgConn {
 
 /// Opens connections for a pool, on the runtime of the thread that asks.
 struct Manager {
-    settings: std::sync::Arc<PgSettings>,
+    settings: Arc<PgSettings>,
 }
 
 impl managed::Manager for Manager {

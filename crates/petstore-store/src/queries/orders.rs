@@ -7,6 +7,7 @@
 //! client told why) and `Err` when the store failed.
 
 use diesel::prelude::*;
+use diesel_async::AsyncPgConnection;
 use petstore_domain::{
     Inventory, Order, OrderAction, OrderError, OrderListQuery, OrderStatus, Page, PetStatus,
     PlaceOrder, lifecycle,
@@ -94,9 +95,12 @@ async fn locked_pet_status(conn: &mut Conn<'_>, id: i64) -> Result<Option<PetSta
     let query = pets::table.find(id).select(pets::status);
     let status: Option<String> = match conn {
         Conn::Sqlite(c) => query.first(&mut **c).optional()?,
-        Conn::Postgres(c) => diesel_async::RunQueryDsl::first(query.for_update(), &mut **c)
-            .await
-            .optional()?,
+        Conn::Postgres { conn, .. } => {
+            let mut conn: &AsyncPgConnection = conn;
+            diesel_async::RunQueryDsl::first(query.for_update(), &mut conn)
+                .await
+                .optional()?
+        }
     };
     status
         .map(|text| {
@@ -119,9 +123,12 @@ async fn locked_order(
     let query = orders::table.find(id).select(ORDER_COLUMNS);
     let row: Option<OrderRow> = match conn {
         Conn::Sqlite(c) => query.first(&mut **c).optional()?,
-        Conn::Postgres(c) => diesel_async::RunQueryDsl::first(query.for_update(), &mut **c)
-            .await
-            .optional()?,
+        Conn::Postgres { conn, .. } => {
+            let mut conn: &AsyncPgConnection = conn;
+            diesel_async::RunQueryDsl::first(query.for_update(), &mut conn)
+                .await
+                .optional()?
+        }
     };
     Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
 }
