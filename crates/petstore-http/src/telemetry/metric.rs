@@ -27,7 +27,8 @@ pub const KEY_CACHE_LOOKUPS: &str = "petstore_key_cache_lookups_total";
 /// Storage calls, from the call to its answer (slot wait included): `operation`, `outcome`
 /// (`ok`, `error`).
 pub const STORE_CALL_DURATION: &str = "petstore_store_call_duration_seconds";
-/// Time a storage call waited for one of the storage's slots (one per pooled connection).
+/// Time a storage call that found no free slot waited for one (a call that found one at once is
+/// not recorded).
 pub const STORE_SLOT_WAIT: &str = "petstore_store_slot_wait_seconds";
 /// Storage calls refused (`503`) because no slot came free in time.
 pub const STORE_SLOT_TIMEOUTS: &str = "petstore_store_slot_timeouts_total";
@@ -94,7 +95,7 @@ fn describe() {
     describe_histogram!(
         STORE_SLOT_WAIT,
         Unit::Seconds,
-        "Time storage calls waited for a free slot (one per pooled connection)."
+        "Time storage calls that found no free slot waited for one."
     );
     describe_counter!(
         STORE_SLOT_TIMEOUTS,
