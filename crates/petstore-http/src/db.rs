@@ -9,11 +9,12 @@ use std::time::{Duration, Instant};
 
 use actix_web::rt::time::timeout;
 use futures_util::future::BoxFuture;
+use metrics::Histogram;
 use petstore_domain::{Storage, StorageError};
 use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
 
 use crate::error::ApiError;
-use crate::telemetry::metric;
+use crate::telemetry::metric::{self, Kept};
 
 /// The storage, and the bounds on its calls: how many run at once, how long one waits for its
 /// turn, how long one may take.
@@ -22,6 +23,8 @@ pub struct Database {
     slots: Semaphore,
     wait: Duration,
     deadline: Duration,
+    /// [`metric::STORE_CALL_DURATION`], by operation and outcome.
+    durations: Kept<(&'static str, &'static str), Histogram>,
 }
 
 impl Database {
@@ -33,6 +36,7 @@ impl Database {
             wait: capacity.wait,
             deadline: capacity.deadline,
             storage,
+            durations: Kept::default(),
         }
     }
 
@@ -52,12 +56,15 @@ impl Database {
         let started = Instant::now();
         let result = self.run(f).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
-        metrics::histogram!(
-            metric::STORE_CALL_DURATION,
-            "operation" => operation,
-            "outcome" => outcome
-        )
-        .record(started.elapsed().as_secs_f64());
+        self.durations
+            .get(&(operation, outcome), || {
+                metrics::histogram!(
+                    metric::STORE_CALL_DURATION,
+                    "operation" => operation,
+                    "outcome" => outcome
+                )
+            })
+            .record(started.elapsed().as_secs_f64());
         result
     }
 

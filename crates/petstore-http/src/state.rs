@@ -14,7 +14,7 @@ use crate::db::Database;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
 use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
-use crate::telemetry::metric::Exporter;
+use crate::telemetry::metric::{Exporter, RequestMetrics};
 
 /// How many key lookups the cache holds at most.
 const KEY_CACHE_CAPACITY: usize = 100_000;
@@ -47,6 +47,8 @@ pub struct AppState {
     /// The metrics `GET /metrics` serves on the main listener; `None` when they are off or
     /// served on a listener of their own.
     pub metrics: Option<Exporter>,
+    /// The handles of the metrics every request records.
+    pub request_metrics: RequestMetrics,
 }
 
 impl AppState {
@@ -69,6 +71,7 @@ impl AppState {
                 ..IdempotencySettings::default()
             },
             metrics: None,
+            request_metrics: RequestMetrics::default(),
         })
     }
 

@@ -17,12 +17,13 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest};
 use petstore_domain::{ApiKey, ApiKeySecret, KeyMatch};
 
 pub use cache::{KeyCache, KeyFingerprint};
+use metrics::Counter;
 pub use token::bearer_token;
 pub use usage::Usage;
 
 use crate::db::Database;
 use crate::error::ApiError;
-use crate::telemetry::metric;
+use crate::telemetry::metric::{self, Kept};
 
 /// The authenticated caller, put in the request extensions by the admission middleware. A
 /// shared handle: the key cache holds the same one, so a request copies no part of the key.
@@ -94,6 +95,8 @@ pub struct Authenticator {
     cache: KeyCache,
     /// When keys' use was last recorded.
     pub usage: Usage,
+    /// [`metric::KEY_CACHE_LOOKUPS`], by result.
+    lookups: Kept<&'static str, Counter>,
 }
 
 impl Authenticator {
@@ -102,6 +105,7 @@ impl Authenticator {
         Self {
             cache: KeyCache::new(ttl, capacity),
             usage: Usage::default(),
+            lookups: Kept::default(),
         }
     }
 
@@ -133,15 +137,17 @@ impl Authenticator {
         db: &Database,
         credentials: Credentials<'_>,
     ) -> Result<Option<ApiClient>, ApiError> {
-        match self.cache.get(credentials.fingerprint) {
-            Some(known) => {
-                metrics::counter!(metric::KEY_CACHE_LOOKUPS, "result" => "hit").increment(1);
-                Ok(known)
-            }
-            None => {
-                metrics::counter!(metric::KEY_CACHE_LOOKUPS, "result" => "miss").increment(1);
-                self.look_up(db, credentials).await
-            }
+        let cached = self.cache.get(credentials.fingerprint);
+        let result = if cached.is_some() { "hit" } else { "miss" };
+        self.lookups
+            .get(
+                &result,
+                || metrics::counter!(metric::KEY_CACHE_LOOKUPS, "result" => result),
+            )
+            .increment(1);
+        match cached {
+            Some(known) => Ok(known),
+            None => self.look_up(db, credentials).await,
         }
     }
 

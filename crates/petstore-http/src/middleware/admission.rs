@@ -21,7 +21,6 @@ use crate::ratelimit::{
 };
 use crate::report::Chain;
 use crate::state::AppState;
-use crate::telemetry::metric;
 
 /// Paths that are never limited: load balancers and Prometheus poll them.
 const UNLIMITED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
@@ -114,7 +113,7 @@ async fn gate(
         limiter.peek(&caller, now).await
     } else {
         let verdict = limiter.check(&caller, now, &key_bans).await;
-        count_decision(&verdict, &caller, client.as_ref());
+        count_decision(&state, &verdict, &caller, client.as_ref());
         verdict
     };
     // For the handlers, and the access log (refusals included).
@@ -189,8 +188,9 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
     });
 }
 
-/// Counts the decision in [`metric::RATE_LIMIT_DECISIONS`].
+/// Counts the decision in [`crate::telemetry::metric::RATE_LIMIT_DECISIONS`].
 fn count_decision(
+    state: &AppState,
     verdict: &Result<Verdict, LimitError>,
     caller: &Caller,
     client: Option<&ApiClient>,
@@ -201,13 +201,11 @@ fn count_decision(
         Ok(Verdict::Banned(_)) => "banned",
         Err(_) => "error",
     };
-    metrics::counter!(
-        metric::RATE_LIMIT_DECISIONS,
-        "outcome" => outcome,
-        "plan" => client.map_or("anonymous", |client| client.key().plan.as_str()),
-        "subject" => caller.subject.kind()
-    )
-    .increment(1);
+    state.request_metrics.decision(
+        outcome,
+        client.map_or("anonymous", |client| client.key().plan.as_str()),
+        caller.subject.kind(),
+    );
 }
 
 /// The error's response, with the rate-limit headers `write` puts on it.

@@ -13,8 +13,9 @@ use tracing::Instrument;
 use crate::auth::ApiClient;
 use crate::error::ErrorCode;
 use crate::state::AppState;
+use crate::telemetry::metric::RequestMetrics;
 use crate::telemetry::request_id::{X_REQUEST_ID, traceparent};
-use crate::telemetry::{ACCESS_LOG, RequestId, metric};
+use crate::telemetry::{ACCESS_LOG, RequestId};
 
 /// The `route` label of requests that matched no route (a path is never a label: unbounded).
 const UNMATCHED: &str = "unmatched";
@@ -55,15 +56,17 @@ pub async fn observe(
     let route = route.as_deref().unwrap_or(UNMATCHED);
     let method = method_label(request.method());
     let status = response.status();
-    metrics::counter!(
-        metric::HTTP_REQUESTS,
-        "route" => route.to_owned(),
-        "method" => method,
-        "status" => status.as_str().to_owned()
-    )
-    .increment(1);
-    metrics::histogram!(metric::HTTP_DURATION, "route" => route.to_owned(), "method" => method)
-        .record(elapsed.as_secs_f64());
+    match request.app_data::<web::Data<AppState>>() {
+        Some(state) => {
+            state
+                .request_metrics
+                .request(route, method, status.as_u16(), elapsed.as_secs_f64())
+        }
+        // The metrics listener's own app: no state of its own, nothing to keep.
+        None => {
+            RequestMetrics::default().request(route, method, status.as_u16(), elapsed.as_secs_f64())
+        }
+    }
     let extensions = request.extensions();
     let key = extensions.get::<ApiClient>().map(ApiClient::key);
     tracing::info!(
