@@ -2,6 +2,7 @@
 //! UUIDv7 (time-ordered, so ids sort by arrival); and the W3C `traceparent` logged beside it.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 
@@ -30,10 +31,20 @@ impl RequestId {
         }
     }
 
-    /// A new id: a UUIDv7 in its hyphenated form.
+    /// A new id: a UUIDv7 in its hyphenated form (RFC 9562, with a counter: the Unix time in
+    /// milliseconds, a 12-bit counter that keeps ids made in the same millisecond in order,
+    /// 62 random bits). The random bits come from a fast generator seeded once per thread, not
+    /// from the kernel: `uuid`'s own `now_v7` asks the kernel for them on every call, a system
+    /// call per request. An id must be unique and ordered, not unguessable.
     pub fn generate() -> Self {
+        let (millis, counter) = next_stamp();
+        let mut rand = [0; 10];
+        rand[..2].copy_from_slice(&counter.to_be_bytes());
+        rand[2..].copy_from_slice(&fastrand::u64(..).to_be_bytes());
+        // The builder sets the version over the counter's top 4 bits (which are zero).
+        let id = uuid::Builder::from_unix_timestamp_millis(millis, &rand).into_uuid();
         let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
-        let text = uuid::Uuid::now_v7().hyphenated().encode_lower(&mut text);
+        let text = id.hyphenated().encode_lower(&mut text);
         Self(HeaderValue::from_str(text).expect("a UUID is a valid header value"))
     }
 
@@ -53,6 +64,24 @@ impl fmt::Display for RequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
     }
+}
+
+/// The last id's time and counter, as `millis << 12 | counter`: ids made in the same millisecond
+/// (on any thread) take the next counter, and one past 4,095 borrows the next millisecond.
+static LAST_STAMP: AtomicU64 = AtomicU64::new(0);
+
+/// The time (Unix milliseconds) and counter of a new id: never before the last id's.
+fn next_stamp() -> (u64, u16) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |since| u64::try_from(since.as_millis()).unwrap_or(0))
+        << 12;
+    let stamp = match LAST_STAMP.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |last| {
+        Some(now.max(last + 1))
+    }) {
+        Ok(last) | Err(last) => now.max(last + 1),
+    };
+    (stamp >> 12, (stamp & 0xfff) as u16)
 }
 
 /// 1 to [`MAX_LEN`] visible ASCII characters (`!` to `~`: no spaces, no controls).
@@ -151,6 +180,30 @@ mod tests {
         let mut sorted = ids.clone();
         sorted.sort();
         assert_eq!(ids, sorted);
+    }
+
+    #[test]
+    fn generated_ids_are_distinct_across_threads_and_ordered_on_each() {
+        let threads: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    (0..10_000)
+                        .map(|_| RequestId::generate().as_str().to_owned())
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        let mut all = std::collections::HashSet::new();
+        for thread in threads {
+            let ids = thread.join().expect("thread");
+            assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "in order");
+            for id in ids {
+                let parsed = uuid::Uuid::parse_str(&id).expect("a UUID");
+                assert_eq!(parsed.get_version_num(), 7);
+                assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
+                assert!(all.insert(id), "distinct");
+            }
+        }
     }
 
     #[test]
