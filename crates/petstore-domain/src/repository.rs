@@ -176,6 +176,10 @@ pub struct Capacity {
     /// packets, so neither a statement timeout nor TCP notices). A write given up on may still
     /// complete later, once; never half.
     pub deadline: Duration,
+    /// Most of those calls that run at once on the runtime's blocking threads (a synchronous
+    /// library's), 0 for a backend that runs none there: a server sizes its blocking pools to
+    /// it.
+    pub blocking_calls: u32,
 }
 
 /// A complete storage backend: every repository, readiness, and its capacity. The HTTP layer

@@ -4,7 +4,6 @@
 //! writer.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use petstore_domain::{
@@ -30,7 +29,6 @@ pub struct Store {
 
 struct Inner {
     db: Db,
-    deadline: Duration,
 }
 
 enum Db {
@@ -61,10 +59,7 @@ impl Store {
             Backend::Postgres(url) => Db::Postgres(Postgres::open(&url, config)?),
         };
         Ok(Self {
-            inner: Arc::new(Inner {
-                db,
-                deadline: config.deadline(),
-            }),
+            inner: Arc::new(Inner { db }),
         })
     }
 
@@ -331,14 +326,9 @@ impl Storage for Store {
     }
 
     fn capacity(&self) -> Capacity {
-        let (max_calls, wait) = match &self.inner.db {
-            Db::Sqlite(db) => db.pool_limits(),
-            Db::Postgres(db) => db.pool_limits(),
-        };
-        Capacity {
-            max_calls,
-            wait,
-            deadline: self.inner.deadline,
+        match &self.inner.db {
+            Db::Sqlite(db) => db.capacity(),
+            Db::Postgres(db) => db.capacity(),
         }
     }
 }

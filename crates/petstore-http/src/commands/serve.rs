@@ -59,11 +59,10 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
             None => "in this process",
         }
     );
-    // Storage calls never run more at once than the storage's capacity (`Database`), so a
-    // worker needs no more blocking threads than that (SQLite runs calls there). Without the
-    // cap the blocking pool (512 threads by default) started a new thread whenever a call
+    // A worker needs no more blocking threads than the storage runs calls on at once. Without
+    // the cap the blocking pool (512 threads by default) started a new thread whenever a call
     // arrived just before a previous one had handed its thread back.
-    let blocking_threads = storage.capacity().max_calls.max(1) as usize;
+    let blocking_threads = storage.capacity().blocking_calls.max(1) as usize;
     let state = web::Data::new(state);
     let shared = state.clone();
     let server = HttpServer::new(move || app(shared.clone()))

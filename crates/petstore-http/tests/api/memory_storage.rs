@@ -27,6 +27,8 @@ pub struct MemoryStorage {
     seed: RandomState,
     /// While set, creating a pet fails as unavailable (a database gone away).
     failing_creates: AtomicBool,
+    /// What `capacity` reports, when not the default (8 calls, 5 s of wait).
+    capacity: Option<(u32, Duration)>,
 }
 
 #[derive(Default)]
@@ -53,6 +55,14 @@ struct Record {
 impl MemoryStorage {
     fn data(&self) -> MutexGuard<'_, Data> {
         self.data.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A storage that lets `max_calls` calls run at once, each waiting `wait` for its turn.
+    pub fn with_capacity(max_calls: u32, wait: Duration) -> Self {
+        Self {
+            capacity: Some((max_calls, wait)),
+            ..Self::default()
+        }
     }
 
     /// Makes pet creation fail as unavailable, or work again.
@@ -464,10 +474,12 @@ impl Storage for MemoryStorage {
     }
 
     fn capacity(&self) -> Capacity {
+        let (max_calls, wait) = self.capacity.unwrap_or((8, Duration::from_secs(5)));
         Capacity {
-            max_calls: 8,
-            wait: Duration::from_secs(5),
+            max_calls,
+            wait,
             deadline: Duration::from_secs(5),
+            blocking_calls: 0,
         }
     }
 }

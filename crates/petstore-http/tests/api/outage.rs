@@ -290,21 +290,17 @@ async fn an_exhausted_pool_gives_503_quickly_and_recovers() {
     assert_eq!(app.pet_names().await, ["before", "waiting", "after"]);
 }
 
-/// An app on a new SQLite database whose pool has `size` connections.
-async fn app_with_pool(size: u32, connect_timeout: Duration) -> TestApp {
-    let db = TestDatabase::sqlite();
-    db.store().await; // migrated
-    let mut config = StoreConfig::new(db.url());
-    config.pool_size = size;
-    config.connect_timeout = connect_timeout;
-    let store = Store::open(&config).expect("open");
-    TestApp::with_store(Some(db), store).await
+/// An app over a storage that lets `max_calls` calls run at once, each waiting `wait` for its
+/// turn (the bound is the HTTP layer's, the same for every backend).
+async fn app_with_capacity(max_calls: u32, wait: Duration) -> TestApp {
+    let storage = crate::memory_storage::MemoryStorage::with_capacity(max_calls, wait);
+    TestApp::with_storage(Arc::new(storage)).await
 }
 
 #[actix_web::test]
-async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
+async fn no_more_store_calls_run_at_once_than_the_storage_allows() {
     use std::sync::atomic::AtomicUsize;
-    let app = app_with_pool(2, Duration::from_secs(30)).await;
+    let app = app_with_capacity(2, Duration::from_secs(30)).await;
     let running = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let calls = (0..8).map(|_| {
@@ -328,7 +324,7 @@ async fn no_more_store_calls_run_at_once_than_the_pool_has_connections() {
 
 #[actix_web::test]
 async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
-    let app = app_with_pool(1, Duration::from_millis(200)).await;
+    let app = app_with_capacity(1, Duration::from_millis(200)).await;
     let state = app.state.clone();
     let (entered, holding) = tokio::sync::oneshot::channel();
     let holder = actix_web::rt::spawn(async move {

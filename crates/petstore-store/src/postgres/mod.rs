@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use deadpool::Runtime;
 use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult, TimeoutType};
 use diesel_async::AsyncPgConnection;
-use petstore_domain::StorageErrorKind;
+use petstore_domain::{Capacity, StorageErrorKind};
 
 use crate::conn::{Conn, Op};
 use crate::{StoreConfig, StoreError, metrics, migrations};
@@ -179,9 +179,15 @@ impl Postgres {
             .map_err(StoreError::Blocking)?
     }
 
-    /// Most connections over every thread's pool, and how long a call waits for one.
-    pub(crate) fn pool_limits(&self) -> (u32, Duration) {
-        (self.max_calls, self.wait)
+    /// The pools' connections and the pipelined reads; calls run on the caller's runtime, none
+    /// on its blocking threads (but migrations, once).
+    pub(crate) fn capacity(&self) -> Capacity {
+        Capacity {
+            max_calls: self.max_calls,
+            wait: self.wait,
+            deadline: self.deadline,
+            blocking_calls: 1,
+        }
     }
 
     /// Sets the pool gauges: every thread's pool and shared connection, summed (a shared

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use diesel::connection::SimpleConnection;
 use diesel::r2d2::{self, Pool, R2D2Connection};
 use diesel::{Connection, SqliteConnection};
-use petstore_domain::{CreatePet, Pet, StorageErrorKind};
+use petstore_domain::{Capacity, CreatePet, Pet, StorageErrorKind};
 
 pub use space::LOW_SPACE;
 
@@ -140,12 +140,17 @@ impl Sqlite {
         self.calls.space.check()
     }
 
-    /// Most connections, and how long a call waits for one.
-    pub(crate) fn pool_limits(&self) -> (u32, Duration) {
-        (
-            self.calls.pool.max_size(),
-            self.calls.pool.connection_timeout(),
-        )
+    /// The pool's connections, and the creates the writer takes at once (a queued create holds
+    /// no connection: bounding creates by the pool's size cut the writer's batches, and the
+    /// creates per second, by half); the pool's connections on blocking threads.
+    pub(crate) fn capacity(&self) -> Capacity {
+        let connections = self.calls.pool.max_size();
+        Capacity {
+            max_calls: connections.saturating_add(writer::MAX_BATCH as u32),
+            wait: self.calls.pool.connection_timeout(),
+            deadline: self.calls.deadline,
+            blocking_calls: connections,
+        }
     }
 
     /// Sets the pool gauges from the pool's state.

@@ -20,7 +20,7 @@ use crate::conn::{Conn, complete_now};
 use crate::queries::pets::insert_completing;
 
 /// Most inserts committed together.
-const MAX_BATCH: usize = 256;
+pub(crate) const MAX_BATCH: usize = 256;
 
 struct Job {
     pet: CreatePet,
