@@ -81,7 +81,9 @@ install_missing taskset util-linux
 case ",$BACKENDS," in *,postgres,*) install_missing pgbench postgresql ;; esac
 
 cargo build --release --quiet --bin petstore --example ceiling --example pg_floor
-BIN=$PWD/target/release/petstore
+# PETSTORE_BENCH_BIN measures another build of petstore (an earlier commit's, say) on the same
+# harness, floors and ceiling.
+BIN=${PETSTORE_BENCH_BIN:-$PWD/target/release/petstore}
 CEILING=$PWD/target/release/examples/ceiling
 PG_FLOOR=$PWD/target/release/examples/pg_floor
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; LOAD_CPU=1; else SERVER_CPU=0; LOAD_CPU=0; fi
