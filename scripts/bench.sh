@@ -3,9 +3,11 @@
 # actix-web ceiling (crates/petstore-http/examples/ceiling.rs), server and load generator (wrk)
 # pinned to different cores. Every run of a route is paired with a run of the ceiling just
 # before it, and each figure is the median over several such pairs, reported as a ratio to its
-# ceiling. On PostgreSQL the list route is also paired with the PostgreSQL floor
-# (examples/pg_floor.rs: the same query, bytes and headers from tokio-postgres on a connection
-# per worker, nothing else) and with pgbench running the same query (prepared, 8 clients).
+# ceiling. The GET routes are also paired with their backend's floor, the least this stack can
+# do for them: on SQLite examples/sqlite_floor (the service's Diesel queries on a connection
+# per worker, its bytes and headers, nothing else; the list, the deep page and get by id), on
+# PostgreSQL examples/pg_floor.rs (the list query from tokio-postgres on a connection per
+# worker), and there pgbench running the same query too (prepared, 8 clients).
 # Writes a markdown table (see docs/performance.md).
 #
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
@@ -14,8 +16,8 @@
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
-# ceiling and of petstore's GET routes on SQLite (1,000 pets), under valgrind's callgrind, for a
-# fixed number of keep-alive requests. Repeatable to a fraction of a percent whatever the machine
+# ceiling, and of petstore's GET routes and the SQLite floor's on SQLite (1,000 pets), under
+# valgrind's callgrind, for a fixed number of keep-alive requests. Repeatable to a fraction of a percent whatever the machine
 # is doing, where the timed runs move by a third; blind to the kernel, and to CPU features that
 # valgrind hides (SHA extensions, say).
 #
@@ -26,7 +28,7 @@
 # PostgreSQL (and Redis with --redis) are used when reachable on 127.0.0.1 (PETSTORE_BENCH_PG,
 # PETSTORE_BENCH_REDIS override the URLs); a database of its own is created and dropped, and
 # reached with PETSTORE_BENCH_PG_PARAMS (default sslmode=disable: TLS on loopback would measure
-# OpenSSL, not the service). On PostgreSQL the CPU time its own backends spend per list request
+# the encryption, not the service). On PostgreSQL the CPU time its own backends spend per list request
 # is reported too: on a machine this small it shares the cores with the server and wrk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -80,12 +82,14 @@ install_missing psql postgresql-client
 install_missing taskset util-linux
 case ",$BACKENDS," in *,postgres,*) install_missing pgbench postgresql ;; esac
 
-cargo build --release --quiet --bin petstore --example ceiling --example pg_floor
+cargo build --release --quiet --bin petstore --example ceiling --example pg_floor \
+  --example sqlite_floor
 # PETSTORE_BENCH_BIN measures another build of petstore (an earlier commit's, say) on the same
 # harness, floors and ceiling.
 BIN=${PETSTORE_BENCH_BIN:-$PWD/target/release/petstore}
 CEILING=$PWD/target/release/examples/ceiling
 PG_FLOOR=$PWD/target/release/examples/pg_floor
+SQLITE_FLOOR=$PWD/target/release/examples/sqlite_floor
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; LOAD_CPU=1; else SERVER_CPU=0; LOAD_CPU=0; fi
 
 WORK=$(mktemp -d)
@@ -151,8 +155,9 @@ pgbench_once() { # url
 # (the ceiling server stays up, idle, on the same core), and RATIO is the median of the runs'
 # own ratios: both halves of a pair saw the machine in the same state, where a ceiling measured
 # minutes earlier may not have (its speed moves by a third between quarter-hours here).
-# With FLOOR=1 (PostgreSQL's list), each run is also preceded by a run of the PostgreSQL floor
-# and one of pgbench: FLOOR_RPS, FLOOR_RATIO, PGBENCH_TPS and PGBENCH_RATIO, medians likewise.
+# With FLOOR=1, each run is also preceded by a run of the same path on the floor (running at
+# $FLOOR_BASE): FLOOR_RPS and FLOOR_RATIO, medians likewise; with PGBENCH=1 (PostgreSQL's list)
+# by one of pgbench too: PGBENCH_TPS and PGBENCH_RATIO.
 run_wrk() {
   local url=$1; shift
   local rps=() p50=() p99=() ratios=() bad=0 floors=() floor_ratios=() tps=() tps_ratios=()
@@ -163,9 +168,12 @@ run_wrk() {
       post) ceiling=$(wrk_once -s scripts/bench/post.lua "$CEILING_BASE/v1/pets" | rps_of) ;;
     esac
     if [ "${FLOOR:-0}" = 1 ]; then
-      floor=$(wrk_once "$FLOOR_BASE/v1/pets?limit=20" | rps_of)
+      floor=$(wrk_once "$FLOOR_BASE${url#"$BASE"}" | rps_of)
+      floors+=("$floor")
+    fi
+    if [ "${PGBENCH:-0}" = 1 ]; then
       bench=$(pgbench_once "$PG_URL")
-      floors+=("$floor"); tps+=("$bench")
+      tps+=("$bench")
     fi
     out=$(wrk_once "$@" "$url")
     rps+=("$(rps_of <<<"$out")")
@@ -177,14 +185,18 @@ run_wrk() {
     fi
     if [ -n "$floor" ]; then
       floor_ratios+=("$(awk -v a="${rps[-1]}" -v b="$floor" 'BEGIN { printf "%.4f", a / b }')")
+      echo "bench: pair: floor $floor req/s${bench:+, pgbench $bench tps}, service ${rps[-1]} req/s" >&2
+    fi
+    if [ -n "$bench" ]; then
       tps_ratios+=("$(awk -v a="${rps[-1]}" -v b="$bench" 'BEGIN { printf "%.4f", a / b }')")
-      echo "bench: pair: floor $floor req/s, pgbench $bench tps, service ${rps[-1]} req/s" >&2
     fi
   done
   FLOOR_RPS="" FLOOR_RATIO="" PGBENCH_TPS="" PGBENCH_RATIO=""
   if [ ${#floors[@]} -gt 0 ]; then
     FLOOR_RPS=$(printf '%s\n' "${floors[@]}" | median)
     FLOOR_RATIO=$(printf '%s\n' "${floor_ratios[@]}" | median)
+  fi
+  if [ ${#tps[@]} -gt 0 ]; then
     PGBENCH_TPS=$(printf '%s\n' "${tps[@]}" | median)
     PGBENCH_RATIO=$(printf '%s\n' "${tps_ratios[@]}" | median)
   fi
@@ -200,13 +212,14 @@ ROWS=()
 FLOOR_ROWS=()
 percent() { awk -v r="$1" 'BEGIN { printf "%.0f%%", 100 * r }'; }
 row() { # backend pets route
-  local ratio=-
+  local ratio=- of_floor=-
   [ -n "$RATIO" ] && ratio=$(percent "$RATIO")
-  ROWS+=("| $1 | $2 | $3 | $(printf '%.0f' "$RPS") | $ratio | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
-  echo "bench: $1 N=$2 $3: $(printf '%.0f' "$RPS") req/s ($ratio of ceiling), p50 $P50 ms, p99 $P99 ms, non-2xx $NON2XX, RSS $(peak_rss_mib) MiB" >&2
-  if [ -n "$FLOOR_RPS" ]; then
-    FLOOR_ROWS+=("| $2 | $(printf '%.0f' "$RPS") | $(printf '%.0f' "$FLOOR_RPS") | $(percent "$FLOOR_RATIO") | $(printf '%.0f' "$PGBENCH_TPS") | $(percent "$PGBENCH_RATIO") |")
-    echo "bench: $1 N=$2 $3: $(percent "$FLOOR_RATIO") of the PostgreSQL floor ($(printf '%.0f' "$FLOOR_RPS") req/s), $(percent "$PGBENCH_RATIO") of pgbench ($(printf '%.0f' "$PGBENCH_TPS") tps)" >&2
+  [ -n "$FLOOR_RATIO" ] && of_floor=$(percent "$FLOOR_RATIO")
+  ROWS+=("| $1 | $2 | $3 | $(printf '%.0f' "$RPS") | $ratio | $of_floor | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+  echo "bench: $1 N=$2 $3: $(printf '%.0f' "$RPS") req/s ($ratio of ceiling, $of_floor of floor), p50 $P50 ms, p99 $P99 ms, non-2xx $NON2XX, RSS $(peak_rss_mib) MiB" >&2
+  if [ -n "$PGBENCH_TPS" ]; then
+    FLOOR_ROWS+=("| $2 | $(printf '%.0f' "$RPS") | $(printf '%.0f' "$FLOOR_RPS") | $of_floor | $(printf '%.0f' "$PGBENCH_TPS") | $(percent "$PGBENCH_RATIO") |")
+    echo "bench: $1 N=$2 $3: $(percent "$PGBENCH_RATIO") of pgbench ($(printf '%.0f' "$PGBENCH_TPS") tps)" >&2
   fi
 }
 
@@ -276,12 +289,14 @@ if [ "$INSTRUCTIONS" = 1 ]; then
   {
     echo "User-space instructions per request (callgrind), $REQUESTS keep-alive requests at 4 connections after 500 to warm up; SQLite, 1,000 pets; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo
-    echo "| Route | Instructions per request | Ceiling's share |"
-    echo "|---|---|---|"
-    echo "| ceiling: GET /v1/pets (static 20 pets) | $ceiling | 100% |"
+    echo "| Route | Instructions per request | Ceiling's share | SQLite floor | Over the floor |"
+    echo "|---|---|---|---|---|"
+    echo "| ceiling: GET /v1/pets (static 20 pets) | $ceiling | 100% | - | - |"
     for path in "/v1/pets?limit=20" "/v1/pets/500" "/v1/pets?limit=100&status=sold&after=600"; do
+      count floor "$path" -- "$SQLITE_FLOOR" 127.0.0.1:0 1 "$db"
+      local_floor=$IR
       count route "$path" "${auth[@]}" -- "${serve[@]}"
-      echo "| GET $path | $IR | $(awk -v c="$ceiling" -v r="$IR" 'BEGIN { printf "%.0f%%", 100 * c / r }') |"
+      echo "| GET $path | $IR | $(awk -v c="$ceiling" -v r="$IR" 'BEGIN { printf "%.0f%%", 100 * c / r }') | $local_floor | $(awk -v f="$local_floor" -v r="$IR" 'BEGIN { printf "%+.0f%%", 100 * (r - f) / f }') |"
     done
   } >"$OUT"
   cat "$OUT"
@@ -324,9 +339,9 @@ start_server ceiling "$CEILING" 127.0.0.1:0 1
 CEILING_PID=$SERVER_PID
 CEILING_BASE=$BASE
 run_wrk "$BASE/v1/pets"
-ROWS+=("| ceiling | - | GET /v1/pets (static 20 pets) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+ROWS+=("| ceiling | - | GET /v1/pets (static 20 pets) | $(printf '%.0f' "$RPS") | 100% | - | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
 run_wrk "$BASE/v1/pets" -s scripts/bench/post.lua
-ROWS+=("| ceiling | - | POST /v1/pets (parse and echo) | $(printf '%.0f' "$RPS") | 100% | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
+ROWS+=("| ceiling | - | POST /v1/pets (parse and echo) | $(printf '%.0f' "$RPS") | 100% | - | $P50 | $P99 | $NON2XX | $(peak_rss_mib) |")
 SERVER_PID=""
 
 # --- petstore --------------------------------------------------------------------------------
@@ -350,22 +365,22 @@ bench_petstore() { # backend n url [extra serve args...]
       "SELECT pid FROM pg_stat_activity WHERE datname = '$PG_DB' AND pid <> pg_backend_pid()")
     before=$(cpu_ticks "${backends[@]}")
   fi
-  local floor=0
-  if [ "$backend" = postgres ]; then
-    floor=1
-    start_server "pg-floor-$n" "$PG_FLOOR" 127.0.0.1:0 1 "$url"
-    FLOOR_PID=$SERVER_PID FLOOR_BASE=$BASE
-    SERVER_PID=$PETSTORE_PID BASE=$PETSTORE_BASE
-    echo 'SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM "pets" ORDER BY "pets"."id" ASC LIMIT 21;' >"$WORK/list.sql"
-    PG_URL=$url
-  fi
-  PAIR=get FLOOR=$floor run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
+  # The backend's floor, kept running (idle, on the server's core) for the pairs.
+  local pgbench=0
+  case "$backend" in
+    sqlite) start_server "sqlite-floor-$n" "$SQLITE_FLOOR" 127.0.0.1:0 1 "$url" ;;
+    postgres)
+      pgbench=1
+      start_server "pg-floor-$n" "$PG_FLOOR" 127.0.0.1:0 1 "$url"
+      echo 'SELECT "pets"."id", "pets"."name", "pets"."category_id", "pets"."status" FROM "pets" ORDER BY "pets"."id" ASC LIMIT 21;' >"$WORK/list.sql"
+      PG_URL=$url ;;
+  esac
+  FLOOR_PID=$SERVER_PID FLOOR_BASE=$BASE
+  SERVER_PID=$PETSTORE_PID BASE=$PETSTORE_BASE
+  PAIR=get FLOOR=1 PGBENCH=$pgbench run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}"
   local full=$RPS
   row "$label" "$n" "GET /v1/pets?limit=20"
-  FLOOR_RPS=""
-  if [ -n "$FLOOR_PID" ]; then
-    kill -TERM "$FLOOR_PID"; wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=""
-  fi
+
   if [ ${#backends[@]} -gt 0 ]; then
     local ticks
     ticks=$(( $(cpu_ticks "${backends[@]}") - before ))
@@ -377,13 +392,18 @@ bench_petstore() { # backend n url [extra serve args...]
   pause=$(awk -v c="$CONNS" -v r="$full" 'BEGIN { printf "%d", 2 * c * 1000 / r }')
   WRK_DELAY_MS=$pause run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}" -s scripts/bench/paced.lua
   row "$label" "$n" "GET /v1/pets?limit=20 at half load"
+  # PostgreSQL's floor answers the list's first page only; SQLite's every GET route.
+  local floor=$(( 1 - pgbench ))
+  if [ $# -eq 0 ]; then
+    local deep=$(( n > 400 ? n - 400 : 0 ))
+    PAIR=get FLOOR=$floor run_wrk "$BASE/v1/pets?limit=100&status=sold&after=$deep" "${auth[@]}"
+    row "$label" "$n" "GET /v1/pets?limit=100&status=sold (deep cursor)"
+    PAIR=get FLOOR=$floor run_wrk "$BASE/v1/pets/$(( n / 2 ))" "${auth[@]}"
+    row "$label" "$n" "GET /v1/pets/{id}"
+  fi
+  kill -TERM "$FLOOR_PID"; wait "$FLOOR_PID" 2>/dev/null || true; FLOOR_PID=""
   [ $# -gt 0 ] && { stop_server; return; }
-
-  local deep=$(( n > 400 ? n - 400 : 0 ))
-  PAIR=get run_wrk "$BASE/v1/pets?limit=100&status=sold&after=$deep" "${auth[@]}"
-  row "$label" "$n" "GET /v1/pets?limit=100&status=sold (deep cursor)"
-  PAIR=get run_wrk "$BASE/v1/pets/$(( n / 2 ))" "${auth[@]}"
-  row "$label" "$n" "GET /v1/pets/{id}"
+  # No floor for creates: the floor does not write (the ceiling's parse and echo is the pair).
   PAIR=post run_wrk "$BASE/v1/pets" "${auth[@]}" -s scripts/bench/post.lua
   row "$label" "$n" "POST /v1/pets"
   stop_server
@@ -414,10 +434,10 @@ for backend in "${BACKEND_LIST[@]}"; do
 done
 
 {
-  echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); server on CPU $SERVER_CPU with 1 worker, wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS runs of ${DURATION}s, each paired with a ceiling run just before it (the ratio is the median of the pairs' ratios)."
+  echo "Measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores ($(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)); server on CPU $SERVER_CPU with 1 worker, wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS runs of ${DURATION}s, each paired with a ceiling run just before it, and each GET route's with a run of its backend's floor too (each ratio is the median of the pairs' ratios)."
   echo
-  echo "| Backend | Pets | Route | Req/s | Of ceiling | p50 ms | p99 ms | Non-2xx | Peak RSS MiB |"
-  echo "|---|---|---|---|---|---|---|---|---|"
+  echo "| Backend | Pets | Route | Req/s | Of ceiling | Of floor | p50 ms | p99 ms | Non-2xx | Peak RSS MiB |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
   printf '%s\n' "${ROWS[@]}"
   if [ ${#FLOOR_ROWS[@]} -gt 0 ]; then
     echo

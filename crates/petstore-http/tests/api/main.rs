@@ -10,6 +10,7 @@ mod cors;
 mod create_pet;
 mod disk_full;
 mod errors;
+mod floor;
 mod get_pet;
 mod health;
 mod idempotency;
