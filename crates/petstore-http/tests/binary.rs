@@ -426,6 +426,49 @@ fn the_key_lifecycle_from_the_command_line() {
 }
 
 #[test]
+fn no_environment_variable_changes_a_key() {
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
+    // The variables that the per-key flags once read, exported as a shell would leave them.
+    let exported = [
+        ("PETSTORE_KEY_PLAN", "business"),
+        ("PETSTORE_KEY_LABEL", "exported"),
+        ("PETSTORE_KEY_PER_MINUTE", "7"),
+        ("PETSTORE_KEY_PER_DAY", "8"),
+        ("PETSTORE_KEY_SCOPE", "read-only"),
+        ("PETSTORE_KEY_EXPIRES_IN", "1h"),
+        ("PETSTORE_KEY_GRACE", "0s"),
+    ];
+    let with_exported = |args: &[&str]| {
+        petstore(db)
+            .envs(exported)
+            .args(args)
+            .output()
+            .expect("run petstore")
+    };
+    // `create` needs its plan on the command line.
+    let output = with_exported(&["keys", "create"]);
+    assert!(
+        !output.status.success(),
+        "created a key from PETSTORE_KEY_PLAN"
+    );
+    let output = with_exported(&["keys", "create", "--plan", "pro"]);
+    assert!(output.status.success(), "{output:?}");
+    // `update` changes the scope it is given, and nothing else.
+    let output = with_exported(&["keys", "update", "1", "--scope", "read-only"]);
+    assert!(output.status.success(), "{output:?}");
+    let keys: Value =
+        serde_json::from_str(&run(db, &["keys", "list", "--format", "json"])).expect("JSON list");
+    let key = &keys[0];
+    assert_eq!(keys.as_array().map(Vec::len), Some(1), "{keys}");
+    assert_eq!(key["plan"], "pro", "{key}");
+    assert_eq!(key["label"], "", "{key}");
+    assert_eq!(key["perMinute"], 300, "the pro plan's own limits: {key}");
+    assert_eq!(key["scope"], "read-only", "{key}");
+    assert!(key["expiresAt"].is_null(), "{key}");
+}
+
+#[test]
 fn operators_approve_and_deliver_orders_from_the_command_line() {
     let (_dir, db) = common::temp_db();
     let db = db.as_str();

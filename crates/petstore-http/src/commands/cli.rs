@@ -87,22 +87,24 @@ pub enum OrdersCommand {
     },
 }
 
-/// `petstore keys ...`.
+/// `petstore keys ...`. A key's own attributes (plan, limits, label, scope, expiry, grace) are
+/// flags only, never environment variables: a variable exported for one command would
+/// otherwise silently rewrite keys in the next (`update` shares `create`'s flags).
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
     /// Issue a key; prints only the key on stdout.
     Create {
         /// free, pro, business or enterprise.
-        #[arg(long, env = "PETSTORE_KEY_PLAN")]
+        #[arg(long)]
         plan: Plan,
         /// A description, e.g. the customer's name.
-        #[arg(long, env = "PETSTORE_KEY_LABEL", default_value = "")]
+        #[arg(long, default_value = "")]
         label: String,
         /// Requests per minute (enterprise only, with --per-day).
-        #[arg(long, env = "PETSTORE_KEY_PER_MINUTE", requires = "per_day")]
+        #[arg(long, requires = "per_day")]
         per_minute: Option<u32>,
         /// Requests per day (enterprise only, with --per-minute).
-        #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires = "per_minute")]
+        #[arg(long, requires = "per_minute")]
         per_day: Option<u32>,
         /// read-write (the default) or read-only: a read-only key gets 403
         /// `insufficient_scope` on writes (POST).
@@ -146,13 +148,13 @@ pub enum KeysCommand {
         /// The key's id.
         id: i64,
         /// free, pro, business or enterprise.
-        #[arg(long, env = "PETSTORE_KEY_PLAN")]
+        #[arg(long)]
         plan: Option<Plan>,
         /// Requests per minute (enterprise only, with --per-day).
-        #[arg(long, env = "PETSTORE_KEY_PER_MINUTE", requires_all = ["per_day", "plan"])]
+        #[arg(long, requires_all = ["per_day", "plan"])]
         per_minute: Option<u32>,
         /// Requests per day (enterprise only, with --per-minute).
-        #[arg(long, env = "PETSTORE_KEY_PER_DAY", requires_all = ["per_minute", "plan"])]
+        #[arg(long, requires_all = ["per_minute", "plan"])]
         per_day: Option<u32>,
         /// read-write or read-only.
         #[arg(long)]
