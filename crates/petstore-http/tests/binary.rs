@@ -237,6 +237,12 @@ fn bans_are_listed_and_lifted_with_the_cli() {
 fn the_database_url_flag_takes_a_sqlite_url_anywhere_on_the_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("flag.db").display());
+    let migrated = std::process::Command::new(common::BIN)
+        .env_clear()
+        .args(["--database-url", &url, "migrate"])
+        .status()
+        .expect("run");
+    assert!(migrated.success());
     let output = std::process::Command::new(common::BIN)
         .env_clear()
         .args(["--database-url", &url, "keys", "create", "--plan", "free"])
@@ -423,6 +429,77 @@ fn the_key_lifecycle_from_the_command_line() {
             "{word} missing from keys --help:\n{help}"
         );
     }
+}
+
+#[test]
+fn admin_commands_never_guess_their_database() {
+    let (_dir, db) = common::temp_db_path();
+    let db = db.as_str();
+    let fails = |args: &[&str], says: &[&str]| {
+        let output = petstore(db).args(args).output().expect("run petstore");
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(!output.status.success(), "{args:?} succeeded: {stderr}");
+        for words in says {
+            assert!(
+                stderr.contains(words),
+                "{args:?}: {words:?} not in {stderr}"
+            );
+        }
+        stderr
+    };
+    // Nothing there: no command but `migrate` creates it.
+    for args in [
+        &["keys", "create", "--plan", "free"][..],
+        &["keys", "list"],
+        &["orders", "list"],
+        &["migrate", "status"],
+        &["serve", "--bind", "127.0.0.1:0", "--no-migrate"],
+    ] {
+        fails(args, &[db, "petstore migrate"]);
+        assert!(
+            !std::path::Path::new(db).exists(),
+            "{args:?} created the database"
+        );
+    }
+    // A database whose schema is behind (here: an empty SQLite file).
+    std::fs::File::create(db).expect("an empty database");
+    let stderr = fails(
+        &["keys", "create", "--plan", "free"],
+        &["schema is behind", "petstore migrate"],
+    );
+    assert!(
+        stderr.contains(&format!("petstore: database: SQLite file {db}")),
+        "says which database: {stderr}"
+    );
+    fails(&["orders", "list"], &["schema is behind"]);
+    fails(
+        &["serve", "--bind", "127.0.0.1:0", "--no-migrate"],
+        &["--no-migrate", "pending", "petstore migrate"],
+    );
+    let output = petstore(db)
+        .args(["migrate", "status"])
+        .output()
+        .expect("status");
+    assert!(!output.status.success(), "pending migrations exit non-zero");
+    let listed = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        !listed.is_empty() && listed.lines().all(|line| line.starts_with("pending  ")),
+        "{listed}"
+    );
+    // `migrate` applies them, saying where; then everything works, `serve --no-migrate` too.
+    let output = petstore(db).arg("migrate").output().expect("migrate");
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains(db));
+    let status = run(db, &["migrate", "status"]);
+    assert_eq!(status.lines().count(), listed.lines().count(), "{status}");
+    assert!(
+        status.lines().all(|line| line.starts_with("applied  ")),
+        "{status}"
+    );
+    let key = run(db, &["keys", "create", "--plan", "free"]);
+    let server = Server::start(db, &["--bootstrap-key=false", "--no-migrate"]);
+    assert_eq!(get(&server.base, "/pets", key.trim()).0, 200);
+    server.stop();
 }
 
 #[test]

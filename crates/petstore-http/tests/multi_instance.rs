@@ -54,6 +54,7 @@ fn two_instances_on_one_database_lose_and_duplicate_nothing() {
         return;
     };
     let url = db.url().to_owned();
+    run(&url, &["migrate"]);
     let key = run(
         &url,
         &[
@@ -176,6 +177,7 @@ fn commands_and_servers_on_postgres_exit_cleanly_every_time() {
         return;
     };
     let url = db.url().to_owned();
+    run(&url, &["migrate"]);
     for _ in 0..20 {
         let key = run(&url, &["keys", "create", "--plan", "free"]);
         assert!(key.trim().starts_with("pst_"), "{key}");

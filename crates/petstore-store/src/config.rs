@@ -95,11 +95,76 @@ impl Backend {
             Self::Sqlite(_) => "sqlite",
         }
     }
+
+    /// Which database this is, as it may be shown to an operator or logged: a PostgreSQL URL
+    /// without its password (in the user part or as a `password` parameter), a SQLite file's
+    /// path.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Sqlite(path) => format!("SQLite file {path}"),
+            Self::Postgres(url) => {
+                let mut shown = url.clone();
+                if let Some(start) = shown.find("://").map(|i| i + 3) {
+                    let authority_end = shown[start..]
+                        .find(['/', '?'])
+                        .map_or(shown.len(), |i| start + i);
+                    if let Some(at) = shown[start..authority_end].rfind('@').map(|i| start + i)
+                        && let Some(colon) = shown[start..at].find(':').map(|i| start + i)
+                    {
+                        shown.replace_range(colon + 1..at, "***");
+                    }
+                }
+                if let Some(query) = shown.find('?') {
+                    let (head, params) = shown.split_at(query + 1);
+                    let params: Vec<String> = params
+                        .split('&')
+                        .map(|pair| match pair.split_once('=') {
+                            Some((name, _)) if name.eq_ignore_ascii_case("password") => {
+                                format!("{name}=***")
+                            }
+                            _ => pair.to_owned(),
+                        })
+                        .collect();
+                    shown = format!("{head}{}", params.join("&"));
+                }
+                format!("PostgreSQL {shown}")
+            }
+        }
+    }
+
+    /// Whether the database is there, as far as can be told without connecting: a SQLite file
+    /// exists (opening one that does not would create it); a PostgreSQL database is assumed to
+    /// (connecting tells).
+    pub fn exists(&self) -> bool {
+        match self {
+            Self::Sqlite(path) => std::path::Path::new(path).exists(),
+            Self::Postgres(_) => true,
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn descriptions_never_show_a_password() {
+        for (url, shown) in [
+            (
+                "postgres://app:s3cr%40t@db:5432/pets?sslmode=require",
+                "PostgreSQL postgres://app:***@db:5432/pets?sslmode=require",
+            ),
+            (
+                "postgresql://app@db/pets?password=hunter2&sslmode=disable",
+                "PostgreSQL postgresql://app@db/pets?password=***&sslmode=disable",
+            ),
+            ("postgres://db/pets", "PostgreSQL postgres://db/pets"),
+            ("sqlite://data/p.db", "SQLite file data/p.db"),
+        ] {
+            let backend = Backend::from_url(url).expect("a URL");
+            assert_eq!(backend.describe(), shown);
+        }
+    }
 
     #[test]
     fn urls_choose_their_backend() {

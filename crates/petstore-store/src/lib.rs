@@ -34,5 +34,6 @@ pub mod testing;
 
 pub use config::{Backend, DEADLINE_MARGIN, StoreConfig};
 pub use error::StoreError;
+pub use migrations::MigrationStatus;
 pub use sqlite::LOW_SPACE;
 pub use store::Store;

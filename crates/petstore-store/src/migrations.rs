@@ -78,9 +78,21 @@ struct Exists {
     exists: bool,
 }
 
-/// The names of the embedded migrations this database has not applied, oldest first. Read with
-/// plain queries (diesel's harness is synchronous), the same on both backends.
-pub(crate) async fn pending(mut conn: Conn<'_>) -> Result<Vec<String>, StoreError> {
+/// Which migrations a database has applied, as `petstore migrate status` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MigrationStatus {
+    /// The embedded migrations this database has applied, oldest first.
+    pub applied: Vec<String>,
+    /// The embedded migrations it has not, oldest first: `petstore migrate` applies them.
+    pub pending: Vec<String>,
+    /// Versions the database records that this build does not embed: a newer build migrated
+    /// it.
+    pub unknown: Vec<String>,
+}
+
+/// The embedded migrations this database has and has not applied. Read with plain queries
+/// (diesel's harness is synchronous), the same on both backends.
+pub(crate) async fn status(mut conn: Conn<'_>) -> Result<MigrationStatus, StoreError> {
     let conn = &mut conn;
     let (table_query, embedded) = match conn {
         Conn::Sqlite(_) => (
@@ -94,18 +106,37 @@ pub(crate) async fn pending(mut conn: Conn<'_>) -> Result<Vec<String>, StoreErro
         ),
     };
     let table: Exists = run!(conn, get_result, diesel::sql_query(table_query))?;
-    let done: HashSet<String> = if table.exists {
+    let mut done: Vec<String> = if table.exists {
         let query = diesel::sql_query("SELECT version FROM __diesel_schema_migrations");
         let rows: Vec<AppliedVersion> = run!(conn, load, query)?;
         rows.into_iter().map(|row| row.version).collect()
     } else {
-        HashSet::new()
+        Vec::new()
     };
-    Ok(embedded
+    done.sort();
+    let known: HashSet<&str> = embedded
+        .iter()
+        .map(|(version, _)| version.as_str())
+        .collect();
+    let unknown = done
+        .iter()
+        .filter(|version| !known.contains(version.as_str()))
+        .cloned()
+        .collect();
+    let done: HashSet<String> = done.into_iter().collect();
+    let (applied, pending): (Vec<_>, Vec<_>) = embedded
         .into_iter()
-        .filter(|(version, _)| !done.contains(version))
-        .map(|(_, name)| name)
-        .collect())
+        .partition(|(version, _)| done.contains(version));
+    Ok(MigrationStatus {
+        applied: applied.into_iter().map(|(_, name)| name).collect(),
+        pending: pending.into_iter().map(|(_, name)| name).collect(),
+        unknown,
+    })
+}
+
+/// The names of the embedded migrations this database has not applied, oldest first.
+pub(crate) async fn pending(conn: Conn<'_>) -> Result<Vec<String>, StoreError> {
+    Ok(status(conn).await?.pending)
 }
 
 /// The embedded migrations of one backend: (version, name), oldest first.

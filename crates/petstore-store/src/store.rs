@@ -18,7 +18,7 @@ use crate::conn::Op;
 use crate::postgres::Postgres;
 use crate::queries::{idempotency, keys, orders, pets};
 use crate::sqlite::Sqlite;
-use crate::{Backend, StoreConfig, StoreError, migrations};
+use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
 
 /// The database behind the service: SQLite or PostgreSQL, with its pool. Cloning is cheap and
 /// shares it. Calls must be made inside a tokio runtime.
@@ -84,6 +84,12 @@ impl Store {
     /// The names of the migrations this database has not applied, oldest first.
     pub async fn pending_migrations(&self) -> Result<Vec<String>, StoreError> {
         self.read(|conn| Box::pin(migrations::pending(conn))).await
+    }
+
+    /// The migrations this database has applied, those it has not, and any it records that
+    /// this build does not know.
+    pub async fn migration_status(&self) -> Result<MigrationStatus, StoreError> {
+        self.read(|conn| Box::pin(migrations::status(conn))).await
     }
 
     /// Sets the connection-pool gauges ([`crate::metrics::POOL_CONNECTIONS`]) from the pools'

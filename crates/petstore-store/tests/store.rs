@@ -390,9 +390,22 @@ for_each_backend! {
             other => panic!("expected a migration error, got {other:?}"),
         }
         assert_eq!(store.pending_migrations().await.expect("pending").len(), MIGRATIONS);
+        let before = store.migration_status().await.expect("status");
+        assert_eq!((before.applied.len(), before.pending.len()), (0, MIGRATIONS), "{before:?}");
         assert_eq!(store.migrate().await.expect("migrate").len(), MIGRATIONS);
         assert!(store.pending_migrations().await.expect("pending").is_empty());
         store.check_ready().await.expect("ready");
+        let after = store.migration_status().await.expect("status");
+        assert_eq!(after.applied, before.pending, "the same names, oldest first");
+        assert!(after.pending.is_empty() && after.unknown.is_empty(), "{after:?}");
+        // A version a newer build applied is reported, not taken for one of ours.
+        raw_execute(
+            db.url(),
+            "INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000000')",
+        );
+        let newer = store.migration_status().await.expect("status");
+        assert_eq!(newer.unknown, vec!["29991231000000".to_owned()], "{newer:?}");
+        assert_eq!(newer.applied, after.applied);
     }
 
     fn reads_are_answered_whether_or_not_a_connection_is_idle(db) {

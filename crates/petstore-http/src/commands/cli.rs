@@ -48,8 +48,9 @@ pub struct ServeFromEnvironment {
 pub enum Command {
     /// Serve the API (the default).
     Serve(ServeArgs),
-    /// Apply pending database migrations and exit.
-    Migrate,
+    /// Apply pending database migrations and exit (creating a SQLite file that does not exist
+    /// yet); `migrate status` lists them instead.
+    Migrate(MigrateArgs),
     /// Print the OpenAPI document (JSON) on stdout, for code generators and CI.
     Openapi(OpenapiArgs),
     /// Manage API keys.
@@ -58,6 +59,22 @@ pub enum Command {
     /// Operate the store: list every order, approve and deliver them.
     #[command(subcommand)]
     Orders(OrdersCommand),
+}
+
+/// `petstore migrate [status]`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// `status`: list the applied and pending migrations, changing nothing.
+    #[command(subcommand)]
+    pub action: Option<MigrateCommand>,
+}
+
+/// What `petstore migrate` does besides applying.
+#[derive(Debug, Subcommand)]
+pub enum MigrateCommand {
+    /// List the migrations the database has applied and those it has not; exits 1 when some
+    /// are pending.
+    Status,
 }
 
 /// `petstore orders ...`: the operator's side of the order lifecycle (placed -> approved ->
@@ -261,6 +278,10 @@ pub struct ServeArgs {
     /// Create and print a free-plan key at start-up when no key exists.
     #[arg(long, env = "PETSTORE_BOOTSTRAP_KEY", default_value_t = true, action = ArgAction::Set)]
     pub bootstrap_key: bool,
+    /// Apply no migration at start-up (for a database role without rights to change the
+    /// schema): refuse to start while the schema is behind, naming what is pending.
+    #[arg(long, env = "PETSTORE_NO_MIGRATE")]
+    pub no_migrate: bool,
     /// How long a key lookup is cached; a revoked key stops working within this time.
     #[arg(long, env = "PETSTORE_KEY_CACHE_TTL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub key_cache_ttl: Duration,
@@ -342,6 +363,7 @@ impl ServeArgs {
             bind: self.bind,
             workers: self.workers,
             bootstrap_key: self.bootstrap_key,
+            migrate: !self.no_migrate,
             key_cache_ttl: self.key_cache_ttl,
             client_body_timeout: self.client_body_timeout,
             shutdown_delay: self.shutdown_delay,

@@ -11,11 +11,11 @@ use std::error::Error;
 use std::future::Future;
 
 use clap::Parser;
-use petstore_store::{Store, StoreConfig};
+use petstore_store::{Backend, Store, StoreConfig};
 
 pub use serve::serve;
 
-use cli::{Cli, Command, ServeFromEnvironment};
+use cli::{Cli, Command, MigrateArgs, MigrateCommand, ServeFromEnvironment};
 
 /// Parses the command line and runs it.
 pub fn run() -> Result<(), Box<dyn Error>> {
@@ -29,47 +29,121 @@ pub fn run() -> Result<(), Box<dyn Error>> {
         Some(Command::Serve(args)) => {
             serve_blocking(args.into_config(), cli.database.store_config(true))
         }
-        Some(Command::Migrate) => {
-            administer(cli.database.store_config(false), |store| async move {
+        Some(Command::Migrate(MigrateArgs { action: None })) => administer(
+            cli.database.store_config(false),
+            Needs::Nothing,
+            |store| async move {
                 let applied = store.migrate().await?;
                 eprintln!("{} migration(s) applied", applied.len());
                 Ok(())
-            })
-        }
+            },
+        ),
+        Some(Command::Migrate(MigrateArgs {
+            action: Some(MigrateCommand::Status),
+        })) => administer(
+            cli.database.store_config(false),
+            Needs::Database,
+            |store| async move { migration_status(&store).await },
+        ),
         Some(Command::Openapi(args)) => {
             let document = crate::routes::openapi::document(&args.server()).to_pretty_json()?;
             println!("{document}");
             Ok(())
         }
-        Some(Command::Keys(command)) => {
-            administer(cli.database.store_config(false), |store| async move {
-                store.migrate().await?;
-                keys::keys(&store, command).await
-            })
-        }
-        Some(Command::Orders(command)) => {
-            administer(cli.database.store_config(false), |store| async move {
-                store.migrate().await?;
-                orders::orders(&store, command).await
-            })
-        }
+        Some(Command::Keys(command)) => administer(
+            cli.database.store_config(false),
+            Needs::Schema,
+            |store| async move { keys::keys(&store, command).await },
+        ),
+        Some(Command::Orders(command)) => administer(
+            cli.database.store_config(false),
+            Needs::Schema,
+            |store| async move { orders::orders(&store, command).await },
+        ),
     }
 }
 
+/// What an administrative command needs of the database it is given.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Needs {
+    /// Nothing: `migrate` creates a SQLite file that is not there yet (that is its job).
+    Nothing,
+    /// That it exists (`migrate status`).
+    Database,
+    /// That it exists with every migration applied (`keys`, `orders`): they never create or
+    /// migrate one, which would leave a key in a database no server reads.
+    Schema,
+}
+
 /// Runs an administrative command against the store `config` names, on a runtime of its own,
-/// and closes the store before returning: no connection or thread of it outlives the command
-/// (the runtime, dropped last, joins its blocking threads).
-fn administer<F, Fut>(config: StoreConfig, command: F) -> Result<(), Box<dyn Error>>
+/// after saying on stderr which database it is, and closes the store before returning: no
+/// connection or thread of it outlives the command (the runtime, dropped last, joins its
+/// blocking threads).
+fn administer<F, Fut>(config: StoreConfig, needs: Needs, command: F) -> Result<(), Box<dyn Error>>
 where
     F: FnOnce(Store) -> Fut,
     Fut: Future<Output = Result<(), Box<dyn Error>>>,
 {
+    let backend = Backend::from_url(&config.url)?;
+    eprintln!("petstore: database: {}", backend.describe());
+    if needs != Needs::Nothing && !backend.exists() {
+        return Err(format!(
+            "there is no database at {}: give the one to use with --database-url \
+             (PETSTORE_DATABASE_URL), or create this one with `petstore migrate`",
+            config.url
+        )
+        .into());
+    }
     actix_web::rt::System::new().block_on(async move {
         let store = open_store(&config, false)?;
-        let result = command(store.clone()).await;
+        let result = match needs {
+            Needs::Schema => match schema_behind(&store).await {
+                Ok(()) => command(store.clone()).await,
+                Err(error) => Err(error),
+            },
+            Needs::Nothing | Needs::Database => command(store.clone()).await,
+        };
         store.close();
         result
     })
+}
+
+/// Fails, naming what is pending and the command that applies it, unless every migration this
+/// build knows is applied.
+async fn schema_behind(store: &Store) -> Result<(), Box<dyn Error>> {
+    let pending = store.pending_migrations().await?;
+    if pending.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "the database's schema is behind: {} migration(s) pending ({}); apply them with \
+         `petstore migrate`",
+        pending.len(),
+        pending.join(", ")
+    )
+    .into())
+}
+
+/// `petstore migrate status`: one line per migration on stdout; fails when any is pending.
+async fn migration_status(store: &Store) -> Result<(), Box<dyn Error>> {
+    let status = store.migration_status().await?;
+    for name in &status.applied {
+        println!("applied  {name}");
+    }
+    for name in &status.pending {
+        println!("pending  {name}");
+    }
+    for version in &status.unknown {
+        println!("unknown  {version} (applied by a newer build of petstore)");
+    }
+    if status.pending.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "{} migration(s) pending: apply them with `petstore migrate`",
+        status.pending.len()
+    )
+    .into())
 }
 
 /// Opens the storage `config` names: today the Diesel store (SQLite or PostgreSQL, by URL). A

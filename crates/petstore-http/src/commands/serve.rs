@@ -9,7 +9,7 @@ use std::time::Duration;
 use actix_web::dev::ServerHandle;
 use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
-use petstore_store::{Store, StoreConfig};
+use petstore_store::{Backend, Store, StoreConfig};
 
 use super::open_store;
 use crate::app::{app, metrics_app};
@@ -26,6 +26,16 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     let workers = config.workers.unwrap_or_else(|| {
         std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
     });
+    let backend = Backend::from_url(&store.url)?;
+    log::info!("database: {}", backend.describe());
+    if !config.migrate && !backend.exists() {
+        return Err(format!(
+            "there is no database at {} and --no-migrate is set: create it with `petstore \
+             migrate`",
+            store.url
+        )
+        .into());
+    }
     let store = open_store(
         &StoreConfig {
             workers: u32::try_from(workers).unwrap_or(u32::MAX),
@@ -33,12 +43,31 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         },
         true,
     )?;
-    let applied = store.migrate().await?;
-    log::info!(
-        "database ready ({}); {} migration(s) applied",
-        store.backend_name(),
-        applied.len()
-    );
+    if config.migrate {
+        let applied = store.migrate().await?;
+        log::info!(
+            "database ready ({}); {} migration(s) applied",
+            store.backend_name(),
+            applied.len()
+        );
+    } else {
+        let pending = store.pending_migrations().await?;
+        if !pending.is_empty() {
+            store.close();
+            return Err(format!(
+                "the database's schema is behind and --no-migrate is set: {} migration(s) \
+                 pending ({}); apply them with `petstore migrate` as a role allowed to change \
+                 the schema",
+                pending.len(),
+                pending.join(", ")
+            )
+            .into());
+        }
+        log::info!(
+            "database ready ({}); its schema is current (--no-migrate)",
+            store.backend_name()
+        );
+    }
     let exporter = match config.metrics {
         MetricsEndpoint::Off => None,
         MetricsEndpoint::Main | MetricsEndpoint::Separate(_) => Some(metrics_exporter(&store)?),

@@ -18,6 +18,8 @@ pub struct Config {
     pub workers: Option<usize>,
     /// Create and print a free-plan key when no key exists yet.
     pub bootstrap_key: bool,
+    /// Apply pending migrations at start-up; without, refuse to start while any is pending.
+    pub migrate: bool,
     /// How long a key lookup is trusted (revocations take effect within this).
     pub key_cache_ttl: Duration,
     /// How long a request body may take to arrive once its headers have (then `408`).
@@ -47,6 +49,7 @@ impl Config {
             bind: "127.0.0.1:8080".into(),
             workers: None,
             bootstrap_key: true,
+            migrate: true,
             key_cache_ttl: Duration::from_secs(5),
             client_body_timeout: Duration::from_secs(10),
             shutdown_delay: Duration::from_secs(5),

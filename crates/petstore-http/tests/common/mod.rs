@@ -37,8 +37,10 @@ pub fn unlimited_key(db: &str) -> String {
     enterprise_key(db, 10_000_000, 1_000_000_000)
 }
 
-/// A key of the enterprise plan with these limits, created with the CLI.
+/// A key of the enterprise plan with these limits, created with the CLI, as an operator does on
+/// a new database: `migrate` first (`keys` never migrates).
 pub fn enterprise_key(db: &str, per_minute: u32, per_day: u32) -> String {
+    run(db, &["migrate"]);
     run(
         db,
         &[
@@ -56,8 +58,15 @@ pub fn enterprise_key(db: &str, per_minute: u32, per_day: u32) -> String {
     .to_owned()
 }
 
-/// A SQLite database path in a temporary folder (removed when the folder is dropped).
+/// A migrated SQLite database in a temporary folder (removed when the folder is dropped).
 pub fn temp_db() -> (tempfile::TempDir, String) {
+    let (dir, path) = temp_db_path();
+    run(&path, &["migrate"]);
+    (dir, path)
+}
+
+/// A path for a SQLite database in a temporary folder, with nothing there yet.
+pub fn temp_db_path() -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("petstore.db").display().to_string();
     (dir, path)
