@@ -8,7 +8,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
     match petstore_http::commands::run() {
-        Ok(()) => std::process::ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", petstore_http::error::Chain(error.as_ref()));
             std::process::ExitCode::FAILURE

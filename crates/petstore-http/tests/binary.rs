@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Server, get, petstore, post, run};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 #[test]
 fn keys_pets_revocation_and_restart_over_real_tcp() {
@@ -197,7 +197,13 @@ fn bans_are_listed_and_lifted_with_the_cli() {
             (429, "temporarily_banned")
         ]
     );
-    let listed = run(db, &["keys", "list"]);
+    assert!(
+        run(db, &["keys", "list"])
+            .lines()
+            .any(|line| line.contains("pushy") && line.contains(" banned ")),
+        "the table's state says banned"
+    );
+    let listed = run(db, &["keys", "list", "--wide"]);
     let banned_column = listed
         .lines()
         .next()
@@ -212,7 +218,7 @@ fn bans_are_listed_and_lifted_with_the_cli() {
 
     run(db, &["keys", "unban", columns[0]]);
     assert!(
-        !run(db, &["keys", "list"])
+        !run(db, &["keys", "list", "--wide"])
             .lines()
             .any(|l| l.contains("pushy") && l.split_whitespace().nth(banned_column) != Some("-"))
     );
@@ -500,6 +506,128 @@ fn admin_commands_never_guess_their_database() {
     let server = Server::start(db, &["--bootstrap-key=false", "--no-migrate"]);
     assert_eq!(get(&server.base, "/pets", key.trim()).0, 200);
     server.stop();
+}
+
+/// `keys verify SECRET`'s answer: its exit status and what it printed.
+fn verify(db: &str, secret: &str, format: &str) -> (i32, String) {
+    use std::io::Write;
+    let mut child = petstore(db)
+        .args(["keys", "verify", "--format", format])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run petstore");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{secret}\n").as_bytes())
+        .expect("write the secret");
+    let output = child.wait_with_output().expect("verify");
+    let code = output.status.code().expect("exited");
+    (code, String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn the_key_cli_is_scriptable() {
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
+    let json = |args: &[&str]| -> Value {
+        serde_json::from_str(&run(db, args)).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    };
+    let label = "ACME Corporation, a customer whose name is long enough to need more than one line";
+    let created = json(&[
+        "keys", "create", "--plan", "pro", "--label", label, "--format", "json",
+    ]);
+    let id = created["id"].as_i64().expect("id");
+    let secret = created["key"].as_str().expect("the secret").to_owned();
+    assert!(secret.starts_with("pst_"), "{created}");
+    assert_eq!(created["plan"], "pro");
+    // `show` gives what `create` gave, but the secret.
+    let mut shown = json(&["keys", "show", &id.to_string(), "--format", "json"]);
+    shown["key"] = created["key"].clone();
+    assert_eq!(shown, created);
+    assert!(run(db, &["keys", "show", &id.to_string()]).contains(label));
+    let output = petstore(db)
+        .args(["keys", "show", "999"])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+
+    // `verify`: 0 for a working secret, 3 for none, 4 for one that no longer works.
+    let (code, text) = verify(db, &secret, "text");
+    assert_eq!(code, 0, "{text}");
+    assert!(text.starts_with(&format!("key {id}: pro plan")), "{text}");
+    let (code, text) = verify(db, &secret, "json");
+    let answer: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        (code, &answer["id"], &answer["valid"]),
+        (0, &json!(id), &json!(true))
+    );
+    for unknown in [
+        "pst_0000000000000000000000000000000000000000000000000000000000000000",
+        "not a key",
+        "",
+    ] {
+        assert_eq!(verify(db, unknown, "text").0, 3, "{unknown:?}");
+    }
+    let rotated = json(&[
+        "keys",
+        "rotate",
+        &id.to_string(),
+        "--grace",
+        "0s",
+        "--format",
+        "json",
+    ]);
+    let new_secret = rotated["key"].as_str().expect("the new secret");
+    assert_eq!(rotated["id"], created["id"]);
+    let (code, text) = verify(db, &secret, "text");
+    assert_eq!(code, 4, "the rotated-out secret: {text}");
+    assert!(text.contains("rotated out"), "{text}");
+    assert_eq!(verify(db, new_secret, "text").0, 0);
+    let expiring = json(&[
+        "keys",
+        "create",
+        "--plan",
+        "free",
+        "--expires-in",
+        "1s",
+        "--format",
+        "json",
+    ]);
+    std::thread::sleep(Duration::from_millis(1_500));
+    let (code, text) = verify(db, expiring["key"].as_str().expect("secret"), "text");
+    assert_eq!(code, 4, "{text}");
+    assert!(text.contains("expired"), "{text}");
+    run(db, &["keys", "revoke", &id.to_string()]);
+    assert_eq!(
+        verify(db, new_secret, "text").0,
+        3,
+        "a revoked key is no active key"
+    );
+    // The secret is never an argument (other users of the machine can read arguments).
+    let output = petstore(db)
+        .args(["keys", "verify", new_secret])
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+
+    // The table fits 100 columns; `--wide` has every column.
+    let table = run(db, &["keys", "list"]);
+    assert!(table.lines().count() > 3, "{table}");
+    for line in table.lines() {
+        assert!(
+            line.chars().count() <= 100,
+            "{} columns: {line}",
+            line.chars().count()
+        );
+    }
+    assert!(table.contains("ACME Corporation"), "{table}");
+    let wide = run(db, &["keys", "list", "--wide"]);
+    assert!(wide.contains("LAST_USED") && wide.contains(label), "{wide}");
+    assert_eq!(json(&["orders", "list", "--format", "json"]), json!([]));
 }
 
 #[test]

@@ -85,7 +85,7 @@ pub enum OrdersCommand {
     List {
         /// `text` (a table) or `json` (an array of objects, for scripts).
         #[arg(long, default_value = "text")]
-        format: ListFormat,
+        format: Format,
     },
     /// Approve a placed order (its pet stays pending).
     Approve {
@@ -134,6 +134,28 @@ pub enum KeysCommand {
         /// The key stops working at this time (RFC 3339, e.g. `2027-03-01T00:00:00Z`).
         #[arg(long, value_parser = humantime::parse_rfc3339_weak)]
         expires_at: Option<SystemTime>,
+        /// `text` (only the key on stdout) or `json` (`{id, key, ...}`: the key with every
+        /// attribute `keys show` gives).
+        #[arg(long, default_value = "text")]
+        format: Format,
+    },
+    /// Show one key (never its secret): what `keys list` shows of it.
+    Show {
+        /// The key's id.
+        id: i64,
+        /// `text` or `json`.
+        #[arg(long, default_value = "text")]
+        format: Format,
+    },
+    /// Tell which key a secret is: reads the secret from standard input (never an argument,
+    /// which other users of the machine can see) and prints the key's id, plan and state. Exits
+    /// 0 when the secret works now, 3 when no active key has it (unknown, revoked, or not a key
+    /// at all), 4 when it is a key's but does not work now (expired, or rotated out and past
+    /// its grace).
+    Verify {
+        /// `text` or `json`.
+        #[arg(long, default_value = "text")]
+        format: Format,
     },
     /// List every key (never the secrets): plan, limits, scope, state (active, expired or
     /// revoked), expiry, last use (recorded at most once a minute per instance), ban, and the
@@ -141,7 +163,11 @@ pub enum KeysCommand {
     List {
         /// `text` (a table) or `json` (an array of objects, for scripts).
         #[arg(long, default_value = "text")]
-        format: ListFormat,
+        format: Format,
+        /// Every column in the table (times of creation, last use, ban and grace), however
+        /// wide; without, the table fits 100 columns.
+        #[arg(long)]
+        wide: bool,
     },
     /// Revoke a key by id.
     Revoke {
@@ -158,6 +184,9 @@ pub enum KeysCommand {
         /// How long the old secret keeps working (`0s`: not at all, e.g. after a leak).
         #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
         grace: Duration,
+        /// `text` (only the new secret on stdout) or `json` (`{id, key, ...}`).
+        #[arg(long, default_value = "text")]
+        format: Format,
     },
     /// Change a key's plan (and, for enterprise, its limits), its scope, or both.
     #[command(group = clap::ArgGroup::new("change").required(true).multiple(true).args(["plan", "scope"]))]
@@ -184,12 +213,12 @@ pub enum KeysCommand {
     },
 }
 
-/// How `keys list` prints.
+/// How a command prints what it shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ListFormat {
-    /// A table, for people.
+pub enum Format {
+    /// Text (a table for listings), for people.
     Text,
-    /// A JSON array, for scripts.
+    /// JSON (an object, or an array for listings), for scripts.
     Json,
 }
 

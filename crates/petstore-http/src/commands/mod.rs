@@ -9,6 +9,7 @@ mod serve;
 
 use std::error::Error;
 use std::future::Future;
+use std::process::ExitCode;
 
 use clap::Parser;
 use petstore_store::{Backend, Store, StoreConfig};
@@ -17,49 +18,56 @@ pub use serve::serve;
 
 use cli::{Cli, Command, MigrateArgs, MigrateCommand, ServeFromEnvironment};
 
-/// Parses the command line and runs it.
-pub fn run() -> Result<(), Box<dyn Error>> {
+/// Parses the command line and runs it; the exit status of a command that has more to say than
+/// success or failure (`keys verify`) comes back as `Ok`.
+pub fn run() -> Result<ExitCode, Box<dyn Error>> {
     let cli = Cli::parse();
     crate::telemetry::logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
+    let done = |result: Result<(), Box<dyn Error>>| result.map(|()| ExitCode::SUCCESS);
+    let database = cli.database;
     match cli.command {
         None => {
             let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
-            serve_blocking(serve.args.into_config(), cli.database.store_config(true))
+            done(serve_blocking(
+                serve.args.into_config(),
+                database.store_config(true),
+            ))
         }
-        Some(Command::Serve(args)) => {
-            serve_blocking(args.into_config(), cli.database.store_config(true))
-        }
-        Some(Command::Migrate(MigrateArgs { action: None })) => administer(
-            cli.database.store_config(false),
+        Some(Command::Serve(args)) => done(serve_blocking(
+            args.into_config(),
+            database.store_config(true),
+        )),
+        Some(Command::Migrate(MigrateArgs { action: None })) => done(administer(
+            database.store_config(false),
             Needs::Nothing,
             |store| async move {
                 let applied = store.migrate().await?;
                 eprintln!("{} migration(s) applied", applied.len());
                 Ok(())
             },
-        ),
+        )),
         Some(Command::Migrate(MigrateArgs {
             action: Some(MigrateCommand::Status),
-        })) => administer(
-            cli.database.store_config(false),
+        })) => done(administer(
+            database.store_config(false),
             Needs::Database,
             |store| async move { migration_status(&store).await },
-        ),
+        )),
         Some(Command::Openapi(args)) => {
             let document = crate::routes::openapi::document(&args.server()).to_pretty_json()?;
             println!("{document}");
-            Ok(())
+            Ok(ExitCode::SUCCESS)
         }
         Some(Command::Keys(command)) => administer(
-            cli.database.store_config(false),
+            database.store_config(false),
             Needs::Schema,
             |store| async move { keys::keys(&store, command).await },
         ),
-        Some(Command::Orders(command)) => administer(
-            cli.database.store_config(false),
+        Some(Command::Orders(command)) => done(administer(
+            database.store_config(false),
             Needs::Schema,
             |store| async move { orders::orders(&store, command).await },
-        ),
+        )),
     }
 }
 
@@ -79,10 +87,10 @@ enum Needs {
 /// after saying on stderr which database it is, and closes the store before returning: no
 /// connection or thread of it outlives the command (the runtime, dropped last, joins its
 /// blocking threads).
-fn administer<F, Fut>(config: StoreConfig, needs: Needs, command: F) -> Result<(), Box<dyn Error>>
+fn administer<T, F, Fut>(config: StoreConfig, needs: Needs, command: F) -> Result<T, Box<dyn Error>>
 where
     F: FnOnce(Store) -> Fut,
-    Fut: Future<Output = Result<(), Box<dyn Error>>>,
+    Fut: Future<Output = Result<T, Box<dyn Error>>>,
 {
     let backend = Backend::from_url(&config.url)?;
     eprintln!("petstore: database: {}", backend.describe());

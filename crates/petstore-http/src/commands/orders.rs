@@ -8,7 +8,9 @@ use petstore_domain::{
 };
 use serde_json::{Value, json};
 
-use super::cli::{ListFormat, OrdersCommand};
+use comfy_table::{Table, presets};
+
+use super::cli::{Format, OrdersCommand};
 use super::timestamp;
 
 /// Runs an `orders` command against `storage`.
@@ -34,7 +36,7 @@ pub async fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(),
     }
 }
 
-async fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn Error>> {
+async fn list(storage: &dyn Storage, format: Format) -> Result<(), Box<dyn Error>> {
     let mut all: Vec<Order> = Vec::new();
     let mut page = PageRequest {
         limit: petstore_domain::Limit::new(petstore_domain::query::MAX_LIMIT)?,
@@ -52,7 +54,7 @@ async fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn E
     }
     let mut out = std::io::stdout().lock();
     match format {
-        ListFormat::Json => {
+        Format::Json => {
             let listed: Vec<Value> = all
                 .iter()
                 .map(|order| {
@@ -63,23 +65,20 @@ async fn list(storage: &dyn Storage, format: ListFormat) -> Result<(), Box<dyn E
                 .collect();
             writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
         }
-        ListFormat::Text => {
-            writeln!(
-                out,
-                "{:>8}  {:>8}  {:<10}  {:>6}  {:<20}",
-                "ID", "PET", "STATUS", "KEY", "CREATED"
-            )?;
+        Format::Text => {
+            let mut table = Table::new();
+            table.load_preset(presets::NOTHING);
+            table.set_header(vec!["ID", "PET", "STATUS", "KEY", "CREATED"]);
             for order in &all {
-                writeln!(
-                    out,
-                    "{:>8}  {:>8}  {:<10}  {:>6}  {:<20}",
-                    order.id,
-                    order.pet_id,
-                    order.status,
+                table.add_row(vec![
+                    order.id.to_string(),
+                    order.pet_id.to_string(),
+                    order.status.to_string(),
                     order.owner.map_or_else(|| "-".into(), |id| id.to_string()),
-                    timestamp(Some(order.created_at))
-                )?;
+                    timestamp(Some(order.created_at)),
+                ]);
             }
+            writeln!(out, "{}", table.trim_fmt())?;
         }
     }
     Ok(())
