@@ -631,6 +631,44 @@ fn the_key_cli_is_scriptable() {
 }
 
 #[test]
+fn health_asks_a_running_server_and_exits_0_or_1() {
+    let (_dir, db) = common::temp_db();
+    let db = db.as_str();
+    let server = Server::start(db, &["--bootstrap-key=false"]);
+    let root = format!("http://{}", server.addr());
+    let health = |args: &[&str], bind: &str| {
+        petstore(db)
+            .env("PETSTORE_BIND", bind)
+            .arg("health")
+            .args(args)
+            .output()
+            .expect("run petstore")
+    };
+    let code = |output: &std::process::Output| output.status.code().expect("exited");
+    // Asked by URL, or where PETSTORE_BIND says the server listens (a wildcard on loopback).
+    let port = server
+        .addr()
+        .rsplit_once(':')
+        .expect("host:port")
+        .1
+        .to_owned();
+    assert_eq!(code(&health(&["--url", &root], "")), 0);
+    assert_eq!(code(&health(&["--url", &root, "--ready"], "")), 0);
+    assert_eq!(code(&health(&[], &server.addr())), 0);
+    assert_eq!(code(&health(&["--ready"], &format!("0.0.0.0:{port}"))), 0);
+    // Anything but 200 is 1, saying what it got.
+    let output = health(&["--url", &server.base], "");
+    assert_eq!(code(&output), 1);
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("404"),
+        "{output:?}"
+    );
+    server.stop();
+    let output = health(&["--url", &root, "--timeout", "2s"], "");
+    assert_eq!(code(&output), 1, "nothing listening");
+}
+
+#[test]
 fn no_environment_variable_changes_a_key() {
     let (_dir, db) = common::temp_db();
     let db = db.as_str();

@@ -59,6 +59,52 @@ pub enum Command {
     /// Operate the store: list every order, approve and deliver them.
     #[command(subcommand)]
     Orders(OrdersCommand),
+    /// Ask a running server whether it is up (`/healthz`) or ready (`/readyz`, with
+    /// `--ready`): exits 0 when it answers 200, 1 otherwise. For container and systemd health
+    /// checks on hosts without curl.
+    Health(HealthArgs),
+}
+
+/// Options of `health`.
+#[derive(Debug, Clone, Args)]
+pub struct HealthArgs {
+    /// Ask `/readyz` (database reachable and migrated, not draining) instead of `/healthz`.
+    #[arg(long)]
+    pub ready: bool,
+    /// The server's address, e.g. `http://127.0.0.1:8080` (plain HTTP); by default the one
+    /// `PETSTORE_BIND` names, a wildcard address asked on loopback.
+    #[arg(long)]
+    pub url: Option<String>,
+    /// The server's listen address, as `serve` reads it: where to ask without `--url`.
+    #[arg(
+        long,
+        env = "PETSTORE_BIND",
+        default_value = "127.0.0.1:8080",
+        hide = true
+    )]
+    pub bind: String,
+    /// Longest wait for the answer.
+    #[arg(long, default_value = "5s", value_parser = humantime::parse_duration)]
+    pub timeout: Duration,
+}
+
+impl HealthArgs {
+    /// The address to ask: `--url`'s path, or `/healthz` or `/readyz` on the bind address.
+    pub fn target(&self) -> String {
+        let path = if self.ready { "/readyz" } else { "/healthz" };
+        let base = match &self.url {
+            Some(url) => url.trim_end_matches('/').to_owned(),
+            None => {
+                let bind = match self.bind.rsplit_once(':') {
+                    Some(("0.0.0.0", port)) => format!("127.0.0.1:{port}"),
+                    Some(("[::]", port)) => format!("[::1]:{port}"),
+                    _ => self.bind.clone(),
+                };
+                format!("http://{bind}")
+            }
+        };
+        format!("{base}{path}")
+    }
 }
 
 /// `petstore migrate [status]`.

@@ -16,7 +16,7 @@ use petstore_store::{Backend, Store, StoreConfig};
 
 pub use serve::serve;
 
-use cli::{Cli, Command, MigrateArgs, MigrateCommand, ServeFromEnvironment};
+use cli::{Cli, Command, HealthArgs, MigrateArgs, MigrateCommand, ServeFromEnvironment};
 
 /// Parses the command line and runs it; the exit status of a command that has more to say than
 /// success or failure (`keys verify`) comes back as `Ok`.
@@ -63,11 +63,33 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             Needs::Schema,
             |store| async move { keys::keys(&store, command).await },
         ),
+        Some(Command::Health(args)) => Ok(health(&args)),
         Some(Command::Orders(command)) => done(administer(
             database.store_config(false),
             Needs::Schema,
             |store| async move { orders::orders(&store, command).await },
         )),
+    }
+}
+
+/// `petstore health`: 0 when the server answers 200, 1 (saying why on stderr) otherwise.
+fn health(args: &HealthArgs) -> ExitCode {
+    let target = args.target();
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(args.timeout))
+        .build()
+        .into();
+    match agent.get(&target).call() {
+        Ok(response) if response.status() == 200 => ExitCode::SUCCESS,
+        Ok(response) => {
+            eprintln!("petstore health: {target} answered {}", response.status());
+            ExitCode::FAILURE
+        }
+        Err(error) => {
+            eprintln!("petstore health: {target}: {error}");
+            ExitCode::FAILURE
+        }
     }
 }
 
