@@ -668,6 +668,81 @@ fn health_asks_a_running_server_and_exits_0_or_1() {
     assert_eq!(code(&output), 1, "nothing listening");
 }
 
+/// The subcommands of every `petstore ...` (or `cargo run ... -- ...`) command line the README
+/// shows, in code blocks or inline: the words before the first flag or placeholder, past the
+/// database flag that may come first.
+fn readme_commands() -> std::collections::BTreeSet<Vec<String>> {
+    let readme = include_str!("../../../README.md");
+    let mut commands = std::collections::BTreeSet::new();
+    for line in readme.lines() {
+        let mut rest = line;
+        loop {
+            let petstore = rest.find("petstore ").map(|i| (i, "petstore ".len()));
+            let cargo = rest
+                .find("cargo run")
+                .and_then(|i| rest[i..].find(" -- ").map(|j| (i + j, " -- ".len())));
+            let Some((at, skip)) = [petstore, cargo].into_iter().flatten().min() else {
+                break;
+            };
+            rest = &rest[at + skip..];
+            let mut words = Vec::new();
+            let mut tokens = rest.split_whitespace();
+            while let Some(raw) = tokens.next() {
+                let token = raw.trim_end_matches(['`', ')', ',', ';', '.']);
+                if token == "--database-url" {
+                    tokens.next();
+                    continue;
+                }
+                if token.is_empty()
+                    || token.starts_with('-')
+                    || !token.bytes().all(|b| b.is_ascii_lowercase() || b == b'-')
+                {
+                    break;
+                }
+                words.push(token.to_owned());
+                if raw.contains('`') {
+                    break; // the end of an inline command
+                }
+            }
+            commands.insert(words);
+        }
+    }
+    commands
+}
+
+#[test]
+fn every_command_the_readme_shows_still_parses() {
+    let commands = readme_commands();
+    for expected in [
+        &["keys", "create"][..],
+        &["keys", "verify"],
+        &["orders", "approve"],
+        &["migrate", "status"],
+        &["health"],
+        &["openapi"],
+        &["serve"],
+    ] {
+        assert!(
+            commands.iter().any(|words| words == expected),
+            "{expected:?} not found among {commands:?}"
+        );
+    }
+    for words in &commands {
+        let output = std::process::Command::new(common::BIN)
+            .env_clear()
+            .args(words)
+            .arg("--help")
+            .output()
+            .expect("run petstore");
+        assert!(
+            output.status.success(),
+            "`petstore {} --help` (shown in the README) fails: {}",
+            words.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
 #[test]
 fn no_environment_variable_changes_a_key() {
     let (_dir, db) = common::temp_db();
