@@ -5,8 +5,10 @@ use std::time::Duration;
 use petstore_domain::ErrorCode;
 use serde::Deserialize;
 
-/// What a call can fail with.
+/// What a call can fail with. New kinds of failure may be added in a minor version: a `match`
+/// needs a wildcard arm.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The service answered with an Error object (after any retries the policy allows).
     #[error("{status} {code_text}: {message}")]

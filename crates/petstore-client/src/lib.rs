@@ -32,6 +32,7 @@
 //! # Ok(())
 //! # }
 //! ```
+#![deny(missing_docs)]
 
 mod error;
 mod limits;
@@ -675,3 +676,8 @@ mod tests {
         );
     }
 }
+
+/// The README's examples, run as documentation tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

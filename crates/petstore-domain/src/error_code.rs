@@ -5,8 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 string_enum! {
-    /// Every `code` the service sends. The strings are a stable contract with clients.
+    /// Every `code` the service sends. The strings are a stable contract with clients. New codes
+    /// may be added in a minor version (`docs/errors.md`), so a `match` needs a wildcard arm.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[non_exhaustive]
     #[serde(rename_all = "snake_case")]
     pub enum ErrorCode in "code" {
         /// 400: the body is not syntactically valid JSON, or is not a JSON object.

@@ -9,7 +9,7 @@
 //! backend must agree on are pure functions here: [`order::lifecycle`] and
 //! [`idempotency::decide_claim`]. No module imports one that imports it back: `error`, then
 //! `rate_limit`, `pet`, `query`, `key`, `idempotency`, `order`, and `repository` on top.
-#![warn(missing_docs)]
+#![deny(missing_docs)]
 
 #[macro_use]
 mod string_enum;
@@ -48,3 +48,8 @@ pub use repository::{
     ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository, OrderRepository, PetRepository,
     Storage,
 };
+
+/// The README's examples, run as documentation tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
