@@ -151,23 +151,6 @@ async fn instances_starting_together_migrate_once() {
     store.check_ready().await.expect("ready");
 }
 
-/// The connections to the database named by `url`, as PostgreSQL counts them.
-fn connections_to(url: &str) -> usize {
-    let name = url.rsplit('/').next().expect("database name");
-    let watcher = petstore_store::testing::RawPostgres::connect(url).expect("connect");
-    let rows = watcher
-        .query(&format!(
-            "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
-        ))
-        .expect("count");
-    rows[0][0]
-        .as_deref()
-        .expect("a count")
-        .parse()
-        .expect("a number")
-}
-
 /// What once failed: `keys create` on PostgreSQL died at exit (a libpq connection closed on
 /// another thread while exit() ran) after creating its key, so a script retried and made two.
 /// Every command and the server now close their connections and join their threads first.
@@ -192,11 +175,11 @@ fn commands_and_servers_on_postgres_exit_cleanly_every_time() {
         let (status, _) = get(&server.base, "/pets", &key);
         assert_eq!(status, 200);
     }
-    assert!(connections_to(&url) >= 1, "the server holds connections");
+    assert!(db.connections() >= 1, "the server holds connections");
     server.terminate();
     server.wait_for_exit();
     let started = Instant::now();
-    while connections_to(&url) > 0 {
+    while db.connections() > 0 {
         assert!(
             started.elapsed() < Duration::from_secs(5),
             "connections outlived the server"

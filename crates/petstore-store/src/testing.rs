@@ -107,6 +107,26 @@ impl TestDatabase {
         &self.url
     }
 
+    /// How many connections PostgreSQL counts to this database (besides the one asking); 0 on
+    /// SQLite.
+    pub fn connections(&self) -> usize {
+        let Cleanup::Postgres { name, .. } = &self.cleanup else {
+            return 0;
+        };
+        let watcher = RawPostgres::connect(&self.url).expect("connect");
+        let rows = watcher
+            .query(&format!(
+                "SELECT count(*) FROM pg_stat_activity \
+                 WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+            ))
+            .expect("count");
+        rows[0][0]
+            .as_deref()
+            .expect("a count")
+            .parse()
+            .expect("a number")
+    }
+
     /// A store on this database with the migrations applied.
     pub async fn store(&self) -> Store {
         let store = Store::open(&StoreConfig::new(&self.url)).expect("open the test store");

@@ -642,21 +642,6 @@ async fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
 }
 
 /// The connections a PostgreSQL store holds, as the server counts them.
-fn connections_to(db: &petstore_store::testing::TestDatabase) -> usize {
-    let name = db.url().rsplit('/').next().expect("database name");
-    let watcher = RawPostgres::connect(db.url()).expect("connect");
-    let rows = watcher
-        .query(&format!(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = '{name}' AND pid <> pg_backend_pid()"
-        ))
-        .expect("count");
-    rows[0][0]
-        .as_deref()
-        .expect("a count")
-        .parse()
-        .expect("a number")
-}
-
 #[tokio::test]
 async fn on_postgres_each_thread_shares_one_connection_for_reads_and_pools_its_writes() {
     let Some(db) = petstore_store::testing::TestDatabase::postgres() else {
@@ -708,7 +693,7 @@ async fn on_postgres_each_thread_shares_one_connection_for_reads_and_pools_its_w
         })
         .collect();
     worked.wait();
-    let open = connections_to(&db);
+    let open = db.connections();
     counted.wait();
     for thread in threads {
         thread.join().expect("thread");
@@ -720,7 +705,7 @@ async fn on_postgres_each_thread_shares_one_connection_for_reads_and_pools_its_w
     drop(store);
     // Closed: the server sees them go.
     let started = std::time::Instant::now();
-    while connections_to(&db) > 0 {
+    while db.connections() > 0 {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(5),
             "connections left open"

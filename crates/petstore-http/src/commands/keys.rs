@@ -47,14 +47,7 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
                 spec = spec.expiring_at(at, now)?;
             }
             let (key, secret) = storage.create_key(&spec).await?;
-            match format {
-                Format::Text => writeln!(out, "{}", secret.expose())?,
-                Format::Json => writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(&with_secret(&key, &secret, now))?
-                )?,
-            }
+            write_secret(&mut out, format, &key, &secret, now)?;
             eprintln!(
                 "created key {} ({} plan, {}{})",
                 key.id,
@@ -107,14 +100,7 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
             let Some((key, secret)) = storage.rotate_key(id, grace_until).await? else {
                 return Err(format!("no active key has id {id}").into());
             };
-            match format {
-                Format::Text => writeln!(out, "{}", secret.expose())?,
-                Format::Json => writeln!(
-                    out,
-                    "{}",
-                    serde_json::to_string_pretty(&with_secret(&key, &secret, now))?
-                )?,
-            }
+            write_secret(&mut out, format, &key, &secret, now)?;
             if grace.is_zero() {
                 eprintln!(
                     "key {} has a new secret; the old one no longer works",
@@ -221,11 +207,24 @@ async fn verify(
     })
 }
 
-/// `keys create` and `keys rotate` in JSON: the key's attributes and its secret, `{id, key, ...}`.
-fn with_secret(key: &ApiKey, secret: &ApiKeySecret, now: i64) -> Value {
-    let mut shown = as_json(key, now);
-    shown["key"] = json!(secret.expose());
-    shown
+/// A new secret as `keys create` and `keys rotate` print it: alone on a line, or in JSON with
+/// every attribute of its key, `{id, key, ...}`.
+fn write_secret(
+    out: &mut impl Write,
+    format: Format,
+    key: &ApiKey,
+    secret: &ApiKeySecret,
+    now: i64,
+) -> Result<(), Box<dyn Error>> {
+    match format {
+        Format::Text => writeln!(out, "{}", secret.expose())?,
+        Format::Json => {
+            let mut shown = as_json(key, now);
+            shown["key"] = json!(secret.expose());
+            writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
+        }
+    }
+    Ok(())
 }
 
 /// `keys list` as a table: the columns that fit 100 characters (labels wrap; `STATE` says
