@@ -6,9 +6,12 @@
 //! over tokio-postgres). A query built once is run on the concrete connection, so Diesel keeps
 //! each static query prepared on both.
 
-use diesel::connection::SimpleConnection;
-use diesel::{QueryResult, SqliteConnection};
+use diesel::QueryResult;
+#[cfg(feature = "sqlite")]
+use diesel::{SqliteConnection, connection::SimpleConnection};
+#[cfg(feature = "postgres")]
 use diesel_async::{AsyncPgConnection, SimpleAsyncConnection};
+#[cfg(feature = "sqlite")]
 use futures_util::FutureExt;
 use futures_util::future::BoxFuture;
 
@@ -17,11 +20,13 @@ use crate::StoreError;
 /// A connection to either backend, borrowed for one call.
 pub(crate) enum Conn<'a> {
     /// SQLite, the embedded default: statements run synchronously.
+    #[cfg(feature = "sqlite")]
     Sqlite(&'a mut SqliteConnection),
     /// PostgreSQL: statements are round trips, awaited. Used through a shared reference, so that
     /// calls on one connection may pipeline (tokio-postgres sends a statement without waiting for
     /// the previous one's answer); `exclusive` when the call has the connection to itself, as a
     /// transaction must.
+    #[cfg(feature = "postgres")]
     Postgres {
         /// The connection.
         conn: &'a AsyncPgConnection,
@@ -47,7 +52,9 @@ impl<T, F> Op<T> for F where
 macro_rules! run {
     ($conn:expr, $method:ident, $query:expr) => {
         match $conn {
+            #[cfg(feature = "sqlite")]
             $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
+            #[cfg(feature = "postgres")]
             $crate::conn::Conn::Postgres { conn, .. } => {
                 let mut shared: &diesel_async::AsyncPgConnection = conn;
                 diesel_async::RunQueryDsl::$method($query, &mut shared).await
@@ -60,7 +67,9 @@ impl Conn<'_> {
     /// The same connection, borrowed again for a nested call.
     pub(crate) fn reborrow(&mut self) -> Conn<'_> {
         match self {
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(c) => Conn::Sqlite(c),
+            #[cfg(feature = "postgres")]
             Self::Postgres { conn, exclusive } => Conn::Postgres {
                 conn,
                 exclusive: *exclusive,
@@ -71,7 +80,9 @@ impl Conn<'_> {
     /// Runs SQL statements that return nothing.
     pub(crate) async fn batch_execute(&mut self, sql: &str) -> QueryResult<()> {
         match self {
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(c) => c.batch_execute(sql),
+            #[cfg(feature = "postgres")]
             Self::Postgres { conn, .. } => {
                 let mut shared: &AsyncPgConnection = conn;
                 shared.batch_execute(sql).await
@@ -84,10 +95,13 @@ impl Conn<'_> {
     /// PostgreSQL `BEGIN` (rows are locked as they are read, `FOR UPDATE`).
     pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
         let begin = match self {
+            #[cfg(feature = "sqlite")]
             Self::Sqlite(_) => "BEGIN IMMEDIATE",
+            #[cfg(feature = "postgres")]
             Self::Postgres {
                 exclusive: true, ..
             } => "BEGIN",
+            #[cfg(feature = "postgres")]
             Self::Postgres {
                 exclusive: false, ..
             } => {
@@ -120,6 +134,7 @@ impl Conn<'_> {
     }
 }
 
+#[cfg(feature = "sqlite")]
 /// Runs a SQLite operation to its end on this thread. SQLite statements never wait on anything
 /// but the database, so an operation over a SQLite connection completes in its first poll.
 pub(crate) fn complete_now<T>(

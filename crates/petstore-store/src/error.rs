@@ -131,6 +131,7 @@ impl From<DieselError> for StoreError {
     }
 }
 
+#[cfg(feature = "sqlite")]
 impl From<diesel::r2d2::PoolError> for StoreError {
     fn from(error: diesel::r2d2::PoolError) -> Self {
         Self::Connect(error.into())
@@ -144,6 +145,7 @@ impl From<StoreError> for StorageError {
 }
 
 /// `error` and its sources, as one line: `outer: cause: root cause`.
+#[cfg(feature = "postgres")]
 pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {
     let mut line = error.to_string();
     let mut source = error.source();

@@ -16,7 +16,15 @@
 //! Modules depend one way: `schema`, `error`, `metrics`, `config` at the bottom; `conn` (the
 //! connection over both backends and its `run!` macro); `queries`; `migrations`; the backends
 //! `sqlite` and `postgres`; then `store`, which implements the traits.
+//!
+//! Each backend is a feature, both on by default: `default-features = false, features =
+//! ["sqlite"]` builds no PostgreSQL code (no diesel-async, tokio-postgres or rustls), and
+//! `["postgres"]` no SQLite. A URL for a backend the build leaves out is refused by
+//! [`Store::open`] with [`StoreError::Config`].
 #![warn(missing_docs)]
+
+#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
+compile_error!("petstore-store needs a backend: enable the `sqlite` or the `postgres` feature");
 
 #[macro_use]
 mod conn;
@@ -24,9 +32,11 @@ mod config;
 mod error;
 pub mod metrics;
 mod migrations;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod queries;
 mod schema;
+#[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 #[cfg(feature = "testing")]
@@ -35,5 +45,6 @@ pub mod testing;
 pub use config::{Backend, DEADLINE_MARGIN, StoreConfig};
 pub use error::StoreError;
 pub use migrations::MigrationStatus;
+#[cfg(feature = "sqlite")]
 pub use sqlite::LOW_SPACE;
 pub use store::Store;

@@ -3,6 +3,7 @@
 //! [`describe`] and [`HISTOGRAM_BUCKETS`] are what an exporter needs to know of them.
 
 use ::metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+#[cfg(feature = "sqlite")]
 use diesel::r2d2::{self, HandleEvent};
 
 /// Pooled connections: `state` (`open`: connected; `idle`; `in_use`: checked out; `max`: the
@@ -43,12 +44,14 @@ pub fn describe() {
     );
 }
 
-/// The pool's events, as metrics.
+/// The pool's events, as metrics (SQLite's r2d2 pool).
+#[cfg(feature = "sqlite")]
 #[derive(Debug)]
 pub(crate) struct PoolMetrics {
     pub(crate) backend: &'static str,
 }
 
+#[cfg(feature = "sqlite")]
 impl HandleEvent for PoolMetrics {
     // Only checkouts that may wait report here (`Pool::get`); the idle-only checkouts of
     // SQLite's inline reads (`Pool::try_get`) never wait, and r2d2 does not report them.
@@ -76,6 +79,7 @@ pub(crate) fn pool_state(backend: &'static str, open: u32, idle: u32, max: u32) 
 }
 
 /// Records a batch of `size` pets handed to one transaction.
+#[cfg(feature = "sqlite")]
 pub(crate) fn batch_written(size: usize) {
     ::metrics::histogram!(WRITER_BATCH_SIZE).record(size as f64);
 }

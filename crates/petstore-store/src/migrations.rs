@@ -4,29 +4,38 @@
 
 use std::collections::HashSet;
 
-use diesel::connection::SimpleConnection;
+use diesel::QueryableByName;
+#[cfg(feature = "sqlite")]
+use diesel::SqliteConnection;
 use diesel::migration::MigrationSource;
+#[cfg(feature = "postgres")]
 use diesel::pg::Pg;
 use diesel::sql_types::{Bool, Text};
+#[cfg(feature = "sqlite")]
 use diesel::sqlite::Sqlite;
-use diesel::{QueryableByName, RunQueryDsl, SqliteConnection};
-use diesel_async::AsyncPgConnection;
-use diesel_async::async_connection_wrapper::AsyncConnectionWrapper;
+#[cfg(feature = "postgres")]
+use diesel::{RunQueryDsl, connection::SimpleConnection};
+#[cfg(feature = "postgres")]
+use diesel_async::{AsyncPgConnection, async_connection_wrapper::AsyncConnectionWrapper};
 use diesel_migrations::{EmbeddedMigrations, MigrationHarness, embed_migrations};
 
 use crate::StoreError;
 use crate::conn::Conn;
 
+#[cfg(feature = "sqlite")]
 const SQLITE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
+#[cfg(feature = "postgres")]
 const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
 
 /// Key of the PostgreSQL advisory lock held while migrating ("petstore" in ASCII).
+#[cfg(feature = "postgres")]
 pub(crate) const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
 
 /// Applies SQLite's pending migrations. `BEGIN IMMEDIATE` takes the write lock before looking
 /// at what is applied, so processes starting together on a new file wait for each other
 /// (`busy_timeout`) instead of racing to create the same tables. Each migration's own
 /// transaction becomes a savepoint inside this one.
+#[cfg(feature = "sqlite")]
 pub(crate) fn run_sqlite(conn: &mut SqliteConnection) -> Result<Vec<String>, StoreError> {
     let mut names = Vec::new();
     conn.immediate_transaction(|conn| {
@@ -44,6 +53,7 @@ pub(crate) fn run_sqlite(conn: &mut SqliteConnection) -> Result<Vec<String>, Sto
 /// so that instances starting together apply each one exactly once. Blocks: run it where
 /// blocking is allowed, on the runtime whose thread opened `conn` (diesel's migration harness is
 /// synchronous; the wrapper waits for each statement on that runtime).
+#[cfg(feature = "postgres")]
 pub(crate) fn run_postgres(conn: AsyncPgConnection) -> Result<Vec<String>, StoreError> {
     let mut conn = AsyncConnectionWrapper::<AsyncPgConnection>::from(conn);
     // Waiting for another instance's migration, or a long migration, must not be cut short by
@@ -95,11 +105,13 @@ pub struct MigrationStatus {
 pub(crate) async fn status(mut conn: Conn<'_>) -> Result<MigrationStatus, StoreError> {
     let conn = &mut conn;
     let (table_query, embedded) = match conn {
+        #[cfg(feature = "sqlite")]
         Conn::Sqlite(_) => (
             "SELECT EXISTS (SELECT 1 FROM sqlite_master \
              WHERE type = 'table' AND name = '__diesel_schema_migrations') AS \"exists\"",
             names::<Sqlite>(&SQLITE)?,
         ),
+        #[cfg(feature = "postgres")]
         Conn::Postgres { .. } => (
             "SELECT to_regclass('__diesel_schema_migrations') IS NOT NULL AS \"exists\"",
             names::<Pg>(&POSTGRES)?,

@@ -15,8 +15,10 @@ use petstore_domain::{
 };
 
 use crate::conn::Op;
+#[cfg(feature = "postgres")]
 use crate::postgres::Postgres;
 use crate::queries::{idempotency, keys, orders, pets};
+#[cfg(feature = "sqlite")]
 use crate::sqlite::Sqlite;
 use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
 
@@ -32,7 +34,9 @@ struct Inner {
 }
 
 enum Db {
+    #[cfg(feature = "sqlite")]
     Sqlite(Sqlite),
+    #[cfg(feature = "postgres")]
     Postgres(Postgres),
 }
 
@@ -55,8 +59,18 @@ impl Store {
             ));
         }
         let db = match Backend::from_url(&config.url)? {
+            #[cfg(feature = "sqlite")]
             Backend::Sqlite(path) => Db::Sqlite(Sqlite::open(&path, config)?),
+            #[cfg(feature = "postgres")]
             Backend::Postgres(url) => Db::Postgres(Postgres::open(&url, config)?),
+            #[allow(unreachable_patterns)] // with both backends built, every URL is served
+            backend => {
+                return Err(StoreError::Config(format!(
+                    "this build has no {} support (petstore-store's `{}` feature is off)",
+                    backend.name(),
+                    backend.name()
+                )));
+            }
         };
         Ok(Self {
             inner: Arc::new(Inner { db }),
@@ -66,7 +80,9 @@ impl Store {
     /// `sqlite` or `postgres`.
     pub fn backend_name(&self) -> &'static str {
         match self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(_) => "sqlite",
+            #[cfg(feature = "postgres")]
             Db::Postgres(_) => "postgres",
         }
     }
@@ -76,7 +92,9 @@ impl Store {
     /// SQLite the write lock does the same.
     pub async fn migrate(&self) -> Result<Vec<String>, StoreError> {
         match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => db.migrate().await,
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.migrate().await,
         }
     }
@@ -96,7 +114,9 @@ impl Store {
     /// state: called when metrics are rendered.
     pub fn record_pool_state(&self) {
         match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => db.record_pool_state(),
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.record_pool_state(),
         }
     }
@@ -105,7 +125,9 @@ impl Store {
     /// PostgreSQL's pools close their connections. Later calls fail as unavailable.
     pub fn close(&self) {
         match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => db.close(),
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.close(),
         }
     }
@@ -117,7 +139,9 @@ impl Store {
     /// method's box copied kilobytes per call (a quarter of a SQLite read's instructions).
     fn read<T: Send + 'static>(&self, op: impl Op<T>) -> BoxFuture<'_, Result<T, StoreError>> {
         match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => Box::pin(db.read(op)),
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => Box::pin(db.read(op)),
         }
     }
@@ -125,7 +149,9 @@ impl Store {
     /// Runs a call that writes (or may wait for a lock); boxed like [`Self::read`].
     fn write<T: Send + 'static>(&self, op: impl Op<T>) -> BoxFuture<'_, Result<T, StoreError>> {
         match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => Box::pin(db.blocking(op)),
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => Box::pin(db.call(op)),
         }
     }
@@ -136,7 +162,9 @@ impl PetRepository for Store {
     async fn create_pet(&self, pet: &CreatePet) -> Result<Pet, StorageError> {
         let pet = pet.clone();
         Ok(match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => db.create_pet(pet).await?,
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
                 db.call(move |conn| Box::pin(pets::create(conn, pet)))
                     .await?
@@ -325,15 +353,20 @@ impl Storage for Store {
     async fn check_ready(&self) -> Result<(), StorageError> {
         self.read(|conn| Box::pin(migrations::check_applied(conn)))
             .await?;
-        if let Db::Sqlite(db) = &self.inner.db {
-            db.check_space()?;
+        match &self.inner.db {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(db) => db.check_space()?,
+            #[cfg(feature = "postgres")]
+            Db::Postgres(_) => {}
         }
         Ok(())
     }
 
     fn capacity(&self) -> Capacity {
         match &self.inner.db {
+            #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => db.capacity(),
+            #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.capacity(),
         }
     }

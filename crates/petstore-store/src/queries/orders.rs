@@ -7,6 +7,7 @@
 //! client told why) and `Err` when the store failed.
 
 use diesel::prelude::*;
+#[cfg(feature = "postgres")]
 use diesel_async::AsyncPgConnection;
 use petstore_domain::{
     Inventory, Order, OrderAction, OrderError, OrderListQuery, OrderStatus, Page, PetStatus,
@@ -94,7 +95,9 @@ impl From<petstore_domain::LifecycleError> for Failure {
 async fn locked_pet_status(conn: &mut Conn<'_>, id: i64) -> Result<Option<PetStatus>, Failure> {
     let query = pets::table.find(id).select(pets::status);
     let status: Option<String> = match conn {
+        #[cfg(feature = "sqlite")]
         Conn::Sqlite(c) => query.first(&mut **c).optional()?,
+        #[cfg(feature = "postgres")]
         Conn::Postgres { conn, .. } => {
             let mut conn: &AsyncPgConnection = conn;
             diesel_async::RunQueryDsl::first(query.for_update(), &mut conn)
@@ -122,7 +125,9 @@ async fn locked_order(
 ) -> Result<Option<Order>, Failure> {
     let query = orders::table.find(id).select(ORDER_COLUMNS);
     let row: Option<OrderRow> = match conn {
+        #[cfg(feature = "sqlite")]
         Conn::Sqlite(c) => query.first(&mut **c).optional()?,
+        #[cfg(feature = "postgres")]
         Conn::Postgres { conn, .. } => {
             let mut conn: &AsyncPgConnection = conn;
             diesel_async::RunQueryDsl::first(query.for_update(), &mut conn)
