@@ -25,10 +25,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("created pet {} ({})", pet.id, pet.name);
 
     // Every available pet, page after page; the client paces itself to the key's limits.
-    let available = PetQuery {
-        status: Some(PetStatus::Available),
-        ..PetQuery::default()
-    };
+    let available = PetQuery::default().status(PetStatus::Available);
     let pets: Vec<_> = client.pets(&available).try_collect().await?;
     println!("{} pets are available", pets.len());
     if let Some(limits) = client.rate_limit() {

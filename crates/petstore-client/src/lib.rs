@@ -23,7 +23,7 @@
 //! let rex = NewPet { name: "Rex".into(), category_id: 1, status: None };
 //! let created = client.create_pet(&rex).await?;
 //! let page = client
-//!     .list_pets(&PetQuery { status: Some(PetStatus::Available), ..PetQuery::default() })
+//!     .list_pets(&PetQuery::default().status(PetStatus::Available))
 //!     .await?;
 //! println!("created {}; {} available on the first page", created.id, page.items.len());
 //! if let Some(state) = client.rate_limit() {
@@ -60,8 +60,10 @@ use operations::Operation;
 /// The header that makes a write safe to retry.
 const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
 
-/// A page of a listing: its items, and where the next page is when more follow.
+/// A page of a listing: its items, and where the next page is when more follow. (Non-exhaustive:
+/// a field may be added in a minor version.)
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Listing<T> {
     /// The items, in ascending id order.
     pub items: Vec<T>,
@@ -79,8 +81,17 @@ impl<T> Listing<T> {
     }
 }
 
-/// What `GET /pets` is asked for; every field optional.
+/// What `GET /pets` is asked for; every field optional. Built from the default, as filters will
+/// be added in minor versions (the struct is non-exhaustive):
+///
+/// ```
+/// use petstore_client::{PetQuery, PetStatus};
+///
+/// let query = PetQuery::default().status(PetStatus::Available).limit(50);
+/// assert_eq!(query.limit, Some(50));
+/// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PetQuery {
     /// How many pets at most per page: 1 to 100 (the service's default is 20).
     pub limit: Option<u32>,
@@ -90,13 +101,53 @@ pub struct PetQuery {
     pub after: Option<i64>,
 }
 
-/// What `GET /store/orders` is asked for.
+impl PetQuery {
+    /// At most `limit` pets per page (1 to 100).
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Only pets with `status`.
+    #[must_use]
+    pub fn status(mut self, status: PetStatus) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    /// Only pets whose id is greater than `id`.
+    #[must_use]
+    pub fn after(mut self, id: i64) -> Self {
+        self.after = Some(id);
+        self
+    }
+}
+
+/// What `GET /store/orders` is asked for; built from the default like [`PetQuery`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct OrderQuery {
     /// How many orders at most per page: 1 to 100 (default 20).
     pub limit: Option<u32>,
     /// Only orders whose id is greater (a cursor).
     pub after: Option<i64>,
+}
+
+impl OrderQuery {
+    /// At most `limit` orders per page (1 to 100).
+    #[must_use]
+    pub fn limit(mut self, limit: u32) -> Self {
+        self.limit = Some(limit);
+        self
+    }
+
+    /// Only orders whose id is greater than `id`.
+    #[must_use]
+    pub fn after(mut self, id: i64) -> Self {
+        self.after = Some(id);
+        self
+    }
 }
 
 /// Builds a [`Client`]: [`Client::builder`].
@@ -232,7 +283,7 @@ impl Client {
     /// let client = Client::builder("http://127.0.0.1:8080/v1", "pst_0123")
     ///     .timeout(Duration::from_secs(10))
     ///     .user_agent("inventory-sync/2.1")
-    ///     .retry_policy(RetryPolicy { max_retries: 5, ..RetryPolicy::default() })
+    ///     .retry_policy(RetryPolicy::default().max_retries(5))
     ///     .wait_when_exhausted(true)
     ///     .build()?;
     /// assert!(client.rate_limit().is_none(), "nothing was sent yet");

@@ -5,6 +5,7 @@ use reqwest::header::HeaderMap;
 /// `X-RateLimit-*` of the last response: the window closest to exhaustion (the minute, or the
 /// day when fewer of its requests are left).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RateLimitState {
     /// Requests allowed in that window.
     pub limit: u32,

@@ -4,8 +4,11 @@ use std::time::Duration;
 
 use reqwest::header::{self, HeaderMap};
 
-/// How the client retries a request that got no answer, a `429` or a `503`.
+/// How the client retries a request that got no answer, a `429` or a `503`. Built from the
+/// default (`RetryPolicy::default().max_retries(5)`): the struct is non-exhaustive, so that a
+/// setting can be added in a minor version.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RetryPolicy {
     /// Retries after the first attempt (default 3; 0: never retry).
     pub max_retries: u32,
@@ -26,6 +29,27 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
+    /// Retries after the first attempt (0: never retry).
+    #[must_use]
+    pub fn max_retries(mut self, retries: u32) -> Self {
+        self.max_retries = retries;
+        self
+    }
+
+    /// The first backoff's ceiling; each retry doubles it.
+    #[must_use]
+    pub fn base_delay(mut self, delay: Duration) -> Self {
+        self.base_delay = delay;
+        self
+    }
+
+    /// The largest backoff ceiling.
+    #[must_use]
+    pub fn max_delay(mut self, delay: Duration) -> Self {
+        self.max_delay = delay;
+        self
+    }
+
     /// The wait before retry number `attempt + 1`: exponential backoff with full jitter, a
     /// random duration between zero and `min(max_delay, base_delay * 2^attempt)`, so that many
     /// clients failing together do not retry together. A `Retry-After` is waited in full on top

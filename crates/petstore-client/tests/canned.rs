@@ -83,11 +83,12 @@ fn error(status: u16, code: &str) -> String {
 
 fn client(base: &str) -> Client {
     Client::builder(base, "pst_test")
-        .retry_policy(RetryPolicy {
-            max_retries: 3,
-            base_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(50),
-        })
+        .retry_policy(
+            RetryPolicy::default()
+                .max_retries(3)
+                .base_delay(Duration::from_millis(10))
+                .max_delay(Duration::from_millis(50)),
+        )
         .build()
         .expect("client")
 }

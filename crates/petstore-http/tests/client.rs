@@ -51,18 +51,11 @@ fn every_operation_and_hundreds_of_pets_paged_to_the_end() {
         assert!(client.rate_limit().is_some(), "the headers were read");
 
         // Every pet, through the `next` links, in id order.
-        let query = PetQuery {
-            limit: Some(37),
-            ..PetQuery::default()
-        };
+        let query = PetQuery::default().limit(37);
         let all: Vec<_> = client.pets(&query).try_collect().await.expect("stream");
         assert_eq!(all, created);
         let sold: Vec<_> = client
-            .pets(&PetQuery {
-                limit: Some(20),
-                status: Some(PetStatus::Sold),
-                after: None,
-            })
+            .pets(&PetQuery::default().limit(20).status(PetStatus::Sold))
             .try_collect()
             .await
             .expect("stream");
