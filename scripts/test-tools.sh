@@ -1,19 +1,28 @@
 #!/usr/bin/env bash
-# Installs what the browser and contract tests need and a fresh machine lacks, each only when
-# missing: Debian's Chromium (and Node.js, Python's venv where absent), playwright-core (npm, pinned by tests/browser/package-lock.json;
-# it never downloads a browser of its own) and schemathesis (PyPI, pinned, in a virtualenv under
-# target/tools). `.ci/run` runs it; so can a developer, once. Without these tools those two
-# tests skip loudly, except under CI, where they fail.
+# Installs what the tests and checks need and a fresh machine lacks, each only when missing:
+# Debian's Chromium (and Node.js, Python's venv where absent), podman with runc and debootstrap
+# (the container image test) and systemd-analyze (the unit's check); playwright-core (npm,
+# pinned by tests/browser/package-lock.json; it never downloads a browser of its own);
+# schemathesis (PyPI, pinned, in a virtualenv under target/tools); cargo-deny and cargo-about
+# (crates.io, pinned; the licence checks of .ci/run). `.ci/run` runs it; so can a developer,
+# once. Without these tools the tests that need them skip loudly, except under CI, where they
+# fail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
+CARGO_DENY_VERSION=0.20.2
+CARGO_ABOUT_VERSION=0.9.3
 
 # Debian packages, each only when missing: Chromium, Node.js with npm, Python's venv module.
 missing=()
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v npm >/dev/null || missing+=(nodejs npm)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+command -v podman >/dev/null || missing+=(podman)
+command -v runc >/dev/null || missing+=(runc)
+command -v debootstrap >/dev/null || missing+=(debootstrap)
+command -v systemd-analyze >/dev/null || missing+=(systemd)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "test-tools: installing ${missing[*]}"
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
@@ -30,4 +39,14 @@ if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VER
   echo "test-tools: installing schemathesis $SCHEMATHESIS_VERSION"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+# The licence checks: each built once from crates.io (a few minutes on 2 cores), then kept.
+if ! cargo deny --version 2>/dev/null | grep -q "$CARGO_DENY_VERSION"; then
+  echo "test-tools: installing cargo-deny $CARGO_DENY_VERSION"
+  cargo install --locked --quiet "cargo-deny@$CARGO_DENY_VERSION"
+fi
+if ! cargo about --version 2>/dev/null | grep -q "$CARGO_ABOUT_VERSION"; then
+  echo "test-tools: installing cargo-about $CARGO_ABOUT_VERSION"
+  cargo install --locked --quiet "cargo-about@$CARGO_ABOUT_VERSION" --features cli
 fi
