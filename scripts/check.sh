@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run before every commit: the same gates as CI, on this machine's services.
+# Run before every commit: the format, lint and test gates of CI, on this machine's services
+# (`bash .ci/run` adds the licence, notices, packaging and per-backend checks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo fmt --all --check
