@@ -9,6 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 out=THIRD-PARTY-NOTICES.md
+
+# The two tools read the same licence allow-list from two files: they must agree.
+python3 - <<'PY'
+import sys, tomllib
+deny = set(tomllib.load(open("deny.toml", "rb"))["licenses"]["allow"])
+about = set(tomllib.load(open("about.toml", "rb"))["accepted"])
+if deny != about:
+    sys.exit(f"notices: deny.toml allows {sorted(deny - about)} and about.toml accepts "
+             f"{sorted(about - deny)} the other does not: keep one list in both")
+PY
 generated=$(mktemp)
 trap 'rm -f "$generated"' EXIT
 

@@ -359,7 +359,7 @@ fn the_image_serves_sqlite_from_its_volume_across_restarts() {
     let container = Container::run(&image, &["--volume", &mount]);
 
     // Not root, tini as PID 1, and the health check through the binary passes.
-    assert_eq!(container_user(&container), "10001");
+    assert_eq!(podman_ok(&["exec", &container.name, "id", "-u"]), "10001");
     let pid1 = podman_ok(&["exec", &container.name, "cat", "/proc/1/comm"]);
     assert_eq!(pid1, "tini");
     podman_ok(&["healthcheck", "run", &container.name]);
@@ -422,10 +422,6 @@ fn the_image_serves_postgresql() {
     assert_eq!(status, 200, "{list}");
     assert_eq!(names(&list), ["One", "Two"]);
     second.stop_draining(&key);
-}
-
-fn container_user(container: &Container) -> String {
-    podman_ok(&["exec", &container.name, "id", "-u"])
 }
 
 /// The unit in `deploy/` passes `systemd-analyze verify` (its `ExecStart=` pointed at this test
