@@ -37,6 +37,8 @@ string_enum! {
         PetNotFound = "pet_not_found",
         /// 404: no order has the requested id (or none the caller placed).
         OrderNotFound = "order_not_found",
+        /// 404: no API key has the requested id (the admin API).
+        KeyNotFound = "key_not_found",
         /// 404: no endpoint has this path.
         RouteNotFound = "route_not_found",
         /// 405: the endpoint exists but not for this method (see `Allow`).
@@ -50,6 +52,8 @@ string_enum! {
         PetNotAvailable = "pet_not_available",
         /// 409: the order cannot be cancelled: it is approved, delivered or cancelled already.
         OrderNotCancellable = "order_not_cancellable",
+        /// 409: the API key is revoked: it cannot be rotated (the admin API).
+        KeyRevoked = "key_revoked",
         /// 410: the endpoint was removed at its sunset date.
         EndpointRemoved = "endpoint_removed",
         /// 413: the body is larger than the service accepts.
@@ -86,12 +90,15 @@ impl ErrorCode {
             | Self::BadRequest => 400,
             Self::Unauthorized => 401,
             Self::InsufficientScope => 403,
-            Self::PetNotFound | Self::OrderNotFound | Self::RouteNotFound => 404,
+            Self::PetNotFound | Self::OrderNotFound | Self::KeyNotFound | Self::RouteNotFound => {
+                404
+            }
             Self::MethodNotAllowed => 405,
             Self::RequestTimeout => 408,
             Self::IdempotencyRequestInProgress
             | Self::PetNotAvailable
-            | Self::OrderNotCancellable => 409,
+            | Self::OrderNotCancellable
+            | Self::KeyRevoked => 409,
             Self::EndpointRemoved => 410,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,

@@ -30,6 +30,19 @@ string_enum! {
     }
 }
 
+string_enum! {
+    /// Where a key stands at a given time, as listings show it and filter by.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+    pub enum KeyState in "state" {
+        /// Authenticates (unless its secret was rotated out and the grace period is over).
+        Active = "active",
+        /// Past its expiry: refused like an unknown key.
+        Expired = "expired",
+        /// Revoked: refused like an unknown key, for good.
+        Revoked = "revoked",
+    }
+}
+
 impl Scope {
     /// Whether a key of this scope may write.
     pub fn may_write(self) -> bool {
@@ -56,18 +69,7 @@ impl KeySpec {
         custom_limits: Option<RateLimits>,
     ) -> Result<Self, ValidationError> {
         let label = label.into();
-        if label.chars().count() > MAX_LABEL_CHARS {
-            return Err(ValidationError::invalid(
-                "label",
-                "must be at most 100 characters long",
-            ));
-        }
-        if label.chars().any(char::is_control) {
-            return Err(ValidationError::invalid(
-                "label",
-                "must not contain control characters",
-            ));
-        }
+        validate_label(&label)?;
         match (plan, custom_limits) {
             (Plan::Enterprise, None) => Err(ValidationError::invalid(
                 "perMinute",
@@ -133,6 +135,23 @@ impl KeySpec {
     }
 }
 
+/// Checks a key's (or an admin token's) label: at most 100 characters, no control characters.
+pub fn validate_label(label: &str) -> Result<(), ValidationError> {
+    if label.chars().count() > MAX_LABEL_CHARS {
+        return Err(ValidationError::invalid(
+            "label",
+            "must be at most 100 characters long",
+        ));
+    }
+    if label.chars().any(char::is_control) {
+        return Err(ValidationError::invalid(
+            "label",
+            "must not contain control characters",
+        ));
+    }
+    Ok(())
+}
+
 /// A stored API key, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiKey {
@@ -179,13 +198,18 @@ impl ApiKey {
         self.revoked_at.is_none() && self.expires_at.is_none_or(|at| at > now)
     }
 
+    /// Active, expired or revoked, at `now`.
+    pub fn state(&self, now: i64) -> KeyState {
+        match (self.revoked_at, self.expires_at) {
+            (Some(_), _) => KeyState::Revoked,
+            (None, Some(at)) if at <= now => KeyState::Expired,
+            (None, _) => KeyState::Active,
+        }
+    }
+
     /// `active`, `expired` or `revoked`, at `now`: for listings.
     pub fn state_at(&self, now: i64) -> &'static str {
-        match (self.revoked_at, self.expires_at) {
-            (Some(_), _) => "revoked",
-            (None, Some(at)) if at <= now => "expired",
-            (None, _) => "active",
-        }
+        self.state(now).as_str()
     }
 
     /// The ban in force at `now`, if any.
@@ -228,11 +252,20 @@ impl KeyMatch {
     }
 }
 
-/// The SHA-256 of a key secret, in lowercase hex: what the store keeps and looks up by.
+/// The SHA-256 of a key secret (or an admin token), in lowercase hex: what the store keeps and
+/// looks up by.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct KeyHash(String);
 
 impl KeyHash {
+    /// The hash of a secret.
+    pub(crate) fn of(secret: &str) -> Self {
+        let digest = Sha256::digest(secret.as_bytes());
+        let mut hex = String::with_capacity(64);
+        push_hex(&mut hex, &digest);
+        Self(hex)
+    }
+
     /// Wraps a hash read back from storage.
     pub fn from_stored(hex: String) -> Self {
         Self(hex)
@@ -251,26 +284,17 @@ pub struct ApiKeySecret(String);
 impl ApiKeySecret {
     /// Builds a secret from 32 random bytes (the caller supplies the randomness).
     pub fn from_random_bytes(bytes: [u8; 32]) -> Self {
-        let mut secret = String::with_capacity(KEY_PREFIX.len() + SECRET_HEX_LEN);
-        secret.push_str(KEY_PREFIX);
-        push_hex(&mut secret, &bytes);
-        Self(secret)
+        Self(secret_from_bytes(KEY_PREFIX, &bytes))
     }
 
     /// Accepts a well-formed key (prefix and 64 lowercase hex digits), as sent by a client.
     pub fn parse(candidate: &str) -> Option<Self> {
-        let hex = candidate.strip_prefix(KEY_PREFIX)?;
-        let well_formed = hex.len() == SECRET_HEX_LEN
-            && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
-        well_formed.then(|| Self(candidate.to_owned()))
+        well_formed(KEY_PREFIX, candidate).then(|| Self(candidate.to_owned()))
     }
 
     /// The hash under which the key is stored.
     pub fn hash(&self) -> KeyHash {
-        let digest = Sha256::digest(self.0.as_bytes());
-        let mut hex = String::with_capacity(64);
-        push_hex(&mut hex, &digest);
-        KeyHash(hex)
+        KeyHash::of(&self.0)
     }
 
     /// The part kept in clear for listings.
@@ -288,6 +312,21 @@ impl fmt::Debug for ApiKeySecret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "ApiKeySecret({}…)", self.display_prefix())
     }
+}
+
+/// `prefix` and 32 random bytes in lowercase hex: the form of every secret the service issues.
+pub(crate) fn secret_from_bytes(prefix: &str, bytes: &[u8; 32]) -> String {
+    let mut secret = String::with_capacity(prefix.len() + SECRET_HEX_LEN);
+    secret.push_str(prefix);
+    push_hex(&mut secret, bytes);
+    secret
+}
+
+/// Whether `candidate` is `prefix` and 64 lowercase hex digits.
+pub(crate) fn well_formed(prefix: &str, candidate: &str) -> bool {
+    candidate.strip_prefix(prefix).is_some_and(|hex| {
+        hex.len() == SECRET_HEX_LEN && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+    })
 }
 
 /// Appends `bytes` to `out` in lowercase hex.

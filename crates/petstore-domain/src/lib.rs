@@ -8,12 +8,13 @@
 //! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
 //! backend must agree on are pure functions here: [`order::lifecycle`] and
 //! [`idempotency::decide_claim`]. No module imports one that imports it back: `error`, then
-//! `rate_limit`, `pet`, `query`, `key`, `idempotency`, `order`, and `repository` on top.
+//! `rate_limit`, `pet`, `key`, `admin`, `query`, `idempotency`, `order`, and `repository` on top.
 #![deny(missing_docs)]
 
 #[macro_use]
 mod string_enum;
 
+pub mod admin;
 pub mod error;
 pub mod error_code;
 pub mod idempotency;
@@ -24,6 +25,7 @@ pub mod query;
 pub mod rate_limit;
 pub mod repository;
 
+pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenSecret, AdminTokenSpec};
 /// The attribute the storage traits are declared with, for backends implementing them
 /// (`#[petstore_domain::async_trait]`): the same crate, so that the futures match.
 pub use async_trait::async_trait;
@@ -33,20 +35,20 @@ pub use idempotency::{
     ClaimDecision, ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey,
     IdempotencyRecord, IdempotentRequest, RecordState, StoredResponse, decide_claim,
 };
-pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, Scope};
+pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, KeyState, Scope};
 pub use order::{
     Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderStatus, PlaceOrder,
     lifecycle,
 };
 pub use pet::{NewPet, Pet, PetDraft, PetStatus};
-pub use query::{Limit, OrderListQuery, Page, PageRequest, PetListQuery};
+pub use query::{KeyListQuery, Limit, OrderListQuery, Page, PageRequest, PetListQuery};
 pub use rate_limit::{
     Ban, BanPolicy, Counts, Plan, RateDecision, RateLimitStatus, RateLimits, Window, WindowStatus,
     WindowUsage,
 };
 pub use repository::{
-    ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository, OrderRepository, PetRepository,
-    Storage,
+    AdminTokenRepository, ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository,
+    OrderRepository, PetRepository, Storage,
 };
 
 /// The README's examples, run as documentation tests.

@@ -4,7 +4,7 @@
 //! items whose id is greater than `ID`. A page knows whether more items follow, so the HTTP
 //! layer can link to the next page without counting.
 
-use crate::{PetStatus, ValidationError};
+use crate::{KeyState, PetStatus, Plan, ValidationError};
 
 /// The number of items a list returns when no `limit` is given.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -125,6 +125,65 @@ impl OrderListQuery {
         let page = parse_list(pairs, |_, _, _| Ok(false))?;
         Ok(Self { page, owner: None })
     }
+}
+
+/// A page of API keys, for operators: in id order, optionally only one plan's or only those in
+/// one state at `now`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyListQuery {
+    /// Size and cursor.
+    pub page: PageRequest,
+    /// Only keys on this plan.
+    pub plan: Option<Plan>,
+    /// Only keys in this state at `now`.
+    pub state: Option<KeyState>,
+    /// The time the state filter is judged at (Unix seconds).
+    pub now: i64,
+}
+
+impl KeyListQuery {
+    /// Parses decoded query pairs (`limit`, `after`, `plan`, `state`), judging states at `now`.
+    /// Unknown, repeated and malformed parameters are errors.
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+        now: i64,
+    ) -> Result<Self, ValidationError> {
+        let (mut plan, mut state) = (None, None);
+        let page = parse_list(pairs, |seen, name, value| {
+            match name {
+                "plan" => {
+                    seen.first("plan")?;
+                    plan = Some(
+                        value
+                            .parse()
+                            .map_err(|_| ValidationError::parameter("plan", plan_names()))?,
+                    );
+                }
+                "state" => {
+                    seen.first("state")?;
+                    state = Some(value.parse().map_err(|_| {
+                        ValidationError::parameter(
+                            "state",
+                            "must be one of active, expired, revoked",
+                        )
+                    })?);
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(Self {
+            page,
+            plan,
+            state,
+            now,
+        })
+    }
+}
+
+fn plan_names() -> String {
+    let names = Plan::ALL.map(Plan::as_str).join(", ");
+    format!("must be one of {names}")
 }
 
 /// The loop every list query shares: each pair is offered to `own` first (the list's own

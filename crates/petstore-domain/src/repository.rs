@@ -17,9 +17,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use crate::{
-    ApiKey, ApiKeySecret, Ban, ClaimOutcome, Completion, IdempotencyClaim, IdempotentRequest,
-    Inventory, KeyHash, KeyMatch, KeySpec, Order, OrderAction, OrderError, OrderListQuery, Page,
-    Pet, PetDraft, PetListQuery, PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
+    AdminToken, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeySecret, Ban, ClaimOutcome,
+    Completion, IdempotencyClaim, IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch,
+    KeySpec, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft, PetListQuery,
+    PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
 };
 
 /// A pet to create, and the idempotency claim to complete with the response in the same
@@ -99,6 +100,16 @@ pub trait ApiKeyRepository {
     /// Every key, revoked ones included, in id order.
     async fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError>;
 
+    /// The key with this id, revoked or not.
+    async fn find_key(&self, id: i64) -> Result<Option<ApiKey>, StorageError>;
+
+    /// A page of keys in id order, filtered by plan and by state at the query's `now`.
+    async fn list_keys_page(&self, query: &KeyListQuery) -> Result<Page<ApiKey>, StorageError>;
+
+    /// Changes a key's label (validate it with [`validate_label`](crate::key::validate_label)
+    /// first); `false` when no key has this id.
+    async fn update_key_label(&self, id: i64, label: &str) -> Result<bool, StorageError>;
+
     /// Revokes a key; `false` when no key has this id. Revoking twice keeps the first time.
     async fn revoke_key(&self, id: i64) -> Result<bool, StorageError>;
 
@@ -133,6 +144,25 @@ pub trait ApiKeyRepository {
 
     /// Records that the key was used at `now` (Unix seconds); never moves the time back.
     async fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError>;
+}
+
+/// Admin tokens. Only hashes are stored; the secret is returned once, by `create_admin_token`.
+#[async_trait]
+pub trait AdminTokenRepository {
+    /// Issues a new random token.
+    async fn create_admin_token(
+        &self,
+        spec: &AdminTokenSpec,
+    ) -> Result<(AdminToken, AdminTokenSecret), StorageError>;
+
+    /// The non-revoked token whose secret has this hash.
+    async fn find_admin_token(&self, hash: &KeyHash) -> Result<Option<AdminToken>, StorageError>;
+
+    /// Every token, revoked ones included, in id order.
+    async fn list_admin_tokens(&self) -> Result<Vec<AdminToken>, StorageError>;
+
+    /// Revokes a token; `false` when no token has this id. Revoking twice keeps the first time.
+    async fn revoke_admin_token(&self, id: i64) -> Result<bool, StorageError>;
 }
 
 /// Idempotency records, shared by every instance. A claim applies the domain's rule
@@ -186,7 +216,14 @@ pub struct Capacity {
 /// holds one as `Arc<dyn Storage>` and knows nothing else of the backend.
 #[async_trait]
 pub trait Storage:
-    PetRepository + OrderRepository + ApiKeyRepository + IdempotencyRepository + Send + Sync + 'static
+    PetRepository
+    + OrderRepository
+    + ApiKeyRepository
+    + AdminTokenRepository
+    + IdempotencyRepository
+    + Send
+    + Sync
+    + 'static
 {
     /// Ready to serve: reachable, with the schema this version expects.
     async fn check_ready(&self) -> Result<(), StorageError>;

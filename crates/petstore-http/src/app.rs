@@ -13,7 +13,7 @@ use crate::config::CorsOrigins;
 
 use crate::state::AppState;
 use crate::telemetry::metric::Exporter;
-use crate::{middleware, routes};
+use crate::{admin, middleware, routes};
 
 /// The actix-web application over `state`.
 pub fn app(
@@ -71,6 +71,36 @@ pub fn metrics_app(
     App::new()
         .configure(|cfg| metrics_route(cfg, exporter))
         .default_service(web::to(routes::not_found))
+        .wrap(from_fn(middleware::observe))
+}
+
+/// The application of the admin listener (`--admin-bind`): the admin API over `state`'s
+/// storage, and `/metrics` when `metrics` is given. No public route, no rate limit; every
+/// request gets its id, access-log line and metrics, and every error the Error object.
+pub fn admin_app(
+    state: web::Data<AppState>,
+    metrics: Option<Exporter>,
+) -> App<
+    impl ServiceFactory<
+        ServiceRequest,
+        Config = (),
+        Response = ServiceResponse<impl MessageBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    let body_timeout = state.body_timeout;
+    App::new()
+        .app_data(state)
+        .app_data(body_timeout)
+        .configure(|cfg| {
+            if let Some(exporter) = metrics {
+                metrics_route(cfg, exporter);
+            }
+        })
+        .configure(admin::configure)
+        .default_service(web::to(routes::not_found))
+        .wrap(from_fn(middleware::error_objects))
         .wrap(from_fn(middleware::observe))
 }
 

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use actix_web::rt::time::timeout;
 use futures_util::future::BoxFuture;
 use metrics::Histogram;
-use petstore_domain::{Storage, StorageError};
+use petstore_domain::Storage;
+#[cfg(doc)]
+use petstore_domain::StorageError;
 use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
 
 use crate::error::ApiError;
@@ -49,9 +51,12 @@ impl Database {
     /// given up on may still complete once, never half).
     ///
     /// `operation` names the call in the metrics (the storage method it makes).
-    pub async fn call<'a, T, F>(&'a self, operation: &'static str, f: F) -> Result<T, ApiError>
+    /// The call's own error is anything that becomes an [`ApiError`] (a [`StorageError`], or
+    /// an operation's error that wraps one).
+    pub async fn call<'a, T, E, F>(&'a self, operation: &'static str, f: F) -> Result<T, ApiError>
     where
-        F: FnOnce(&'a dyn Storage) -> BoxFuture<'a, Result<T, StorageError>>,
+        F: FnOnce(&'a dyn Storage) -> BoxFuture<'a, Result<T, E>>,
+        ApiError: From<E>,
     {
         let started = Instant::now();
         let result = self.run(f).await;
@@ -68,9 +73,10 @@ impl Database {
         result
     }
 
-    async fn run<'a, T, F>(&'a self, f: F) -> Result<T, ApiError>
+    async fn run<'a, T, E, F>(&'a self, f: F) -> Result<T, ApiError>
     where
-        F: FnOnce(&'a dyn Storage) -> BoxFuture<'a, Result<T, StorageError>>,
+        F: FnOnce(&'a dyn Storage) -> BoxFuture<'a, Result<T, E>>,
+        ApiError: From<E>,
     {
         let _slot = self.slot().await?;
         match timeout(self.deadline, f(self.storage.as_ref())).await {

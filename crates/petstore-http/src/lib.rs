@@ -15,10 +15,12 @@
 //! - [`state`]: [`AppState`], built by one constructor; then [`idempotency`] (safe retries of
 //!   writes, for the handlers).
 //! - [`middleware`] (admission composes auth and rate limits), [`routes`] (thin handlers),
-//!   then [`app`], then [`commands`].
+//!   [`admin`] (key administration, shared by the CLI and the admin API), then [`app`], then
+//!   [`commands`].
 //!
 //! Start reading at [`app`], which production and every test build alike.
 
+pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod clock;
@@ -39,7 +41,7 @@ pub mod state;
 pub mod sunset;
 pub mod telemetry;
 
-pub use app::{app, metrics_app};
+pub use app::{admin_app, app, metrics_app};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Config, HttpSettings, RateLimitConfig};
 pub use error::{ApiError, ErrorCode};

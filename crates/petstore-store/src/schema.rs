@@ -44,6 +44,17 @@ diesel::table! {
 }
 
 diesel::table! {
+    admin_tokens (id) {
+        id -> BigInt,
+        token_hash -> Text,
+        display_prefix -> Text,
+        label -> Text,
+        created_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
     idempotency_keys (owner_key_id, idempotency_key) {
         owner_key_id -> BigInt,
         idempotency_key -> Text,
@@ -59,4 +70,10 @@ diesel::table! {
 }
 
 diesel::joinable!(orders -> pets (pet_id));
-diesel::allow_tables_to_appear_in_same_query!(pets, orders, api_keys, idempotency_keys);
+diesel::allow_tables_to_appear_in_same_query!(
+    pets,
+    orders,
+    api_keys,
+    admin_tokens,
+    idempotency_keys
+);

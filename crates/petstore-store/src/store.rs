@@ -7,17 +7,17 @@ use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
 use petstore_domain::{
-    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet,
-    IdempotencyClaim, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyMatch,
-    KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet,
-    PetListQuery, PetRepository, PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError,
-    StoredResponse, async_trait,
+    AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
+    ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, IdempotencyClaim, IdempotencyRepository,
+    IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch, KeySpec, Order, OrderAction,
+    OrderError, OrderListQuery, OrderRepository, Page, Pet, PetListQuery, PetRepository,
+    PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError, StoredResponse, async_trait,
 };
 
 use crate::conn::Op;
 #[cfg(feature = "postgres")]
 use crate::postgres::Postgres;
-use crate::queries::{idempotency, keys, orders, pets};
+use crate::queries::{admin_tokens, idempotency, keys, orders, pets};
 #[cfg(feature = "sqlite")]
 use crate::sqlite::Sqlite;
 use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
@@ -244,6 +244,26 @@ impl ApiKeyRepository for Store {
         Ok(self.read(|conn| Box::pin(keys::list(conn))).await?)
     }
 
+    async fn find_key(&self, id: i64) -> Result<Option<ApiKey>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(keys::find(conn, id)))
+            .await?)
+    }
+
+    async fn list_keys_page(&self, query: &KeyListQuery) -> Result<Page<ApiKey>, StorageError> {
+        let query = *query;
+        Ok(self
+            .read(move |conn| Box::pin(keys::list_page(conn, query)))
+            .await?)
+    }
+
+    async fn update_key_label(&self, id: i64, label: &str) -> Result<bool, StorageError> {
+        let label = label.to_owned();
+        Ok(self
+            .write(move |conn| Box::pin(keys::update_label(conn, id, label)))
+            .await?)
+    }
+
     async fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
         Ok(self
             .write(move |conn| Box::pin(keys::revoke(conn, id)))
@@ -293,6 +313,36 @@ impl ApiKeyRepository for Store {
     async fn touch_key(&self, id: i64, now: i64) -> Result<(), StorageError> {
         Ok(self
             .write(move |conn| Box::pin(keys::touch(conn, id, now)))
+            .await?)
+    }
+}
+
+#[async_trait]
+impl AdminTokenRepository for Store {
+    async fn create_admin_token(
+        &self,
+        spec: &AdminTokenSpec,
+    ) -> Result<(AdminToken, AdminTokenSecret), StorageError> {
+        let (spec, secret) = (spec.clone(), admin_tokens::random_token()?);
+        Ok(self
+            .write(move |conn| Box::pin(admin_tokens::create(conn, spec, secret)))
+            .await?)
+    }
+
+    async fn find_admin_token(&self, hash: &KeyHash) -> Result<Option<AdminToken>, StorageError> {
+        let hash = hash.clone();
+        Ok(self
+            .read(move |conn| Box::pin(admin_tokens::find_active(conn, hash)))
+            .await?)
+    }
+
+    async fn list_admin_tokens(&self) -> Result<Vec<AdminToken>, StorageError> {
+        Ok(self.read(|conn| Box::pin(admin_tokens::list(conn))).await?)
+    }
+
+    async fn revoke_admin_token(&self, id: i64) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(admin_tokens::revoke(conn, id)))
             .await?)
     }
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime};
 
 use clap::builder::PossibleValue;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
-use petstore_domain::{BanPolicy, Plan, RateLimits, Scope, ValidationError};
+use petstore_domain::{BanPolicy, Plan, Scope};
 use petstore_store::StoreConfig;
 
 use crate::config::{Config, CorsOrigins, HttpSettings, MetricsEndpoint, RateLimitConfig};
@@ -56,6 +56,10 @@ pub enum Command {
     /// Manage API keys.
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage admin tokens, what operators' tooling authenticates with on the admin listener
+    /// (`--admin-bind`). They are not API keys and work nowhere else.
+    #[command(subcommand)]
+    AdminTokens(AdminTokensCommand),
     /// Operate the store: list every order, approve and deliver them.
     #[command(subcommand)]
     Orders(OrdersCommand),
@@ -234,8 +238,8 @@ pub enum KeysCommand {
         #[arg(long, default_value = "text")]
         format: Format,
     },
-    /// Change a key's plan (and, for enterprise, its limits), its scope, or both.
-    #[command(group = clap::ArgGroup::new("change").required(true).multiple(true).args(["plan", "scope"]))]
+    /// Change a key's plan (and, for enterprise, its limits), its scope, its label, or several.
+    #[command(group = clap::ArgGroup::new("change").required(true).multiple(true).args(["plan", "scope", "label"]))]
     Update {
         /// The key's id.
         id: i64,
@@ -251,10 +255,40 @@ pub enum KeysCommand {
         /// read-write or read-only.
         #[arg(long)]
         scope: Option<Scope>,
+        /// A new description.
+        #[arg(long)]
+        label: Option<String>,
     },
     /// Lift a key's temporary ban.
     Unban {
         /// The key's id.
+        id: i64,
+    },
+}
+
+/// `petstore admin-tokens ...`.
+#[derive(Debug, Subcommand)]
+pub enum AdminTokensCommand {
+    /// Issue a token; prints only the token on stdout (shown this once; only its hash is
+    /// stored).
+    Create {
+        /// Who or what holds it (named in every audit line of its changes), e.g.
+        /// `billing-sync`.
+        #[arg(long)]
+        label: String,
+        /// `text` (only the token on stdout) or `json` (`{id, token, label, ...}`).
+        #[arg(long, default_value = "text")]
+        format: Format,
+    },
+    /// List every token (never the secrets): id, prefix, label, created, revoked.
+    List {
+        /// `text` (a table) or `json` (an array of objects, for scripts).
+        #[arg(long, default_value = "text")]
+        format: Format,
+    },
+    /// Revoke a token by id: it stops working at once, on every instance.
+    Revoke {
+        /// The token's id, as `admin-tokens list` shows it.
         id: i64,
     },
 }
@@ -278,6 +312,9 @@ pub struct OpenapiArgs {
     /// Path prefix of the API.
     #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
     pub base_path: String,
+    /// Print the admin API's document (`/admin/v1/openapi.json`) instead.
+    #[arg(long)]
+    pub admin: bool,
 }
 
 impl OpenapiArgs {
@@ -383,9 +420,14 @@ pub struct ServeArgs {
     #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
     pub metrics: bool,
     /// Serve `/metrics` on this address (`host:port`) instead of the API's listener, to keep
-    /// it off the public network.
+    /// it off the public network (wins over the admin listener).
     #[arg(long, env = "PETSTORE_METRICS_BIND")]
     pub metrics_bind: Option<String>,
+    /// Open the admin listener on this address (`host:port`, never the API's): key
+    /// administration over HTTP (`/admin/v1/keys`, with admin tokens from `petstore
+    /// admin-tokens create`), and `/metrics` unless `--metrics-bind` is set. Off when unset.
+    #[arg(long, env = "PETSTORE_ADMIN_BIND")]
+    pub admin_bind: Option<String>,
     /// Where rate-limit counters live: `memory` (this process) or `redis://host:port[/db]`
     /// (shared by every instance).
     #[arg(long, env = "PETSTORE_RATE_LIMIT_STORE", default_value = "memory")]
@@ -446,11 +488,13 @@ impl ServeArgs {
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             cors: self.cors_allowed_origins,
             idempotency_retention: self.idempotency_retention,
-            metrics: match (self.metrics, self.metrics_bind) {
-                (false, _) => MetricsEndpoint::Off,
-                (true, None) => MetricsEndpoint::Main,
-                (true, Some(addr)) => MetricsEndpoint::Separate(addr),
+            metrics: match (self.metrics, self.metrics_bind, &self.admin_bind) {
+                (false, _, _) => MetricsEndpoint::Off,
+                (true, Some(addr), _) => MetricsEndpoint::Separate(addr),
+                (true, None, Some(_)) => MetricsEndpoint::Admin,
+                (true, None, None) => MetricsEndpoint::Main,
             },
+            admin_bind: self.admin_bind,
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 prefix: self.rate_limit_prefix,
@@ -497,17 +541,6 @@ impl ValueEnum for LogFormat {
             Self::Text => PossibleValue::new("text"),
             Self::Json => PossibleValue::new("json"),
         })
-    }
-}
-
-/// Custom limits from `--per-minute` and `--per-day` (clap requires both or neither).
-pub fn custom_limits(
-    per_minute: Option<u32>,
-    per_day: Option<u32>,
-) -> Result<Option<RateLimits>, ValidationError> {
-    match (per_minute, per_day) {
-        (Some(per_minute), Some(per_day)) => RateLimits::custom(per_minute, per_day).map(Some),
-        _ => Ok(None),
     }
 }
 

@@ -7,11 +7,12 @@ use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use comfy_table::{ContentArrangement, Table, presets};
-use petstore_domain::{ApiKey, ApiKeySecret, KeySpec, Storage};
+use petstore_domain::{ApiKey, ApiKeySecret, Storage};
 use serde_json::{Value, json};
 
-use super::cli::{Format, KeysCommand, custom_limits};
+use super::cli::{Format, KeysCommand};
 use super::timestamp;
+use crate::admin::keys::{self as admin, IssuedKey, KeyChange, KeyView, NewKey};
 use crate::clock::{Clock, SystemClock};
 
 /// `keys verify`'s exit status when no active key has the secret.
@@ -21,7 +22,7 @@ const NOT_VALID_NOW: u8 = 4;
 /// The widest a `keys list` table gets without `--wide`.
 const TABLE_WIDTH: u16 = 100;
 
-/// Runs a `keys` command against `storage`.
+/// Runs a `keys` command against `storage`, through the operations the admin API runs too.
 pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCode, Box<dyn Error>> {
     let mut out = std::io::stdout().lock();
     let now = i64::try_from(SystemClock.unix_seconds()).unwrap_or(i64::MAX);
@@ -36,17 +37,20 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
             expires_at,
             format,
         } => {
-            let custom = custom_limits(per_minute, per_day)?;
-            let mut spec = KeySpec::new(plan, label, custom)?.with_scope(scope);
             let expires_at = match (expires_in, expires_at) {
                 (Some(after), _) => Some(now.saturating_add(seconds(after))),
                 (None, Some(at)) => Some(unix(at)?),
                 (None, None) => None,
             };
-            if let Some(at) = expires_at {
-                spec = spec.expiring_at(at, now)?;
-            }
-            let (key, secret) = storage.create_key(&spec).await?;
+            let new = NewKey {
+                plan: Some(plan),
+                label,
+                per_minute,
+                per_day,
+                scope,
+                expires_at,
+            };
+            let (key, secret) = admin::create(storage, new, now).await?;
             write_secret(&mut out, format, &key, &secret, now)?;
             eprintln!(
                 "created key {} ({} plan, {}{})",
@@ -59,22 +63,13 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
             );
         }
         KeysCommand::Show { id, format } => {
-            let Some(key) = storage
-                .list_keys()
-                .await?
-                .into_iter()
-                .find(|key| key.id == id)
-            else {
-                return Err(format!("no key has id {id}").into());
-            };
+            let key = admin::get(storage, id).await?;
             match format {
-                Format::Json => {
-                    writeln!(
-                        out,
-                        "{}",
-                        serde_json::to_string_pretty(&as_json(&key, now))?
-                    )?;
-                }
+                Format::Json => writeln!(
+                    out,
+                    "{}",
+                    serde_json::to_string_pretty(&KeyView::of(&key, now))?
+                )?,
                 Format::Text => show_text(&mut out, &key, now)?,
             }
         }
@@ -83,35 +78,30 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
             let keys = storage.list_keys().await?;
             match format {
                 Format::Json => {
-                    let listed: Vec<Value> = keys.iter().map(|key| as_json(key, now)).collect();
+                    let listed: Vec<KeyView> =
+                        keys.iter().map(|key| KeyView::of(key, now)).collect();
                     writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
                 }
                 Format::Text => writeln!(out, "{}", table(&keys, now, wide).trim_fmt())?,
             }
         }
         KeysCommand::Revoke { id } => {
-            if !storage.revoke_key(id).await? {
-                return Err(format!("no key has id {id}").into());
-            }
+            admin::revoke(storage, id).await?;
             eprintln!("revoked key {id}");
         }
         KeysCommand::Rotate { id, grace, format } => {
-            let grace_until = now.saturating_add(seconds(grace));
-            let Some((key, secret)) = storage.rotate_key(id, grace_until).await? else {
-                return Err(format!("no active key has id {id}").into());
-            };
+            let (key, secret) = admin::rotate(storage, id, grace, now).await?;
             write_secret(&mut out, format, &key, &secret, now)?;
-            if grace.is_zero() {
-                eprintln!(
+            match key.previous_secret_until.filter(|until| *until > now) {
+                None => eprintln!(
                     "key {} has a new secret; the old one no longer works",
                     key.id
-                );
-            } else {
-                eprintln!(
+                ),
+                Some(until) => eprintln!(
                     "key {} has a new secret; the old one works until {}",
                     key.id,
-                    timestamp(Some(grace_until))
-                );
+                    timestamp(Some(until))
+                ),
             }
         }
         KeysCommand::Update {
@@ -120,26 +110,23 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
             per_minute,
             per_day,
             scope,
+            label,
         } => {
-            if let Some(plan) = plan {
-                let custom = custom_limits(per_minute, per_day)?;
-                KeySpec::new(plan, "", custom)?;
-                if !storage.update_key_plan(id, plan, custom).await? {
-                    return Err(format!("no key has id {id}").into());
-                }
-                eprintln!("key {id} is now on the {plan} plan");
-            }
-            if let Some(scope) = scope {
-                if !storage.update_key_scope(id, scope).await? {
-                    return Err(format!("no key has id {id}").into());
-                }
-                eprintln!("key {id} is now {scope}");
-            }
+            let change = KeyChange {
+                plan,
+                per_minute,
+                per_day,
+                scope,
+                label,
+            };
+            let key = admin::update(storage, id, change).await?;
+            eprintln!(
+                "key {id} is now on the {} plan, {}, labelled {:?}",
+                key.plan, key.scope, key.label
+            );
         }
         KeysCommand::Unban { id } => {
-            if !storage.unban_key(id).await? {
-                return Err(format!("no key has id {id}").into());
-            }
+            admin::unban(storage, id).await?;
             eprintln!("lifted any ban of key {id}");
         }
     }
@@ -192,7 +179,7 @@ async fn verify(
                 .unwrap_or_default()
         )?,
         Format::Json => {
-            let mut shown = as_json(key, now);
+            let mut shown = serde_json::to_value(KeyView::of(key, now))?;
             shown["known"] = json!(true);
             shown["valid"] = json!(valid);
             shown["state"] = json!(state);
@@ -219,9 +206,8 @@ fn write_secret(
     match format {
         Format::Text => writeln!(out, "{}", secret.expose())?,
         Format::Json => {
-            let mut shown = as_json(key, now);
-            shown["key"] = json!(secret.expose());
-            writeln!(out, "{}", serde_json::to_string_pretty(&shown)?)?;
+            let issued = IssuedKey::of(key, secret, now);
+            writeln!(out, "{}", serde_json::to_string_pretty(&issued)?)?;
         }
     }
     Ok(())
@@ -290,7 +276,7 @@ fn table(keys: &[ApiKey], now: i64, wide: bool) -> Table {
 
 /// `keys show` as text: one attribute a line.
 fn show_text(out: &mut impl Write, key: &ApiKey, now: i64) -> std::io::Result<()> {
-    let Value::Object(fields) = as_json(key, now) else {
+    let Ok(Value::Object(fields)) = serde_json::to_value(KeyView::of(key, now)) else {
         return Ok(());
     };
     let mut table = Table::new();
@@ -304,31 +290,6 @@ fn show_text(out: &mut impl Write, key: &ApiKey, now: i64) -> std::io::Result<()
         table.add_row(vec![name, value]);
     }
     writeln!(out, "{}", table.trim_fmt())
-}
-
-/// A key as `keys list --format json` shows it; times in RFC 3339, `null` when unset.
-fn as_json(key: &ApiKey, now: i64) -> Value {
-    let limits = key.limits();
-    let time = |at: Option<i64>| at.map(|at| timestamp(Some(at)));
-    json!({
-        "id": key.id,
-        "prefix": key.display_prefix,
-        "plan": key.plan.as_str(),
-        "perMinute": limits.per_minute,
-        "perDay": limits.per_day,
-        "scope": key.scope.as_str(),
-        "state": key.state_at(now),
-        "label": key.label,
-        "createdAt": time(Some(key.created_at)),
-        "expiresAt": time(key.expires_at),
-        "revokedAt": time(key.revoked_at),
-        "lastUsedAt": time(key.last_used_at),
-        "bannedUntil": time(
-            key.ban_at(u64::try_from(now).unwrap_or(0))
-                .and_then(|ban| i64::try_from(ban.until).ok())
-        ),
-        "previousSecretUntil": time(key.previous_secret_until.filter(|until| *until > now)),
-    })
 }
 
 fn seconds(duration: Duration) -> i64 {

@@ -1,7 +1,8 @@
 //! The `petstore` binary's commands: parse the command line ([`cli`]) and run `serve` (the
-//! default), `migrate`, `openapi`, `keys` or `orders`. This is where the storage backend is chosen and opened
+//! default), `migrate`, `openapi`, `keys`, `admin-tokens`, `orders` or `health`. This is where the storage backend is chosen and opened
 //! ([`open_store`]); everything after it talks to a `dyn Storage`.
 
+mod admin_tokens;
 pub mod cli;
 mod keys;
 mod orders;
@@ -54,7 +55,12 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             |store| async move { migration_status(&store).await },
         )),
         Some(Command::Openapi(args)) => {
-            let document = crate::routes::openapi::document(&args.server()).to_pretty_json()?;
+            let document = if args.admin {
+                crate::admin::openapi::document()
+            } else {
+                crate::routes::openapi::document(&args.server())
+            }
+            .to_pretty_json()?;
             println!("{document}");
             Ok(ExitCode::SUCCESS)
         }
@@ -63,6 +69,11 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             Needs::Schema,
             |store| async move { keys::keys(&store, command).await },
         ),
+        Some(Command::AdminTokens(command)) => done(administer(
+            database.store_config(false),
+            Needs::Schema,
+            |store| async move { admin_tokens::admin_tokens(&store, command).await },
+        )),
         Some(Command::Health(args)) => Ok(health(&args)),
         Some(Command::Orders(command)) => done(administer(
             database.store_config(false),

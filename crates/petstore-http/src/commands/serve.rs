@@ -12,7 +12,7 @@ use petstore_domain::{KeySpec, Plan, Storage};
 use petstore_store::{Backend, Store, StoreConfig};
 
 use super::open_store;
-use crate::app::{app, metrics_app};
+use crate::app::{admin_app, app, metrics_app};
 use crate::config::{Config, MetricsEndpoint};
 use crate::connection::Connection;
 use crate::state::AppState;
@@ -68,9 +68,21 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
             store.backend_name()
         );
     }
+    // The same address twice (a port of 0 excepted: each listener gets a port of its own).
+    if config.admin_bind.as_deref() == Some(config.bind.as_str()) && !config.bind.ends_with(":0") {
+        store.close();
+        return Err(format!(
+            "--admin-bind {} is the API's own address: the admin listener must be another \
+             (e.g. a loopback or private address), never the public one",
+            config.bind
+        )
+        .into());
+    }
     let exporter = match config.metrics {
         MetricsEndpoint::Off => None,
-        MetricsEndpoint::Main | MetricsEndpoint::Separate(_) => Some(metrics_exporter(&store)?),
+        MetricsEndpoint::Main | MetricsEndpoint::Separate(_) | MetricsEndpoint::Admin => {
+            Some(metrics_exporter(&store)?)
+        }
     };
     // The one place that names the backend: from here on it is a `dyn Storage`.
     let storage: Arc<dyn Storage> = Arc::new(store.clone());
@@ -107,6 +119,15 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         }
         _ => None,
     };
+    let admin_server = match &config.admin_bind {
+        Some(addr) => {
+            let metrics = exporter
+                .clone()
+                .filter(|_| config.metrics == MetricsEndpoint::Admin);
+            Some(admin_server(state.clone(), metrics, addr)?)
+        }
+        None => None,
+    };
     for addr in server.addrs() {
         // On stdout, so scripts and tests started with port 0 learn the port.
         println!("listening on http://{addr}");
@@ -121,8 +142,8 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         drain(&state, handle, config.shutdown_delay).await;
     });
     server.await?;
-    if let Some(metrics_server) = metrics_server {
-        metrics_server.stop(true).await;
+    for side in [metrics_server, admin_server].into_iter().flatten() {
+        side.stop(true).await;
     }
     pruning.abort();
     let _ = pruning.await;
@@ -165,6 +186,28 @@ fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dy
     for addr in server.addrs() {
         println!("metrics on http://{addr}/metrics");
         log::info!("metrics on http://{addr}/metrics");
+    }
+    let server = server.run();
+    let handle = server.handle();
+    actix_web::rt::spawn(server);
+    Ok(handle)
+}
+
+/// Serves the admin API (and `metrics`, when given) on `addr` (one worker), and says where on
+/// stdout.
+fn admin_server(
+    state: web::Data<AppState>,
+    metrics: Option<Exporter>,
+    addr: &str,
+) -> Result<ServerHandle, Box<dyn Error>> {
+    let server = HttpServer::new(move || admin_app(state.clone(), metrics.clone()))
+        .workers(1)
+        .disable_signals()
+        .bind(addr)
+        .map_err(|error| format!("cannot open the admin listener on {addr}: {error}"))?;
+    for addr in server.addrs() {
+        println!("admin on http://{addr}{}", crate::admin::ADMIN_BASE);
+        log::info!("admin API on http://{addr}{}", crate::admin::ADMIN_BASE);
     }
     let server = server.run();
     let handle = server.handle();

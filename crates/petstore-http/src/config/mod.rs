@@ -37,6 +37,9 @@ pub struct Config {
     pub rate_limit: RateLimitConfig,
     /// Where `GET /metrics` is served.
     pub metrics: MetricsEndpoint,
+    /// Address of the admin listener (`/admin/v1`, and `/metrics` unless they have a listener
+    /// of their own); `None`: no admin API.
+    pub admin_bind: Option<String>,
     /// How long `Idempotency-Key` records are kept (and a key cannot be reused for another
     /// request).
     pub idempotency_retention: Duration,
@@ -58,6 +61,7 @@ impl Config {
             cors: CorsOrigins::default(),
             rate_limit: RateLimitConfig::default(),
             metrics: MetricsEndpoint::Main,
+            admin_bind: None,
             idempotency_retention: Duration::from_secs(24 * 3600),
         }
     }
@@ -98,6 +102,8 @@ pub enum MetricsEndpoint {
     /// At `/metrics` on a listener of their own, at this address (`host:port`): keeps them off
     /// the public network.
     Separate(String),
+    /// At `/metrics` on the admin listener (`--admin-bind`), off the public one.
+    Admin,
     /// Not recorded, not served.
     Off,
 }

@@ -44,6 +44,15 @@ pub enum ApiError {
     /// Missing, malformed, unknown or revoked key: deliberately one answer for all four.
     #[error("a valid API key is required: send `Authorization: Bearer <API_KEY>`")]
     Unauthorized,
+    /// The admin API's caller has no valid admin token: one answer whatever is wrong with it.
+    #[error("a valid admin token is required: send `Authorization: Bearer <ADMIN_TOKEN>`")]
+    AdminUnauthorized,
+    /// No API key has this id (the admin API).
+    #[error("no key has id {0}")]
+    KeyNotFound(i64),
+    /// The API key is revoked and cannot be rotated (the admin API).
+    #[error("key {0} is revoked: a revoked key cannot be rotated")]
+    KeyRevoked(i64),
     /// No such pet.
     #[error("no pet has id {0}")]
     PetNotFound(i64),
@@ -194,7 +203,9 @@ impl ApiError {
             },
             Self::InvalidJson(_) => ErrorCode::InvalidJson,
             Self::InvalidPath { .. } => ErrorCode::InvalidPathParameter,
-            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::Unauthorized | Self::AdminUnauthorized => ErrorCode::Unauthorized,
+            Self::KeyNotFound(_) => ErrorCode::KeyNotFound,
+            Self::KeyRevoked(_) => ErrorCode::KeyRevoked,
             Self::PetNotFound(_) => ErrorCode::PetNotFound,
             Self::OrderNotFound(_) => ErrorCode::OrderNotFound,
             Self::PetNotAvailable { .. } => ErrorCode::PetNotAvailable,

@@ -1,8 +1,9 @@
 //! The safety net behind "every error is an Error object".
 
-use actix_web::body::BoxBody;
-use actix_web::dev::ServiceResponse;
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
+use actix_web::middleware::Next;
 
 use crate::error::{ErrorCode, error_response};
 
@@ -33,4 +34,13 @@ pub fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBod
         }
     }
     ServiceResponse::new(request, replacement)
+}
+
+/// [`json_errors`] as a layer of its own, for an application without admission (the admin
+/// listener's).
+pub async fn error_objects(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    Ok(json_errors(next.call(req).await?.map_into_boxed_body()))
 }

@@ -10,5 +10,6 @@ mod marks;
 mod observe;
 
 pub use admission::admission;
+pub use json_errors::error_objects;
 pub use marks::{Marks, require_key_and_mark};
 pub use observe::observe;

@@ -8,7 +8,7 @@ pub mod openapi;
 mod orders;
 mod pets;
 mod rate_limit;
-mod respond;
+pub(crate) mod respond;
 
 use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, web};

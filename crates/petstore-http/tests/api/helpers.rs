@@ -9,7 +9,7 @@ use actix_web::test as atest;
 use actix_web::web::{self, Bytes};
 use petstore_domain::{KeySpec, Plan, RateLimits, Storage};
 use petstore_http::ratelimit::Limiter;
-use petstore_http::{AppState, Config, HttpSettings, ManualClock, app};
+use petstore_http::{AppState, Config, HttpSettings, ManualClock, admin_app, app};
 use petstore_store::testing::{TestBackend, TestDatabase};
 use petstore_store::{Store, StoreConfig};
 use serde_json::Value;
@@ -191,6 +191,20 @@ impl TestApp {
     /// counted against the unspecified address).
     pub async fn send(&self, request: atest::TestRequest) -> Reply {
         let service = atest::init_service(app(self.state.clone())).await;
+        let response = atest::call_service(&service, request.to_request()).await;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = atest::read_body(response).await;
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// Sends `request` to the admin listener's application over the same state (no metrics).
+    pub async fn send_admin(&self, request: atest::TestRequest) -> Reply {
+        let service = atest::init_service(admin_app(self.state.clone(), None)).await;
         let response = atest::call_service(&service, request.to_request()).await;
         let status = response.status();
         let headers = response.headers().clone();

@@ -5,6 +5,7 @@ mod helpers;
 mod memory_storage;
 mod openapi;
 
+mod admin;
 mod auth;
 mod cors;
 mod create_pet;

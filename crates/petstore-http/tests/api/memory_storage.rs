@@ -13,12 +13,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::{
-    ApiKey, ApiKeyRepository, ApiKeySecret, Ban, Capacity, ClaimDecision, ClaimOutcome, CreatePet,
-    IdempotencyClaim, IdempotencyRecord, IdempotencyRepository, IdempotentRequest, Inventory,
-    KeyHash, KeyMatch, KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository,
-    Page, Pet, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, RecordState,
-    Scope, Storage, StorageError, StorageErrorKind, StoredResponse, async_trait, decide_claim,
-    lifecycle,
+    AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
+    ApiKeySecret, Ban, Capacity, ClaimDecision, ClaimOutcome, CreatePet, IdempotencyClaim,
+    IdempotencyRecord, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyListQuery,
+    KeyMatch, KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet,
+    PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, RecordState, Scope,
+    Storage, StorageError, StorageErrorKind, StoredResponse, async_trait, decide_claim, lifecycle,
 };
 
 #[derive(Default)]
@@ -38,6 +38,7 @@ struct Data {
     keys: BTreeMap<i64, StoredKey>,
     idempotency: BTreeMap<(i64, String), Record>,
     tokens: i64,
+    admin_tokens: BTreeMap<i64, (KeyHash, AdminToken)>,
 }
 
 struct StoredKey {
@@ -63,6 +64,16 @@ impl MemoryStorage {
             capacity: Some((max_calls, wait)),
             ..Self::default()
         }
+    }
+
+    /// 32 bytes from a hasher keyed at random per storage: unique per `what`, unguessable
+    /// enough for a test backend.
+    fn random_bytes(&self, what: (&str, i64)) -> [u8; 32] {
+        let mut bytes = [0u8; 32];
+        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
+            chunk.copy_from_slice(&self.seed.hash_one((what, i)).to_le_bytes());
+        }
+        bytes
     }
 
     /// Makes pet creation fail as unavailable, or work again.
@@ -240,13 +251,7 @@ impl ApiKeyRepository for MemoryStorage {
     async fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError> {
         let mut data = self.data();
         let id = next_id(&data.keys);
-        // 32 bytes from a hasher keyed at random per storage: unique per key, unguessable
-        // enough for a test backend.
-        let mut bytes = [0u8; 32];
-        for (i, chunk) in bytes.chunks_mut(8).enumerate() {
-            chunk.copy_from_slice(&self.seed.hash_one((id, i)).to_le_bytes());
-        }
-        let secret = ApiKeySecret::from_random_bytes(bytes);
+        let secret = ApiKeySecret::from_random_bytes(self.random_bytes(("key", id)));
         let key = ApiKey {
             id,
             display_prefix: secret.display_prefix().to_owned(),
@@ -295,6 +300,32 @@ impl ApiKeyRepository for MemoryStorage {
             .values()
             .map(|stored| stored.key.clone())
             .collect())
+    }
+
+    async fn find_key(&self, id: i64) -> Result<Option<ApiKey>, StorageError> {
+        Ok(self.data().keys.get(&id).map(|stored| stored.key.clone()))
+    }
+
+    async fn list_keys_page(&self, query: &KeyListQuery) -> Result<Page<ApiKey>, StorageError> {
+        let data = self.data();
+        let keys = data
+            .keys
+            .range(query.page.after.unwrap_or(0) + 1..)
+            .map(|(_, stored)| &stored.key)
+            .filter(|key| query.plan.is_none_or(|plan| key.plan == plan))
+            .filter(|key| {
+                query
+                    .state
+                    .is_none_or(|state| key.state(query.now) == state)
+            })
+            .take(query.page.limit.get() as usize + 1)
+            .cloned()
+            .collect();
+        Ok(Page::from_overfetch(keys, query.page.limit, |key| key.id))
+    }
+
+    async fn update_key_label(&self, id: i64, label: &str) -> Result<bool, StorageError> {
+        Ok(self.with_key(id, |key| key.label = label.to_owned()))
     }
 
     async fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
@@ -388,6 +419,54 @@ fn complete(data: &mut Data, claim: &IdempotencyClaim, response: StoredResponse)
             true
         }
         _ => false,
+    }
+}
+
+#[async_trait]
+impl AdminTokenRepository for MemoryStorage {
+    async fn create_admin_token(
+        &self,
+        spec: &AdminTokenSpec,
+    ) -> Result<(AdminToken, AdminTokenSecret), StorageError> {
+        let mut data = self.data();
+        let id = next_id(&data.admin_tokens);
+        let secret = AdminTokenSecret::from_random_bytes(self.random_bytes(("token", id)));
+        let token = AdminToken {
+            id,
+            label: spec.label().to_owned(),
+            display_prefix: secret.display_prefix().to_owned(),
+            created_at: now(),
+            revoked_at: None,
+        };
+        data.admin_tokens.insert(id, (secret.hash(), token.clone()));
+        Ok((token, secret))
+    }
+
+    async fn find_admin_token(&self, hash: &KeyHash) -> Result<Option<AdminToken>, StorageError> {
+        Ok(self
+            .data()
+            .admin_tokens
+            .values()
+            .find(|(stored, token)| stored == hash && token.revoked_at.is_none())
+            .map(|(_, token)| token.clone()))
+    }
+
+    async fn list_admin_tokens(&self) -> Result<Vec<AdminToken>, StorageError> {
+        Ok(self
+            .data()
+            .admin_tokens
+            .values()
+            .map(|(_, token)| token.clone())
+            .collect())
+    }
+
+    async fn revoke_admin_token(&self, id: i64) -> Result<bool, StorageError> {
+        let mut data = self.data();
+        let Some((_, token)) = data.admin_tokens.get_mut(&id) else {
+            return Ok(false);
+        };
+        token.revoked_at.get_or_insert_with(now);
+        Ok(true)
     }
 }
 

@@ -10,6 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use actix_web::test::TestRequest;
+use petstore_domain::StorageError;
 use petstore_store::testing::TestDatabase;
 use petstore_store::{Store, StoreConfig};
 
@@ -334,7 +335,7 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
                 Box::pin(async move {
                     let _ = entered.send(());
                     actix_web::rt::time::sleep(Duration::from_secs(3)).await;
-                    Ok(())
+                    Ok::<_, StorageError>(())
                 })
             })
             .await
@@ -345,7 +346,9 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     let refused = app
         .state
         .db
-        .call("test_noop", |_| Box::pin(async { Ok(()) }))
+        .call("test_noop", |_| {
+            Box::pin(async { Ok::<_, StorageError>(()) })
+        })
         .await;
     assert!(
         matches!(refused, Err(petstore_http::ApiError::NoStorageSlot(_))),
@@ -355,7 +358,9 @@ async fn a_store_call_that_finds_no_free_slot_in_time_is_unavailable() {
     holder.await.expect("task").expect("the holder's call");
     app.state
         .db
-        .call("test_noop", |_| Box::pin(async { Ok(()) }))
+        .call("test_noop", |_| {
+            Box::pin(async { Ok::<_, StorageError>(()) })
+        })
         .await
         .expect("a slot is free again");
 }

@@ -2,10 +2,11 @@
 
 use diesel::prelude::*;
 use petstore_domain::{
-    ApiKey, ApiKeySecret, Ban, KeyHash, KeyMatch, KeySpec, Plan, RateLimits, Scope,
+    ApiKey, ApiKeySecret, Ban, KeyHash, KeyListQuery, KeyMatch, KeySpec, KeyState, Page, Plan,
+    RateLimits, Scope,
 };
 
-use super::unix_now;
+use super::{overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::api_keys;
@@ -113,9 +114,14 @@ impl TryFrom<KeyRow> for ApiKey {
 
 /// A new random secret (the operating system's random source).
 pub(crate) fn random_secret() -> Result<ApiKeySecret, StoreError> {
+    Ok(ApiKeySecret::from_random_bytes(random_bytes()?))
+}
+
+/// 32 bytes from the operating system's random source: a new secret's.
+pub(crate) fn random_bytes() -> Result<[u8; 32], StoreError> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(StoreError::Random)?;
-    Ok(ApiKeySecret::from_random_bytes(bytes))
+    Ok(bytes)
 }
 
 /// Issues a key with `secret` (made by the caller, outside any retry).
@@ -177,6 +183,70 @@ pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>, StoreError> 
         .order(api_keys::id.asc());
     let rows: Vec<KeyRow> = run!(&mut conn, load, query)?;
     rows.into_iter().map(ApiKey::try_from).collect()
+}
+
+/// The key with this id, revoked or not.
+pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>, StoreError> {
+    let query = api_keys::table.find(id).select(KEY_COLUMNS);
+    let row: Option<KeyRow> = run!(&mut conn, first, query).optional()?;
+    row.map(ApiKey::try_from).transpose()
+}
+
+/// A page of keys in id order, of one plan (or any) and in one state at the query's `now` (or
+/// any). Every filter is always part of the statement (a plan list of one or all; a state's
+/// condition or none), so that each backend prepares one statement per state.
+pub(crate) async fn list_page(
+    mut conn: Conn<'_>,
+    query: KeyListQuery,
+) -> Result<Page<ApiKey>, StoreError> {
+    let plans: Vec<&str> = match query.plan {
+        Some(plan) => vec![plan.as_str()],
+        None => Plan::ALL.iter().map(|plan| plan.as_str()).collect(),
+    };
+    let now = query.now;
+    let page = api_keys::table
+        .select(KEY_COLUMNS)
+        .filter(api_keys::id.gt(query.page.after.unwrap_or(0)))
+        .filter(api_keys::plan.eq_any(plans))
+        .order(api_keys::id.asc())
+        .limit(overfetch(query.page.limit));
+    let conn = &mut conn;
+    let rows: Vec<KeyRow> = match query.state {
+        None => run!(conn, load, page)?,
+        Some(KeyState::Revoked) => {
+            run!(conn, load, page.filter(api_keys::revoked_at.is_not_null()))?
+        }
+        Some(KeyState::Expired) => run!(
+            conn,
+            load,
+            page.filter(api_keys::revoked_at.is_null())
+                .filter(api_keys::expires_at.le(now))
+        )?,
+        Some(KeyState::Active) => run!(
+            conn,
+            load,
+            page.filter(api_keys::revoked_at.is_null()).filter(
+                api_keys::expires_at
+                    .is_null()
+                    .or(api_keys::expires_at.gt(now))
+            )
+        )?,
+    };
+    let keys = rows
+        .into_iter()
+        .map(ApiKey::try_from)
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page::from_overfetch(keys, query.page.limit, |key| key.id))
+}
+
+/// Changes a key's label; `false` when no key has this id.
+pub(crate) async fn update_label(
+    mut conn: Conn<'_>,
+    id: i64,
+    label: String,
+) -> Result<bool, StoreError> {
+    let update = diesel::update(api_keys::table.find(id)).set(api_keys::label.eq(label));
+    Ok(run!(&mut conn, execute, update)? > 0)
 }
 
 /// Revokes a key (keeping the first revocation's time); `false` when no key has this id.

@@ -3,6 +3,7 @@
 //! (a borrow for one call) and its inputs owned, so that a backend can run it wherever it
 //! chooses; it returns domain types (rows stay private) or the store's error.
 
+pub(crate) mod admin_tokens;
 pub(crate) mod idempotency;
 pub(crate) mod keys;
 pub(crate) mod orders;

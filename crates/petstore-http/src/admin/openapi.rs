@@ -1,0 +1,96 @@
+//! The admin API's own OpenAPI 3.1 document, generated from its handlers' annotations: served
+//! at `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
+//! `petstore openapi --admin`; a copy is kept in `docs/admin-openapi.json`.
+
+use actix_web::HttpResponse;
+use actix_web::http::header::ContentType;
+use petstore_domain::Plan;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
+use utoipa::openapi::{OpenApi as Document, RefOr, Server};
+use utoipa::{Modify, OpenApi};
+
+use super::ADMIN_BASE;
+use super::keys::{IssuedKey, KeyView};
+use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
+use crate::error::{ApiError, ErrorObject};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Animal Store Service: key administration",
+        version = "1.0.0",
+        description = "Issue, inspect, change, rotate, revoke and unban API keys: what `petstore \
+            keys` does, over HTTP, for an operator's own tooling. Served only on the admin \
+            listener (`--admin-bind`). Every operation needs an admin token \
+            (`Authorization: Bearer <ADMIN_TOKEN>`, issued with `petstore admin-tokens \
+            create`); every error is the Error object; every change is written to the audit \
+            log. The public API's rate limits do not apply.",
+        license(name = "MIT OR Apache-2.0"),
+    ),
+    paths(
+        routes::create_key,
+        routes::list_keys,
+        routes::get_key,
+        routes::update_key,
+        routes::rotate_key,
+        routes::revoke_key,
+        routes::unban_key
+    ),
+    components(schemas(
+        KeyView,
+        IssuedKey,
+        KeyPage,
+        CreateKeyRequest,
+        UpdateKeyRequest,
+        RotateKeyRequest,
+        ErrorObject,
+        Plan
+    )),
+    tags((name = "keys", description = "API keys.")),
+    modifiers(&AdminToken),
+)]
+struct AdminDoc;
+
+/// The document, with the admin base path as its server.
+pub fn document() -> Document {
+    let mut document = AdminDoc::openapi();
+    document.servers = Some(vec![Server::new(ADMIN_BASE)]);
+    document
+}
+
+/// `GET /admin/v1/openapi.json` (no token needed: it describes, it grants nothing).
+pub async fn openapi_json() -> Result<HttpResponse, ApiError> {
+    let body = document().to_pretty_json().map_err(ApiError::internal)?;
+    Ok(HttpResponse::Ok()
+        .content_type(ContentType::json())
+        .body(body))
+}
+
+/// Name of the security scheme.
+const ADMIN_TOKEN: &str = "adminToken";
+
+/// Every operation needs an admin token.
+struct AdminToken;
+
+impl Modify for AdminToken {
+    fn modify(&self, document: &mut Document) {
+        let components = document.components.get_or_insert_with(Default::default);
+        components.security_schemes.insert(
+            ADMIN_TOKEN.into(),
+            RefOr::T(SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("psa_ followed by 64 lowercase hex digits")
+                    .description(Some(
+                        "An admin token (not an API key). Missing, malformed, unknown and \
+                         revoked tokens all get `401 unauthorized`.",
+                    ))
+                    .build(),
+            )),
+        );
+        document.security = Some(vec![SecurityRequirement::new(
+            ADMIN_TOKEN,
+            Vec::<String>::new(),
+        )]);
+    }
+}

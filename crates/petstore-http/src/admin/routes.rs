@@ -1,0 +1,405 @@
+//! `/admin/v1/keys`: the admin API's handlers. Each parses, makes one call of
+//! [`keys`](super::keys) (the code `petstore keys` runs too) through the storage's bounds, writes
+//! one audit line when it changed something, and maps the answer.
+
+use std::borrow::Cow;
+use std::time::{Duration, UNIX_EPOCH};
+
+use actix_web::http::header::{self, CacheControl, CacheDirective};
+use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
+use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, ValidationError};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::keys::{self, IssuedKey, KeyChange, KeyView, NewKey};
+use super::token::Admin;
+use crate::error::{ApiError, ErrorObject};
+use crate::extract::{JsonBody, no_query_parameters, query_pairs};
+use crate::routes::parse_id;
+use crate::routes::respond::json_body;
+use crate::state::AppState;
+
+/// The target of the audit log: one line per change made through the admin API.
+pub const AUDIT_LOG: &str = "petstore::audit";
+
+/// How long a rotated-out secret keeps working when the request does not say.
+const DEFAULT_GRACE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// `POST /admin/v1/keys`'s body.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CreateKeyRequest {
+    /// `free`, `pro`, `business` or `enterprise`.
+    #[schema(example = "pro")]
+    plan: String,
+    /// A description, e.g. the customer's name (at most 100 characters).
+    #[serde(default)]
+    label: String,
+    /// Requests per minute (enterprise only, with `perDay`).
+    per_minute: Option<u32>,
+    /// Requests per day (enterprise only, with `perMinute`).
+    per_day: Option<u32>,
+    /// `read-write` (the default) or `read-only`.
+    scope: Option<String>,
+    /// When the key stops working (RFC 3339, in the future); never when absent.
+    #[schema(example = "2027-03-01T00:00:00Z")]
+    expires_at: Option<String>,
+}
+
+/// `PATCH /admin/v1/keys/{keyId}`'s body: at least one of `plan`, `scope` and `label`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct UpdateKeyRequest {
+    /// A new plan; `enterprise` needs `perMinute` and `perDay`.
+    plan: Option<String>,
+    /// Requests per minute (enterprise only, with `plan` and `perDay`).
+    per_minute: Option<u32>,
+    /// Requests per day (enterprise only, with `plan` and `perMinute`).
+    per_day: Option<u32>,
+    /// `read-write` or `read-only`.
+    scope: Option<String>,
+    /// A new label.
+    label: Option<String>,
+}
+
+/// `POST /admin/v1/keys/{keyId}/rotate`'s body (`{}` for the defaults).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RotateKeyRequest {
+    /// How long the old secret keeps working, in seconds (default 86400, a day; 0: not at
+    /// all, e.g. after a leak).
+    #[schema(example = 86400)]
+    grace_seconds: Option<u64>,
+}
+
+/// A page of keys.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyPage {
+    /// The keys, in id order.
+    keys: Vec<KeyView>,
+    /// The cursor of the next page (`after`), or `null` on the last page.
+    next_after: Option<i64>,
+}
+
+fn now(state: &AppState) -> i64 {
+    i64::try_from(state.clock.unix_seconds()).unwrap_or(i64::MAX)
+}
+
+fn parse_plan(text: &str) -> Result<Plan, ValidationError> {
+    text.parse()
+}
+
+fn parse_scope(text: &str) -> Result<Scope, ValidationError> {
+    text.parse()
+}
+
+fn parse_time(field: &'static str, text: &str) -> Result<i64, ValidationError> {
+    humantime::parse_rfc3339_weak(text)
+        .ok()
+        .and_then(|at| at.duration_since(UNIX_EPOCH).ok())
+        .and_then(|since| i64::try_from(since.as_secs()).ok())
+        .ok_or_else(|| ValidationError::InvalidField {
+            field: Cow::Borrowed(field),
+            reason: "must be a time in RFC 3339 (e.g. `2027-03-01T00:00:00Z`)".into(),
+        })
+}
+
+/// One audit line: who (the admin token), what, which key; the request id comes with the
+/// request's span.
+fn audit(admin: &Admin, action: &'static str, key: &ApiKey) {
+    tracing::info!(
+        target: AUDIT_LOG,
+        admin_token_id = admin.0.id,
+        admin_token_label = %admin.0.label,
+        action,
+        key_id = key.id,
+        plan = key.plan.as_str(),
+        scope = key.scope.as_str(),
+        "admin token {} ({}) {action} key {}",
+        admin.0.id,
+        admin.0.label,
+        key.id,
+    );
+}
+
+/// A JSON answer that must not be kept by any cache (it may carry a secret).
+fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T) -> HttpResponse {
+    response.insert_header(CacheControl(vec![CacheDirective::NoStore]));
+    json_body(response, value, 1)
+}
+
+/// `createKey`.
+#[utoipa::path(
+    post,
+    path = "/keys",
+    operation_id = "createKey",
+    tag = "keys",
+    summary = "Issue an API key",
+    description = "Issues a key; its secret (`key`) is in this answer only.",
+    request_body(content = CreateKeyRequest, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The key, with its secret.", body = IssuedKey,
+            headers(("Location" = String, description = "The key's address."))),
+        (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+    ),
+)]
+pub async fn create_key(
+    state: web::Data<AppState>,
+    admin: Admin,
+    body: JsonBody<CreateKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let new = NewKey {
+        plan: Some(parse_plan(&body.plan)?),
+        label: body.label,
+        per_minute: body.per_minute,
+        per_day: body.per_day,
+        scope: body
+            .scope
+            .as_deref()
+            .map(parse_scope)
+            .transpose()?
+            .unwrap_or_default(),
+        expires_at: body
+            .expires_at
+            .as_deref()
+            .map(|at| parse_time("expiresAt", at))
+            .transpose()?,
+    };
+    let now = now(&state);
+    let (key, secret) = state
+        .db
+        .call("create_key", |storage| {
+            Box::pin(keys::create(storage, new, now))
+        })
+        .await?;
+    audit(&admin, "created", &key);
+    let mut response = HttpResponse::Created();
+    response.insert_header((header::LOCATION, format!("/admin/v1/keys/{}", key.id)));
+    Ok(answer(response, &IssuedKey::of(&key, &secret, now)))
+}
+
+/// `listKeys`.
+#[utoipa::path(
+    get,
+    path = "/keys",
+    operation_id = "listKeys",
+    tag = "keys",
+    summary = "List API keys",
+    description = "Keys in id order, never their secrets; `nextAfter` is the cursor of the next \
+        page.",
+    params(
+        ("limit" = Option<u32>, Query, description = "How many keys at most: 1 to 100, default 20."),
+        ("after" = Option<i64>, Query, minimum = 0, description = "Only keys whose id is greater."),
+        ("plan" = Option<Plan>, Query, description = "Only keys on this plan."),
+        ("state" = Option<String>, Query, description = "Only keys in this state now: `active`, \
+            `expired` or `revoked`."),
+    ),
+    responses(
+        (status = 200, description = "A page of keys.", body = KeyPage),
+        (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+    ),
+)]
+pub async fn list_keys(
+    state: web::Data<AppState>,
+    _admin: Admin,
+    req: HttpRequest,
+) -> Result<HttpResponse, ApiError> {
+    let pairs = query_pairs(&req)?;
+    let now = now(&state);
+    let query = KeyListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())), now)?;
+    let page = state
+        .db
+        .call("list_keys_page", |storage| {
+            Box::pin(keys::list(storage, &query))
+        })
+        .await?;
+    let body = KeyPage {
+        keys: page.items.iter().map(|key| KeyView::of(key, now)).collect(),
+        next_after: page.next_after,
+    };
+    Ok(answer(HttpResponse::Ok(), &body))
+}
+
+/// `getKey`.
+#[utoipa::path(
+    get,
+    path = "/keys/{keyId}",
+    operation_id = "getKey",
+    tag = "keys",
+    summary = "Show an API key",
+    params(("keyId" = i64, Path, description = "The key's id.")),
+    responses(
+        (status = 200, description = "The key (never its secret).", body = KeyView),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+    ),
+)]
+pub async fn get_key(
+    state: web::Data<AppState>,
+    _admin: Admin,
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
+    let id = parse_id("keyId", &path)?;
+    let key = state
+        .db
+        .call("find_key", |storage| Box::pin(keys::get(storage, id)))
+        .await?;
+    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+}
+
+/// `updateKey`.
+#[utoipa::path(
+    patch,
+    path = "/keys/{keyId}",
+    operation_id = "updateKey",
+    tag = "keys",
+    summary = "Change an API key's plan, limits, scope or label",
+    description = "Every field is checked before anything changes. Takes effect on every \
+        instance within the key-cache TTL (5 s by default).",
+    params(("keyId" = i64, Path, description = "The key's id.")),
+    request_body(content = UpdateKeyRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The key as it now is.", body = KeyView),
+        (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+    ),
+)]
+pub async fn update_key(
+    state: web::Data<AppState>,
+    admin: Admin,
+    path: web::Path<String>,
+    body: JsonBody<UpdateKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = parse_id("keyId", &path)?;
+    let body = body.0;
+    let change = KeyChange {
+        plan: body.plan.as_deref().map(parse_plan).transpose()?,
+        per_minute: body.per_minute,
+        per_day: body.per_day,
+        scope: body.scope.as_deref().map(parse_scope).transpose()?,
+        label: body.label,
+    };
+    let key = state
+        .db
+        .call("update_key", |storage| {
+            Box::pin(keys::update(storage, id, change))
+        })
+        .await?;
+    audit(&admin, "updated", &key);
+    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+}
+
+/// `rotateKey`.
+#[utoipa::path(
+    post,
+    path = "/keys/{keyId}/rotate",
+    operation_id = "rotateKey",
+    tag = "keys",
+    summary = "Give an API key a new secret",
+    description = "The key keeps its id, plan, limits, label, scope, expiry, counters and any \
+        ban; the old secret keeps working for the grace period (on every instance within the \
+        key-cache TTL). The new secret is in this answer only.",
+    params(("keyId" = i64, Path, description = "The key's id.")),
+    request_body(content = RotateKeyRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The key, with its new secret.", body = IssuedKey),
+        (status = 400, description = "An unknown or invalid field, named.", body = ErrorObject),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+        (status = 409, description = "`key_revoked`: a revoked key cannot be rotated.", body = ErrorObject),
+    ),
+)]
+pub async fn rotate_key(
+    state: web::Data<AppState>,
+    admin: Admin,
+    path: web::Path<String>,
+    body: JsonBody<RotateKeyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let id = parse_id("keyId", &path)?;
+    let grace = body
+        .0
+        .grace_seconds
+        .map_or(DEFAULT_GRACE, Duration::from_secs);
+    let now = now(&state);
+    let (key, secret) = state
+        .db
+        .call("rotate_key", |storage| {
+            Box::pin(keys::rotate(storage, id, grace, now))
+        })
+        .await?;
+    audit(&admin, "rotated", &key);
+    Ok(answer(
+        HttpResponse::Ok(),
+        &IssuedKey::of(&key, &secret, now),
+    ))
+}
+
+/// `revokeKey`.
+#[utoipa::path(
+    post,
+    path = "/keys/{keyId}/revoke",
+    operation_id = "revokeKey",
+    tag = "keys",
+    summary = "Revoke an API key",
+    description = "For good: every instance refuses it within the key-cache TTL. Revoking again \
+        keeps the first revocation's time.",
+    params(("keyId" = i64, Path, description = "The key's id.")),
+    responses(
+        (status = 200, description = "The key, revoked.", body = KeyView),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+    ),
+)]
+pub async fn revoke_key(
+    state: web::Data<AppState>,
+    admin: Admin,
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
+    let id = parse_id("keyId", &path)?;
+    let key = state
+        .db
+        .call("revoke_key", |storage| Box::pin(keys::revoke(storage, id)))
+        .await?;
+    audit(&admin, "revoked", &key);
+    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+}
+
+/// `unbanKey`.
+#[utoipa::path(
+    post,
+    path = "/keys/{keyId}/unban",
+    operation_id = "unbanKey",
+    tag = "keys",
+    summary = "Lift an API key's temporary ban",
+    description = "Lifts the ban and forgets its history (the next ban starts short again).",
+    params(("keyId" = i64, Path, description = "The key's id.")),
+    responses(
+        (status = 200, description = "The key, unbanned.", body = KeyView),
+        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+    ),
+)]
+pub async fn unban_key(
+    state: web::Data<AppState>,
+    admin: Admin,
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
+    let id = parse_id("keyId", &path)?;
+    let key = state
+        .db
+        .call("unban_key", |storage| Box::pin(keys::unban(storage, id)))
+        .await?;
+    audit(&admin, "unbanned", &key);
+    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+}

@@ -1,0 +1,71 @@
+//! Who is calling the admin API: an admin token (`Authorization: Bearer psa_...`), looked up
+//! in the storage on every request (no cache: a revoked token stops working at once, and the
+//! admin API's traffic is an operator's). Anything else, whatever is wrong with it, gets the
+//! same `401`.
+
+use std::future::{Ready, ready};
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, ResponseError, web};
+use petstore_domain::{AdminToken, AdminTokenSecret};
+
+use crate::auth::bearer_token;
+use crate::error::ApiError;
+use crate::state::AppState;
+
+/// The admin token a request was authenticated with: taken by every admin handler (and named
+/// in its audit line).
+#[derive(Debug, Clone)]
+pub struct Admin(pub AdminToken);
+
+impl FromRequest for Admin {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions()
+                .get::<Admin>()
+                .cloned()
+                .ok_or(ApiError::AdminUnauthorized),
+        )
+    }
+}
+
+/// Refuses a request without a valid admin token with `401` before anything else of it is
+/// read; otherwise hands it on with its [`Admin`].
+pub async fn require_admin(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    match authenticate(&req).await {
+        Ok(admin) => {
+            req.extensions_mut().insert(admin);
+            Ok(next.call(req).await?.map_into_boxed_body())
+        }
+        Err(error) => {
+            let response = error.error_response();
+            Ok(req.into_response(response))
+        }
+    }
+}
+
+async fn authenticate(req: &ServiceRequest) -> Result<Admin, ApiError> {
+    let secret = bearer_token(req.headers())
+        .and_then(|token| std::str::from_utf8(token).ok())
+        .and_then(AdminTokenSecret::parse)
+        .ok_or(ApiError::AdminUnauthorized)?;
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .ok_or_else(|| ApiError::internal("the admin application has no state"))?;
+    let hash = secret.hash();
+    let token = state
+        .db
+        .call("find_admin_token", |storage| {
+            storage.find_admin_token(&hash)
+        })
+        .await?;
+    token.map(Admin).ok_or(ApiError::AdminUnauthorized)
+}

@@ -1,0 +1,106 @@
+//! Admin tokens. Only the SHA-256 of a token is stored; the secret is returned once.
+
+use diesel::prelude::*;
+use petstore_domain::{AdminToken, AdminTokenSecret, AdminTokenSpec, KeyHash};
+
+use super::keys::random_bytes;
+use super::unix_now;
+use crate::StoreError;
+use crate::conn::Conn;
+use crate::schema::admin_tokens;
+
+type TokenColumns = (
+    admin_tokens::id,
+    admin_tokens::label,
+    admin_tokens::display_prefix,
+    admin_tokens::created_at,
+    admin_tokens::revoked_at,
+);
+const TOKEN_COLUMNS: TokenColumns = (
+    admin_tokens::id,
+    admin_tokens::label,
+    admin_tokens::display_prefix,
+    admin_tokens::created_at,
+    admin_tokens::revoked_at,
+);
+
+#[derive(Queryable)]
+struct TokenRow {
+    id: i64,
+    label: String,
+    display_prefix: String,
+    created_at: i64,
+    revoked_at: Option<i64>,
+}
+
+impl From<TokenRow> for AdminToken {
+    fn from(row: TokenRow) -> Self {
+        Self {
+            id: row.id,
+            label: row.label,
+            display_prefix: row.display_prefix,
+            created_at: row.created_at,
+            revoked_at: row.revoked_at,
+        }
+    }
+}
+
+/// A new random token (the operating system's random source).
+pub(crate) fn random_token() -> Result<AdminTokenSecret, StoreError> {
+    Ok(AdminTokenSecret::from_random_bytes(random_bytes()?))
+}
+
+/// Issues a token with `secret` (made by the caller, outside any retry).
+pub(crate) async fn create(
+    mut conn: Conn<'_>,
+    spec: AdminTokenSpec,
+    secret: AdminTokenSecret,
+) -> Result<(AdminToken, AdminTokenSecret), StoreError> {
+    let insert = diesel::insert_into(admin_tokens::table)
+        .values((
+            admin_tokens::token_hash.eq(secret.hash().as_str().to_owned()),
+            admin_tokens::display_prefix.eq(secret.display_prefix()),
+            admin_tokens::label.eq(spec.label()),
+            admin_tokens::created_at.eq(unix_now()),
+        ))
+        .returning(TOKEN_COLUMNS);
+    let row: TokenRow = run!(&mut conn, get_result, insert)?;
+    Ok((row.into(), secret))
+}
+
+/// The non-revoked token whose secret has this hash.
+pub(crate) async fn find_active(
+    mut conn: Conn<'_>,
+    hash: KeyHash,
+) -> Result<Option<AdminToken>, StoreError> {
+    let query = admin_tokens::table
+        .select(TOKEN_COLUMNS)
+        .filter(admin_tokens::token_hash.eq(hash.as_str().to_owned()))
+        .filter(admin_tokens::revoked_at.is_null());
+    let row: Option<TokenRow> = run!(&mut conn, first, query).optional()?;
+    Ok(row.map(AdminToken::from))
+}
+
+/// Every token, revoked ones included, in id order.
+pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>, StoreError> {
+    let query = admin_tokens::table
+        .select(TOKEN_COLUMNS)
+        .order(admin_tokens::id.asc());
+    let rows: Vec<TokenRow> = run!(&mut conn, load, query)?;
+    Ok(rows.into_iter().map(AdminToken::from).collect())
+}
+
+/// Revokes a token (keeping the first revocation's time); `false` when no token has this id.
+pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
+    let conn = &mut conn;
+    let revoke = diesel::update(admin_tokens::table)
+        .filter(admin_tokens::id.eq(id))
+        .filter(admin_tokens::revoked_at.is_null())
+        .set(admin_tokens::revoked_at.eq(Some(unix_now())));
+    if run!(conn, execute, revoke)? > 0 {
+        return Ok(true);
+    }
+    let exists = admin_tokens::table.find(id).select(admin_tokens::id);
+    let exists: Option<i64> = run!(conn, first, exists).optional()?;
+    Ok(exists.is_some())
+}
