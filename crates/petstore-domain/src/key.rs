@@ -103,6 +103,12 @@ impl KeySpec {
                 "must be in the future",
             ));
         }
+        if expires_at > LAST_TIME {
+            return Err(ValidationError::invalid(
+                "expiresAt",
+                "must be before the year 10000",
+            ));
+        }
         Ok(Self {
             expires_at: Some(expires_at),
             ..self
@@ -133,6 +139,21 @@ impl KeySpec {
     pub fn custom_limits(&self) -> Option<RateLimits> {
         self.custom_limits
     }
+}
+
+/// The last second of the year 9999 (Unix seconds): the latest time a key's dates may hold, as
+/// RFC 3339 writes only four-digit years.
+pub const LAST_TIME: i64 = 253_402_300_799;
+
+/// Changes to a key, applied together or not at all; `None` leaves that part as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyUpdate {
+    /// A new plan with its custom limits (validate them with [`KeySpec::new`] first).
+    pub plan: Option<(Plan, Option<RateLimits>)>,
+    /// A new scope.
+    pub scope: Option<Scope>,
+    /// A new label (validate it with [`validate_label`] first).
+    pub label: Option<String>,
 }
 
 /// Checks a key's (or an admin token's) label: at most 100 characters, no control characters.

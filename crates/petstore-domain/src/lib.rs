@@ -35,7 +35,7 @@ pub use idempotency::{
     ClaimDecision, ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey,
     IdempotencyRecord, IdempotentRequest, RecordState, StoredResponse, decide_claim,
 };
-pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, KeyState, Scope};
+pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, KeyState, KeyUpdate, Scope};
 pub use order::{
     Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderStatus, PlaceOrder,
     lifecycle,

@@ -19,8 +19,8 @@ use async_trait::async_trait;
 use crate::{
     AdminToken, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeySecret, Ban, ClaimOutcome,
     Completion, IdempotencyClaim, IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch,
-    KeySpec, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft, PetListQuery,
-    PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
+    KeySpec, KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft,
+    PetListQuery, PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
 };
 
 /// A pet to create, and the idempotency claim to complete with the response in the same
@@ -106,9 +106,10 @@ pub trait ApiKeyRepository {
     /// A page of keys in id order, filtered by plan and by state at the query's `now`.
     async fn list_keys_page(&self, query: &KeyListQuery) -> Result<Page<ApiKey>, StorageError>;
 
-    /// Changes a key's label (validate it with [`validate_label`](crate::key::validate_label)
-    /// first); `false` when no key has this id.
-    async fn update_key_label(&self, id: i64, label: &str) -> Result<bool, StorageError>;
+    /// Applies every part of `update` to a key in one step (all or nothing) and returns the
+    /// key as it now is; `None` when no key has this id.
+    async fn update_key(&self, id: i64, update: &KeyUpdate)
+    -> Result<Option<ApiKey>, StorageError>;
 
     /// Revokes a key; `false` when no key has this id. Revoking twice keeps the first time.
     async fn revoke_key(&self, id: i64) -> Result<bool, StorageError>;

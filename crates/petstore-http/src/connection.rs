@@ -11,7 +11,8 @@ use std::net::Shutdown;
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
-use actix_web::dev::Extensions;
+use actix_web::dev::{Extensions, ServiceRequest};
+use actix_web::http::{StatusCode, header};
 
 /// The request's connection, as a second descriptor of the same socket (created when the
 /// connection is accepted, closed with it). Absent in tests that serve in process.
@@ -30,6 +31,27 @@ impl Connection {
             }
             // Out of descriptors: the connection just goes without the handle.
             Err(error) => log::debug!("no handle on a new connection: {error}"),
+        }
+    }
+
+    /// The connection of a request whose body is chunked (the only kind an error answer can
+    /// leave being drained for as long as the client stalls it), when recorded.
+    pub fn of_chunked(req: &ServiceRequest) -> Option<Self> {
+        let chunked = req
+            .headers()
+            .get(header::TRANSFER_ENCODING)
+            .is_some_and(|value| {
+                let value = value.as_bytes();
+                let last = value.len().saturating_sub(b"chunked".len());
+                value[last..].eq_ignore_ascii_case(b"chunked")
+            });
+        chunked.then(|| req.conn_data::<Self>().cloned()).flatten()
+    }
+
+    /// Once the request is answered with `status`: stops reading when it is an error.
+    pub fn answered(&self, status: StatusCode) {
+        if status.is_client_error() || status.is_server_error() {
+            self.stop_reading();
         }
     }
 

@@ -9,9 +9,10 @@ use futures_util::future::BoxFuture;
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
     ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, IdempotencyClaim, IdempotencyRepository,
-    IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch, KeySpec, Order, OrderAction,
-    OrderError, OrderListQuery, OrderRepository, Page, Pet, PetListQuery, PetRepository,
-    PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError, StoredResponse, async_trait,
+    IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch, KeySpec, KeyUpdate, Order,
+    OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet, PetListQuery,
+    PetRepository, PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError, StoredResponse,
+    async_trait,
 };
 
 use crate::conn::Op;
@@ -257,10 +258,14 @@ impl ApiKeyRepository for Store {
             .await?)
     }
 
-    async fn update_key_label(&self, id: i64, label: &str) -> Result<bool, StorageError> {
-        let label = label.to_owned();
+    async fn update_key(
+        &self,
+        id: i64,
+        update: &KeyUpdate,
+    ) -> Result<Option<ApiKey>, StorageError> {
+        let update = update.clone();
         Ok(self
-            .write(move |conn| Box::pin(keys::update_label(conn, id, label)))
+            .write(move |conn| Box::pin(keys::update(conn, id, update)))
             .await?)
     }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use petstore_domain::{
     ApiKey, ApiKeySecret, KeyListQuery, KeySpec, Page, Plan, RateLimits, Scope, Storage,
-    StorageError, ValidationError, key::validate_label,
+    StorageError, ValidationError,
+    key::{KeyUpdate, LAST_TIME, validate_label},
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -163,33 +164,31 @@ pub async fn update(
     if let Some(label) = &change.label {
         validate_label(label)?;
     }
-    get(storage, id).await?;
-    let found = |changed: bool| {
-        if changed {
-            Ok(())
-        } else {
-            Err(KeyAdminError::NotFound(id))
-        }
+    let update = KeyUpdate {
+        plan,
+        scope: change.scope,
+        label: change.label,
     };
-    if let Some((plan, custom)) = plan {
-        found(storage.update_key_plan(id, plan, custom).await?)?;
-    }
-    if let Some(scope) = change.scope {
-        found(storage.update_key_scope(id, scope).await?)?;
-    }
-    if let Some(label) = &change.label {
-        found(storage.update_key_label(id, label).await?)?;
-    }
-    get(storage, id).await
+    storage
+        .update_key(id, &update)
+        .await?
+        .ok_or(KeyAdminError::NotFound(id))
 }
 
-/// Gives key `id` a new secret; the old one keeps working for `grace` (not at all for zero).
+/// The longest a rotated-out secret may keep working: a year.
+pub const MAX_GRACE: Duration = Duration::from_secs(366 * 24 * 60 * 60);
+
+/// Gives key `id` a new secret; the old one keeps working for `grace` (not at all for zero),
+/// at most [`MAX_GRACE`].
 pub async fn rotate(
     storage: &dyn Storage,
     id: i64,
     grace: Duration,
     now: i64,
 ) -> Result<(ApiKey, ApiKeySecret), KeyAdminError> {
+    if grace > MAX_GRACE {
+        return Err(invalid("graceSeconds", "must be at most 31622400 (366 days)").into());
+    }
     let grace_until = now.saturating_add(i64::try_from(grace.as_secs()).unwrap_or(i64::MAX));
     match storage.rotate_key(id, grace_until).await? {
         Some(rotated) => Ok(rotated),
@@ -297,9 +296,10 @@ impl IssuedKey {
     }
 }
 
-/// A Unix time in RFC 3339 (UTC, whole seconds).
+/// A Unix time in RFC 3339 (UTC, whole seconds); a time past the year 9999, which the service
+/// no longer stores (older versions could), as the last second of that year.
 pub fn rfc3339(unix: Option<i64>) -> Option<String> {
-    let secs = u64::try_from(unix?).ok()?;
+    let secs = u64::try_from(unix?.min(LAST_TIME)).ok()?;
     Some(
         humantime::format_rfc3339_seconds(std::time::UNIX_EPOCH + Duration::from_secs(secs))
             .to_string(),

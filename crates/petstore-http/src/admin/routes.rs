@@ -67,7 +67,7 @@ pub struct UpdateKeyRequest {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RotateKeyRequest {
     /// How long the old secret keeps working, in seconds (default 86400, a day; 0: not at
-    /// all, e.g. after a leak).
+    /// all, e.g. after a leak; at most 31622400, 366 days).
     #[schema(example = 86400)]
     grace_seconds: Option<u64>,
 }
@@ -148,8 +148,10 @@ fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T) -> HttpRes
 pub async fn create_key(
     state: web::Data<AppState>,
     admin: Admin,
+    req: HttpRequest,
     body: JsonBody<CreateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
     let body = body.0;
     let new = NewKey {
         plan: Some(parse_plan(&body.plan)?),
@@ -274,9 +276,11 @@ pub async fn get_key(
 pub async fn update_key(
     state: web::Data<AppState>,
     admin: Admin,
+    req: HttpRequest,
     path: web::Path<String>,
     body: JsonBody<UpdateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
     let id = parse_id("keyId", &path)?;
     let body = body.0;
     let change = KeyChange {
@@ -319,9 +323,11 @@ pub async fn update_key(
 pub async fn rotate_key(
     state: web::Data<AppState>,
     admin: Admin,
+    req: HttpRequest,
     path: web::Path<String>,
     body: JsonBody<RotateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
     let id = parse_id("keyId", &path)?;
     let grace = body
         .0

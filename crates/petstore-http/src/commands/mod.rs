@@ -203,12 +203,5 @@ fn serve_blocking(config: crate::config::Config, store: StoreConfig) -> Result<(
 
 /// A Unix time in RFC 3339 (UTC, whole seconds) for the listings; `-` for none.
 fn timestamp(unix: Option<i64>) -> String {
-    unix.and_then(|secs| u64::try_from(secs).ok())
-        .map(|secs| {
-            humantime::format_rfc3339_seconds(
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs),
-            )
-            .to_string()
-        })
-        .unwrap_or_else(|| "-".into())
+    crate::admin::keys::rfc3339(unix).unwrap_or_else(|| "-".into())
 }

@@ -201,6 +201,7 @@ fn admin_server(
     addr: &str,
 ) -> Result<ServerHandle, Box<dyn Error>> {
     let server = HttpServer::new(move || admin_app(state.clone(), metrics.clone()))
+        .on_connect(Connection::record)
         .workers(1)
         .disable_signals()
         .bind(addr)

@@ -4,7 +4,7 @@
 use actix_web::body::{BoxBody, EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::http::header::{self, HeaderMap};
+use actix_web::http::header::HeaderMap;
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
@@ -36,23 +36,11 @@ pub async fn admission(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     // A chunked body that an error answer leaves unread would be drained for as long as the
     // client cares to stall it (see `connection`): stop reading once answered.
-    let chunked = req
-        .headers()
-        .get(header::TRANSFER_ENCODING)
-        .is_some_and(|value| {
-            let value = value.as_bytes();
-            let last = value.len().saturating_sub(b"chunked".len());
-            value[last..].eq_ignore_ascii_case(b"chunked")
-        });
-    let connection = chunked
-        .then(|| req.conn_data::<Connection>().cloned())
-        .flatten();
+    let connection = Connection::of_chunked(&req);
     // Inner services answer errors as responses, so an `Err` here is not expected.
     let response = gate(req, next).await?.map_into_boxed_body();
-    if let Some(connection) = connection
-        && (response.status().is_client_error() || response.status().is_server_error())
-    {
-        connection.stop_reading();
+    if let Some(connection) = connection {
+        connection.answered(response.status());
     }
     Ok(json_errors(response))
 }

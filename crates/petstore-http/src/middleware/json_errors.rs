@@ -5,6 +5,7 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::Next;
 
+use crate::connection::Connection;
 use crate::error::{ErrorCode, error_response};
 
 /// Replaces any error response that is not already JSON (one produced by actix itself, say) by
@@ -37,10 +38,16 @@ pub fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBod
 }
 
 /// [`json_errors`] as a layer of its own, for an application without admission (the admin
-/// listener's).
+/// listener's), which also stops reading a chunked body an error answer leaves unread (as
+/// admission does: see `connection`).
 pub async fn error_objects(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    Ok(json_errors(next.call(req).await?.map_into_boxed_body()))
+    let connection = Connection::of_chunked(&req);
+    let response = next.call(req).await?.map_into_boxed_body();
+    if let Some(connection) = connection {
+        connection.answered(response.status());
+    }
+    Ok(json_errors(response))
 }

@@ -273,6 +273,16 @@ api_tests! {
             .assert_error(404, "key_not_found");
         admin_send(&app, &token, "POST", "/admin/v1/keys/1/rotate", json!({"graceSeconds": -1})).await
             .assert_error(400, "invalid_field");
+        // A grace period past what any date can say is refused, and the key keeps its secret.
+        let message = admin_send(&app, &token, "POST", "/admin/v1/keys/1/rotate",
+            json!({"graceSeconds": 300_000_000_000u64})).await.assert_error(400, "invalid_field");
+        assert!(message.contains("graceSeconds"), "{message}");
+        assert_eq!(app.get("/v1/pets").await.status, 200, "the app's key still works");
+        let page = admin_get(&app, &token, "/admin/v1/keys?after=9223372036854775807").await;
+        assert_eq!(page.json()["keys"], json!([]));
+        admin_get(&app, &token, "/admin/v1/keys/1?x=1").await.assert_error(400, "unknown_query_parameter");
+        admin_send(&app, &token, "PATCH", "/admin/v1/keys/1?x=1", json!({"label": "y"})).await
+            .assert_error(400, "unknown_query_parameter");
         // Without a JSON body where one is needed; a wrong method; a wrong path.
         admin_post(&app, &token, "/admin/v1/keys").await.assert_error(415, "unsupported_media_type");
         let reply = app.send_admin(TestRequest::delete().uri("/admin/v1/keys/1")

@@ -16,9 +16,10 @@ use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
     ApiKeySecret, Ban, Capacity, ClaimDecision, ClaimOutcome, CreatePet, IdempotencyClaim,
     IdempotencyRecord, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyListQuery,
-    KeyMatch, KeySpec, Order, OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet,
-    PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, RecordState, Scope,
-    Storage, StorageError, StorageErrorKind, StoredResponse, async_trait, decide_claim, lifecycle,
+    KeyMatch, KeySpec, KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, OrderRepository,
+    Page, Pet, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, RecordState,
+    Scope, Storage, StorageError, StorageErrorKind, StoredResponse, async_trait, decide_claim,
+    lifecycle,
 };
 
 #[derive(Default)]
@@ -310,7 +311,7 @@ impl ApiKeyRepository for MemoryStorage {
         let data = self.data();
         let keys = data
             .keys
-            .range(query.page.after.unwrap_or(0) + 1..)
+            .range(query.page.after.unwrap_or(0).saturating_add(1)..)
             .map(|(_, stored)| &stored.key)
             .filter(|key| query.plan.is_none_or(|plan| key.plan == plan))
             .filter(|key| {
@@ -324,8 +325,27 @@ impl ApiKeyRepository for MemoryStorage {
         Ok(Page::from_overfetch(keys, query.page.limit, |key| key.id))
     }
 
-    async fn update_key_label(&self, id: i64, label: &str) -> Result<bool, StorageError> {
-        Ok(self.with_key(id, |key| key.label = label.to_owned()))
+    async fn update_key(
+        &self,
+        id: i64,
+        update: &KeyUpdate,
+    ) -> Result<Option<ApiKey>, StorageError> {
+        let mut data = self.data();
+        let Some(stored) = data.keys.get_mut(&id) else {
+            return Ok(None);
+        };
+        let key = &mut stored.key;
+        if let Some((plan, limits)) = update.plan {
+            key.plan = plan;
+            key.custom_limits = limits;
+        }
+        if let Some(scope) = update.scope {
+            key.scope = scope;
+        }
+        if let Some(label) = &update.label {
+            key.label = label.clone();
+        }
+        Ok(Some(key.clone()))
     }
 
     async fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {

@@ -2,8 +2,8 @@
 
 use diesel::prelude::*;
 use petstore_domain::{
-    ApiKey, ApiKeySecret, Ban, KeyHash, KeyListQuery, KeyMatch, KeySpec, KeyState, Page, Plan,
-    RateLimits, Scope,
+    ApiKey, ApiKeySecret, Ban, KeyHash, KeyListQuery, KeyMatch, KeySpec, KeyState, KeyUpdate, Page,
+    Plan, RateLimits, Scope,
 };
 
 use super::{overfetch, unix_now};
@@ -239,14 +239,40 @@ pub(crate) async fn list_page(
     Ok(Page::from_overfetch(keys, query.page.limit, |key| key.id))
 }
 
-/// Changes a key's label; `false` when no key has this id.
-pub(crate) async fn update_label(
+/// The columns a [`KeyUpdate`] may change; `None` leaves a column as it is.
+#[derive(AsChangeset)]
+#[diesel(table_name = api_keys)]
+struct KeyChangeset {
+    plan: Option<String>,
+    per_minute: Option<Option<i64>>,
+    per_day: Option<Option<i64>>,
+    scope: Option<String>,
+    label: Option<String>,
+}
+
+/// Applies `update` to a key in one statement and returns the key as it now is; `None` when no
+/// key has this id.
+pub(crate) async fn update(
     mut conn: Conn<'_>,
     id: i64,
-    label: String,
-) -> Result<bool, StoreError> {
-    let update = diesel::update(api_keys::table.find(id)).set(api_keys::label.eq(label));
-    Ok(run!(&mut conn, execute, update)? > 0)
+    update: KeyUpdate,
+) -> Result<Option<ApiKey>, StoreError> {
+    let limits = update.plan.map(|(_, limits)| limits);
+    let changes = KeyChangeset {
+        plan: update.plan.map(|(plan, _)| plan.as_str().to_owned()),
+        per_minute: limits.map(|l| l.map(|l| i64::from(l.per_minute))),
+        per_day: limits.map(|l| l.map(|l| i64::from(l.per_day))),
+        scope: update.scope.map(|scope| scope.as_str().to_owned()),
+        label: update.label,
+    };
+    if changes.plan.is_none() && changes.scope.is_none() && changes.label.is_none() {
+        return find(conn, id).await;
+    }
+    let statement = diesel::update(api_keys::table.find(id))
+        .set(changes)
+        .returning(KEY_COLUMNS);
+    let row: Option<KeyRow> = run!(&mut conn, get_result, statement).optional()?;
+    row.map(ApiKey::try_from).transpose()
 }
 
 /// Revokes a key (keeping the first revocation's time); `false` when no key has this id.
