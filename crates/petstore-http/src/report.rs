@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::error::Error;
 use std::fmt;
 
+use petstore_domain::ADMIN_TOKEN_PREFIX;
 use petstore_domain::key::KEY_PREFIX;
 
 /// Displays an error and every error in its `source` chain, `outer: inner: innermost`. The
@@ -26,14 +27,15 @@ impl fmt::Display for Chain<'_> {
 
 /// `text` with anything of an API key's form (`pst_`, or `pst%5F` as a URL may carry it, and
 /// the letters, digits and `%` escapes after it: a key, part of one, or a mistyped one) replaced
-/// by `pst_[redacted]`. A client that puts its key in a query string (`?api_key=pst_...`) or a
-/// path must not have it written to the logs.
+/// by `pst_[redacted]`, and the same for an admin token's (`psa_`). A client that puts its key
+/// in a query string (`?api_key=pst_...`) or a path must not have it written to the logs.
 pub fn redact_keys(text: &str) -> Cow<'_, str> {
-    // Both prefixes start with `pst`: a line without it (nearly every line) is not copied.
+    // Every prefix starts with `pst` or `psa`: a line without either (nearly every line) is not
+    // copied.
     if !text
         .as_bytes()
         .windows(3)
-        .any(|w| w.eq_ignore_ascii_case(b"pst"))
+        .any(|w| w.eq_ignore_ascii_case(b"pst") || w.eq_ignore_ascii_case(b"psa"))
     {
         return Cow::Borrowed(text);
     }
@@ -42,16 +44,16 @@ pub fn redact_keys(text: &str) -> Cow<'_, str> {
     let mut at = 0;
     while at < text.len() {
         let rest = &lower[at..];
-        let prefix = [KEY_PREFIX, ENCODED_PREFIX]
+        let prefix = PREFIXES
             .into_iter()
-            .find(|prefix| rest.starts_with(prefix));
+            .find(|(prefix, _)| rest.starts_with(prefix));
         match prefix {
-            Some(prefix) => {
+            Some((prefix, written)) => {
                 let start = at + prefix.len();
                 let secret = text[start..]
                     .find(|c: char| !(c.is_ascii_alphanumeric() || c == '%'))
                     .unwrap_or(text.len() - start);
-                out.push_str(KEY_PREFIX);
+                out.push_str(written);
                 if secret > 0 {
                     out.push_str("[redacted]");
                 }
@@ -67,8 +69,14 @@ pub fn redact_keys(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
-/// `pst_` with its underscore percent-encoded, in lower case (matched case-insensitively).
-const ENCODED_PREFIX: &str = "pst%5f";
+/// The prefixes of secrets, in lower case (matched case-insensitively; `%5f` is an underscore
+/// percent-encoded), each with what is written in its place.
+const PREFIXES: [(&str, &str); 4] = [
+    (KEY_PREFIX, KEY_PREFIX),
+    ("pst%5f", KEY_PREFIX),
+    (ADMIN_TOKEN_PREFIX, ADMIN_TOKEN_PREFIX),
+    ("psa%5f", ADMIN_TOKEN_PREFIX),
+];
 
 #[cfg(test)]
 mod tests {
@@ -95,6 +103,11 @@ mod tests {
                 "?k=pst_[redacted]",
             ),
             ("PST_ABCD café".to_owned(), "pst_[redacted] café"),
+            (
+                format!("?t=psa_{} and psa%5F{}", &key[4..], &key[4..]),
+                "?t=psa_[redacted] and psa_[redacted]",
+            ),
+            ("psalm".to_owned(), "psalm"),
         ];
         for (text, expected) in cases {
             assert_eq!(redact_keys(&text), expected, "{text}");
