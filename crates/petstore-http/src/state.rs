@@ -100,8 +100,9 @@ pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
     Ok(match &config.redis_url {
         None => Limiter::in_memory(config.bans, anonymous, config.addresses),
         Some(url) => Limiter::shared(
-            Box::new(RedisCounters::new(
+            Box::new(RedisCounters::with_ca(
                 url,
+                ca_pem(config)?,
                 &config.prefix,
                 config.timeout,
                 config.bans.forgive_after_seconds,
@@ -112,4 +113,25 @@ pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
             config.addresses,
         ),
     })
+}
+
+/// The certificate authority `--rate-limit-ca-file` names, read once at start-up.
+fn ca_pem(config: &RateLimitConfig) -> Result<Option<Vec<u8>>, Box<dyn Error>> {
+    let Some(path) = &config.ca_file else {
+        return Ok(None);
+    };
+    let pem = std::fs::read(path).map_err(|error| {
+        format!(
+            "cannot read --rate-limit-ca-file {}: {error}",
+            path.display()
+        )
+    })?;
+    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
+        return Err(format!(
+            "--rate-limit-ca-file {} holds no PEM certificate",
+            path.display()
+        )
+        .into());
+    }
+    Ok(Some(pem))
 }

@@ -428,10 +428,16 @@ pub struct ServeArgs {
     /// admin-tokens create`), and `/metrics` unless `--metrics-bind` is set. Off when unset.
     #[arg(long, env = "PETSTORE_ADMIN_BIND")]
     pub admin_bind: Option<String>,
-    /// Where rate-limit counters live: `memory` (this process) or `redis://host:port[/db]`
-    /// (shared by every instance).
+    /// Where rate-limit counters live: `memory` (this process), or shared by every instance in
+    /// Redis: `redis://host:port[/db]` (`rediss://` over TLS), or a Redis Cluster by seed nodes,
+    /// `redis+cluster://host:port[,host:port...]` (`rediss+cluster://` over TLS).
     #[arg(long, env = "PETSTORE_RATE_LIMIT_STORE", default_value = "memory")]
     pub rate_limit_store: String,
+    /// A certificate authority (PEM) that signs the Redis servers' TLS certificates, for a
+    /// private CA; by default the system's authorities are trusted. The server's name is checked
+    /// either way.
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_CA_FILE")]
+    pub rate_limit_ca_file: Option<std::path::PathBuf>,
     /// Prefix of the Redis keys.
     #[arg(long, env = "PETSTORE_RATE_LIMIT_PREFIX", default_value = "petstore")]
     pub rate_limit_prefix: String,
@@ -497,6 +503,7 @@ impl ServeArgs {
             admin_bind: self.admin_bind,
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
+                ca_file: self.rate_limit_ca_file,
                 prefix: self.rate_limit_prefix,
                 on_failure: self.rate_limit_on_failure,
                 timeout: self.rate_limit_timeout,

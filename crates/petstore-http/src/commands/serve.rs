@@ -93,13 +93,10 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     if let (Some(exporter), MetricsEndpoint::Main) = (&exporter, &config.metrics) {
         state = state.with_metrics(exporter.clone());
     }
-    log::info!(
-        "rate limits counted {}",
-        match &config.rate_limit.redis_url {
-            Some(_) => "in Redis (shared by every instance)",
-            None => "in this process",
-        }
-    );
+    match &config.rate_limit.redis_url {
+        Some(url) => check_redis(&state, url).await?,
+        None => log::info!("rate limits counted in this process"),
+    }
     // A worker needs no more blocking threads than the storage runs calls on at once. Without
     // the cap the blocking pool (512 threads by default) started a new thread whenever a call
     // arrived just before a previous one had handed its thread back.
@@ -191,6 +188,51 @@ fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dy
     let handle = server.handle();
     actix_web::rt::spawn(server);
     Ok(handle)
+}
+
+/// Asks the shared counters for a `PING` at start-up: a certificate Redis presents and this
+/// instance refuses (a wrong CA, a name the certificate lacks) is a configuration that can never
+/// work, and stops the start with the reason; Redis merely unreachable is only a warning (the
+/// failure policy applies until it is back).
+async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> {
+    let shown = redact_password(url);
+    match state.limiter.ping().await {
+        Ok(()) => {
+            log::info!("rate limits counted in Redis at {shown} (shared by every instance)");
+            Ok(())
+        }
+        Err(error) => {
+            let reason = crate::report::Chain(&error).to_string();
+            let lower = reason.to_ascii_lowercase();
+            if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
+            {
+                return Err(format!(
+                    "Redis at {shown} refused: its TLS certificate is not trusted ({reason}); \
+                     check --rate-limit-ca-file and the host name in --rate-limit-store"
+                )
+                .into());
+            }
+            log::warn!(
+                "Redis at {shown} does not answer yet ({reason}); rate limits follow \
+                 --rate-limit-on-failure until it does"
+            );
+            Ok(())
+        }
+    }
+}
+
+/// `url` with any password replaced by `***`, for the log.
+fn redact_password(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let credentials = &url[scheme + 3..at];
+            match credentials.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
 }
 
 /// Serves the admin API (and `metrics`, when given) on `addr` (one worker), and says where on

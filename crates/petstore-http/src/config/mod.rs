@@ -189,8 +189,12 @@ impl HttpSettings {
 /// Where rate-limit counters live and how clients are treated.
 #[derive(Debug, Clone)]
 pub struct RateLimitConfig {
-    /// `None`: in this process; `Some(url)`: in Redis, shared by every instance.
+    /// `None`: in this process; `Some(url)`: in Redis (one server or a cluster), shared by
+    /// every instance.
     pub redis_url: Option<String>,
+    /// A certificate authority (PEM file) the Redis server's TLS certificate must be signed by,
+    /// instead of the system's.
+    pub ca_file: Option<std::path::PathBuf>,
     /// Prefix of every Redis key, so several deployments can share one Redis.
     pub prefix: String,
     /// What to do while Redis is unreachable.
@@ -219,6 +223,7 @@ impl Default for RateLimitConfig {
     fn default() -> Self {
         Self {
             redis_url: None,
+            ca_file: None,
             prefix: "petstore".into(),
             on_failure: FailurePolicy::Open,
             timeout: Duration::from_millis(100),

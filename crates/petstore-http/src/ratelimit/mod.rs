@@ -110,6 +110,11 @@ pub trait CounterStore: Send + Sync + 'static {
         now: u64,
     ) -> LocalBoxFuture<'a, Result<Hit, CounterError>>;
 
+    /// Whether the store answers now (a start-up check; in memory, always).
+    fn ping(&self) -> LocalBoxFuture<'_, Result<(), CounterError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// A ban of `subject` starts: forgets its refusals in the current minute (so that, once the
     /// ban ends or is lifted, only new refusals count towards the next one) and, for an address,
     /// records the ban (key bans are kept with the key, in the database).
@@ -298,6 +303,12 @@ impl Limiter {
         let fallback = (on_failure == FailurePolicy::Open)
             .then(|| MemoryCounters::new(bans.forgive_after_seconds, addresses.max_addresses));
         Self::with_counters(counters, fallback, on_failure, bans, anonymous, addresses)
+    }
+
+    /// Whether the counter store answers now: for a start-up check that tells a configuration
+    /// that cannot work (a certificate refused) from a store that is only down for now.
+    pub async fn ping(&self) -> Result<(), CounterError> {
+        self.counters.ping().await
     }
 
     fn with_counters(

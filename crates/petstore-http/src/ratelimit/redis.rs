@@ -1,11 +1,19 @@
 //! Redis counters: every instance shares them. One round trip per request (a Lua script that
 //! checks the ban, both windows, and counts atomically); every key expires by itself.
+//!
+//! The counters live on one Redis server (`redis://`, or `rediss://` over TLS) or in a Redis
+//! Cluster (`redis+cluster://` or `rediss+cluster://` and seed nodes). Every key of one subject
+//! carries the subject as a hash tag, so that they share a cluster slot and each script, which
+//! touches several of them, runs on one node, atomically.
 
 use std::time::Duration;
 
 use futures_util::future::{FutureExt, LocalBoxFuture};
 use petstore_domain::{Ban, Counts, RateLimits, Window};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClientBuilder, ClusterConfig};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisFuture, TlsCertificates, Value};
 
 use super::{CounterError, CounterStore, Hit, Subject};
 
@@ -60,46 +68,245 @@ return {room, minute, day, refused, ban_until, ban_level}
 "
 );
 
+/// A ban starts. KEYS: minute refusals, ban. ARGV: the ban (`until:level`, or empty for none
+/// to record), its lifetime in seconds. One script rather than a MULTI block, which a cluster
+/// client does not route.
+const START_BAN: &str = r"redis.call('DEL', KEYS[1])
+if ARGV[1] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2]) end
+return 1
+";
+
 /// Slack added to key lifetimes, so instances whose clocks differ a little still agree.
 const MINUTE_SLACK: u64 = 60;
 const DAY_SLACK: u64 = 3_600;
 
-/// Counters in Redis, shared by every instance using the same URL and prefix.
+/// Where the counters are: `redis://` or `rediss://` (one server), `redis+cluster://` or
+/// `rediss+cluster://` (seed nodes of a cluster, comma-separated).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RedisTarget {
+    /// One server, by its URL.
+    Single(String),
+    /// A cluster, by the URLs of some of its nodes (`redis://` or `rediss://` each).
+    Cluster(Vec<String>),
+}
+
+impl RedisTarget {
+    /// Parses `--rate-limit-store`'s value (anything but `memory`).
+    pub fn parse(url: &str) -> Result<Self, CounterError> {
+        let bad = |why: &str| CounterError::new(format!("--rate-limit-store {url:?}: {why}"));
+        let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+            bad("expected memory, redis://, rediss://, redis+cluster:// or rediss+cluster://")
+        })?;
+        if url.contains("#insecure") {
+            return Err(bad("certificate verification cannot be turned off"));
+        }
+        let node_scheme = match scheme {
+            "redis" | "rediss" => return Ok(Self::Single(url.to_owned())),
+            "redis+cluster" => "redis",
+            "rediss+cluster" => "rediss",
+            _ => {
+                return Err(bad(
+                    "expected memory, redis://, rediss://, redis+cluster:// or rediss+cluster://",
+                ));
+            }
+        };
+        let (credentials, hosts) = match rest.rsplit_once('@') {
+            Some((credentials, hosts)) => (format!("{credentials}@"), hosts),
+            None => (String::new(), rest),
+        };
+        let hosts = hosts.trim_end_matches('/');
+        if hosts.contains('/') || hosts.contains('?') {
+            return Err(bad(
+                "a cluster has no database number or options: seed nodes only",
+            ));
+        }
+        let nodes: Vec<String> = hosts
+            .split(',')
+            .map(str::trim)
+            .filter(|host| !host.is_empty())
+            .map(|host| format!("{node_scheme}://{credentials}{host}"))
+            .collect();
+        if nodes.is_empty() {
+            return Err(bad(
+                "name at least one seed node, as HOST:PORT[,HOST:PORT...]",
+            ));
+        }
+        Ok(Self::Cluster(nodes))
+    }
+
+    fn uses_tls(&self) -> bool {
+        match self {
+            Self::Single(url) => url.starts_with("rediss://"),
+            Self::Cluster(nodes) => nodes.iter().all(|node| node.starts_with("rediss://")),
+        }
+    }
+}
+
+/// The connection: to one server (reconnecting by itself), or to a cluster (following its
+/// topology: slots that move, a replica promoted in a failover).
+#[derive(Clone)]
+enum Link {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Link {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Self::Single(connection) => connection.req_packed_command(cmd),
+            Self::Cluster(connection) => connection.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        cmd: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Self::Single(connection) => connection.req_packed_commands(cmd, offset, count),
+            Self::Cluster(connection) => connection.req_packed_commands(cmd, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Self::Single(connection) => connection.get_db(),
+            Self::Cluster(connection) => connection.get_db(),
+        }
+    }
+}
+
+/// How long the start-up check waits for Redis: long enough for a TLS handshake to fail with
+/// its own reason rather than a request's short timeout.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A client that opens a connection of its own, for the start-up check.
+#[allow(clippy::large_enum_variant)] // one per process: its size does not matter
+enum Probe {
+    Single(redis::Client),
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// Counters in Redis, shared by every instance using the same target and prefix.
 pub struct RedisCounters {
-    connection: ConnectionManager,
+    connection: Link,
+    probe: Probe,
     script: redis::Script,
     peek: redis::Script,
+    start_ban: redis::Script,
     prefix: String,
     timeout: Duration,
     remember_bans_for: u64,
 }
 
 impl RedisCounters {
-    /// Counters at `url` under `prefix`. Connects lazily (a Redis that is down at start-up does
-    /// not stop the service) and reconnects by itself; every call gives up after `timeout`.
-    /// Must be called inside the async runtime.
+    /// Counters at `url` (one server or a cluster: [`RedisTarget`]) under `prefix`, trusting the
+    /// system's certificate authorities for TLS.
     pub fn new(
         url: &str,
         prefix: &str,
         timeout: Duration,
         remember_bans_for: u64,
     ) -> Result<Self, CounterError> {
-        let client = redis::Client::open(url).map_err(CounterError::new)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(timeout))
-            .set_response_timeout(Some(timeout))
-            .set_number_of_retries(1)
-            .set_max_delay(timeout);
-        let connection =
-            ConnectionManager::new_lazy_with_config(client, config).map_err(CounterError::new)?;
+        Self::with_ca(url, None, prefix, timeout, remember_bans_for)
+    }
+
+    /// Counters at `url` under `prefix`; over TLS, the server's certificate must be signed by
+    /// `ca_pem` (PEM) when given, else by an authority the system trusts, and name the host.
+    /// Connects lazily (a Redis that is down at start-up does not stop the service) and
+    /// reconnects by itself; every call gives up after `timeout`. Must be called inside the
+    /// async runtime.
+    pub fn with_ca(
+        url: &str,
+        ca_pem: Option<Vec<u8>>,
+        prefix: &str,
+        timeout: Duration,
+        remember_bans_for: u64,
+    ) -> Result<Self, CounterError> {
+        let target = RedisTarget::parse(url)?;
+        if ca_pem.is_some() && !target.uses_tls() {
+            return Err(CounterError::new(
+                "--rate-limit-ca-file is for TLS: use a rediss:// or rediss+cluster:// URL",
+            ));
+        }
+        let certificates = ca_pem.map(|pem| TlsCertificates {
+            client_tls: None,
+            root_cert: Some(pem),
+        });
+        let (connection, probe) = match target {
+            RedisTarget::Single(url) => {
+                let client = match certificates {
+                    Some(certificates) => redis::Client::build_with_tls(url, certificates),
+                    None => redis::Client::open(url),
+                }
+                .map_err(CounterError::new)?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(timeout))
+                    .set_response_timeout(Some(timeout))
+                    .set_number_of_retries(1)
+                    .set_max_delay(timeout);
+                (
+                    Link::Single(
+                        ConnectionManager::new_lazy_with_config(client.clone(), config)
+                            .map_err(CounterError::new)?,
+                    ),
+                    Probe::Single(client),
+                )
+            }
+            RedisTarget::Cluster(nodes) => {
+                let mut builder = ClusterClientBuilder::new(nodes)
+                    .connection_timeout(timeout)
+                    .response_timeout(timeout)
+                    .retries(1);
+                if let Some(certificates) = certificates {
+                    builder = builder.certs(certificates);
+                }
+                let client = builder.build().map_err(CounterError::new)?;
+                let config = ClusterConfig::new()
+                    .set_connection_timeout(timeout)
+                    .set_response_timeout(timeout);
+                (
+                    Link::Cluster(client.get_pending_async_connection_with_config(config)),
+                    Probe::Cluster(client),
+                )
+            }
+        };
         Ok(Self {
             connection,
+            probe,
             script: redis::Script::new(HIT),
             peek: redis::Script::new(PEEK),
+            start_ban: redis::Script::new(START_BAN),
             prefix: prefix.to_owned(),
             timeout,
             remember_bans_for,
         })
+    }
+
+    /// One `PING` on a connection of its own, within [`PING_TIMEOUT`]: whether Redis answers
+    /// now, and if not, why (a refused certificate says so).
+    async fn ping_inner(&self) -> Result<(), CounterError> {
+        let ping = async {
+            let pong: String = match &self.probe {
+                Probe::Single(client) => {
+                    let config = redis::AsyncConnectionConfig::new()
+                        .set_connection_timeout(Some(PING_TIMEOUT))
+                        .set_response_timeout(Some(PING_TIMEOUT));
+                    let mut connection = client
+                        .get_multiplexed_async_connection_with_config(&config)
+                        .await?;
+                    redis::cmd("PING").query_async(&mut connection).await?
+                }
+                Probe::Cluster(client) => {
+                    let mut connection = client.get_async_connection().await?;
+                    redis::cmd("PING").query_async(&mut connection).await?
+                }
+            };
+            Ok(pong)
+        };
+        bounded::<String>(PING_TIMEOUT, ping).await.map(drop)
     }
 
     /// `{prefix}:{subject}:{suffix}`; the braces keep one subject's keys in one cluster slot.
@@ -161,21 +368,23 @@ impl RedisCounters {
         ban: Option<Ban>,
         now: u64,
     ) -> Result<(), CounterError> {
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .del(self.key(subject, &format!("r:{}", Window::Minute.index(now))))
-            .ignore();
-        if let Some(ban) = ban {
-            let ttl = ban.until.saturating_sub(now) + self.remember_bans_for;
-            pipe.set_ex(
-                self.key(subject, "ban"),
-                format!("{}:{}", ban.until, ban.level),
-                ttl.max(1),
-            )
-            .ignore();
-        }
+        let mut invocation = self.start_ban.prepare_invoke();
+        invocation
+            .key(self.key(subject, &format!("r:{}", Window::Minute.index(now))))
+            .key(self.key(subject, "ban"));
+        match ban {
+            Some(ban) => {
+                let ttl = ban.until.saturating_sub(now) + self.remember_bans_for;
+                invocation
+                    .arg(format!("{}:{}", ban.until, ban.level))
+                    .arg(ttl.max(1))
+            }
+            None => invocation.arg("").arg(1),
+        };
         let mut connection = self.connection.clone();
-        bounded::<()>(self.timeout, pipe.query_async(&mut connection)).await
+        bounded::<u64>(self.timeout, invocation.invoke_async(&mut connection))
+            .await
+            .map(drop)
     }
 }
 
@@ -190,6 +399,10 @@ async fn bounded<T>(
 }
 
 impl CounterStore for RedisCounters {
+    fn ping(&self) -> LocalBoxFuture<'_, Result<(), CounterError>> {
+        self.ping_inner().boxed_local()
+    }
+
     fn hit<'a>(
         &'a self,
         subject: Subject,

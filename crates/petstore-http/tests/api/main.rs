@@ -22,3 +22,4 @@ mod outage;
 mod rate_limits;
 #[path = "../common/redis_support.rs"]
 mod redis_support;
+mod shared_counters;

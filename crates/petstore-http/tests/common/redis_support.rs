@@ -1,5 +1,7 @@
 //! A Redis key prefix of its own for one test, its keys deleted afterwards. Skipped loudly when
-//! Redis is unreachable outside CI; a failure in CI.
+//! Redis is unreachable outside CI; a failure in CI. Also Redis servers of a test's own: one
+//! speaking TLS ([`TlsRedis`]), and a cluster ([`RedisCluster`]).
+#![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -66,5 +68,303 @@ impl Drop for TestRedis {
         if !keys.is_empty() {
             let _: redis::RedisResult<()> = redis::cmd("DEL").arg(keys).query(&mut conn);
         }
+    }
+}
+
+/// A free loopback port (bound, then released for the server about to take it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Whether Debian's `redis-server` and `redis-cli` are here; outside CI a loud skip when not.
+fn redis_tools() -> bool {
+    let found = ["redis-server", "redis-cli"].iter().all(|tool| {
+        std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_ok_and(|output| output.status.success())
+    });
+    if !found {
+        if in_ci() {
+            panic!("redis-server and redis-cli are needed in CI");
+        }
+        petstore_store::testing::loud_skip(
+            "redis-server or redis-cli missing; Redis TLS and cluster tests did not run",
+        );
+    }
+    found
+}
+
+/// Waits until something accepts connections on `port` (a server just started).
+fn wait_for_port(port: u16) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A `redis-server` of the test's own, killed when dropped.
+struct RedisProcess(std::process::Child);
+
+impl RedisProcess {
+    fn start(dir: &std::path::Path, args: &[String]) -> Self {
+        let child = std::process::Command::new("redis-server")
+            .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            .arg("--dir")
+            .arg(dir)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start redis-server");
+        Self(child)
+    }
+}
+
+impl Drop for RedisProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A CA made for one test, PEM.
+pub struct Authority {
+    pub ca_pem: String,
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    pub fn new(name: &str) -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let issuer =
+            CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA");
+        Self {
+            ca_pem: issuer.pem(),
+            issuer,
+        }
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses) and its key, in PEM.
+    pub fn server_certificate(&self, names: &[&str]) -> (String, String) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        let params = rcgen::CertificateParams::new(names).expect("params");
+        let certificate = params.signed_by(&key, &self.issuer).expect("signed");
+        (certificate.pem(), key.serialize_pem())
+    }
+}
+
+/// A `redis-server` speaking only TLS on a free loopback port, with a certificate for
+/// `localhost` (not `127.0.0.1`) signed by a CA of its own.
+pub struct TlsRedis {
+    pub port: u16,
+    pub authority: Authority,
+    pub dir: tempfile::TempDir,
+    _server: RedisProcess,
+}
+
+impl TlsRedis {
+    pub fn start() -> Option<Self> {
+        if !redis_tools() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let authority = Authority::new("petstore test Redis CA");
+        let (cert, key) = authority.server_certificate(&["localhost"]);
+        let path = |name: &str| dir.path().join(name).display().to_string();
+        std::fs::write(path("ca.pem"), &authority.ca_pem).expect("write");
+        std::fs::write(path("redis.pem"), cert).expect("write");
+        std::fs::write(path("redis.key"), key).expect("write");
+        let port = free_port();
+        let server = RedisProcess::start(
+            dir.path(),
+            &[
+                "--port".into(),
+                "0".into(),
+                "--tls-port".into(),
+                port.to_string(),
+                "--tls-cert-file".into(),
+                path("redis.pem"),
+                "--tls-key-file".into(),
+                path("redis.key"),
+                "--tls-ca-cert-file".into(),
+                path("ca.pem"),
+                "--tls-auth-clients".into(),
+                "no".into(),
+            ],
+        );
+        wait_for_port(port);
+        Some(Self {
+            port,
+            authority,
+            dir,
+            _server: server,
+        })
+    }
+
+    /// The CA file's path.
+    pub fn ca_file(&self) -> std::path::PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+}
+
+/// A Redis Cluster of the test's own: three masters and three replicas on free loopback ports,
+/// made with `redis-cli --cluster create`, every node killed when dropped.
+pub struct RedisCluster {
+    pub ports: Vec<u16>,
+    nodes: Vec<Option<RedisProcess>>,
+    _dir: tempfile::TempDir,
+}
+
+impl RedisCluster {
+    pub fn start() -> Option<Self> {
+        if !redis_tools() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+        let nodes = ports
+            .iter()
+            .map(|port| {
+                let node_dir = dir.path().join(port.to_string());
+                std::fs::create_dir(&node_dir).expect("node dir");
+                Some(RedisProcess::start(
+                    &node_dir,
+                    &[
+                        "--port".into(),
+                        port.to_string(),
+                        "--cluster-enabled".into(),
+                        "yes".into(),
+                        "--cluster-config-file".into(),
+                        "nodes.conf".into(),
+                        "--cluster-node-timeout".into(),
+                        "1000".into(),
+                    ],
+                ))
+            })
+            .collect();
+        for port in &ports {
+            wait_for_port(*port);
+        }
+        let output = std::process::Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(ports.iter().map(|port| format!("127.0.0.1:{port}")))
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("redis-cli --cluster create");
+        assert!(output.status.success(), "cluster create: {output:?}");
+        let cluster = Self {
+            ports,
+            nodes,
+            _dir: dir,
+        };
+        cluster.wait_until_ok();
+        Some(cluster)
+    }
+
+    /// `redis+cluster://` naming every node as a seed.
+    pub fn url(&self) -> String {
+        let seeds: Vec<String> = self
+            .ports
+            .iter()
+            .map(|port| format!("127.0.0.1:{port}"))
+            .collect();
+        format!("redis+cluster://{}", seeds.join(","))
+    }
+
+    fn cli(&self, port: u16, args: &[&str]) -> String {
+        let output = std::process::Command::new("redis-cli")
+            .args(["-h", "127.0.0.1", "-p", &port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// Waits until every running node sees the cluster whole (`cluster_state:ok`) and every
+    /// replica has its master's data (a replica that never synced cannot take over).
+    pub fn wait_until_ok(&self) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = self
+                .ports
+                .iter()
+                .zip(&self.nodes)
+                .filter(|(_, node)| node.is_some())
+                .all(|(port, _)| {
+                    let replication = self.cli(*port, &["info", "replication"]);
+                    self.cli(*port, &["cluster", "info"])
+                        .contains("cluster_state:ok")
+                        && (replication.contains("role:master")
+                            || replication.contains("master_link_status:up"))
+                });
+            if ok {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the cluster did not become ok"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The port of the master that serves `key`'s slot.
+    pub fn master_of(&self, key: &str) -> u16 {
+        let slot = self.cli(self.alive_port(), &["cluster", "keyslot", key]);
+        let slot: u16 = slot.trim().parse().expect("a slot");
+        // `cluster nodes`: id addr flags master ping pong epoch state slots...
+        let alive = self.alive_port();
+        let nodes = self.cli(alive, &["cluster", "nodes"]);
+        for line in nodes.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 9 || !fields[2].contains("master") || fields[2].contains("fail") {
+                continue;
+            }
+            let owns = fields[8..].iter().any(|range| match range.split_once('-') {
+                Some((first, last)) => {
+                    let (first, last): (u16, u16) =
+                        (first.parse().unwrap_or(u16::MAX), last.parse().unwrap_or(0));
+                    (first..=last).contains(&slot)
+                }
+                None => range.parse::<u16>() == Ok(slot),
+            });
+            if owns {
+                let addr = fields[1].split('@').next().expect("addr");
+                return addr
+                    .rsplit_once(':')
+                    .expect("host:port")
+                    .1
+                    .parse()
+                    .expect("port");
+            }
+        }
+        panic!("no master serves slot {slot}: {nodes}");
+    }
+
+    /// A node still running.
+    fn alive_port(&self) -> u16 {
+        self.ports
+            .iter()
+            .zip(&self.nodes)
+            .find_map(|(port, node)| node.as_ref().map(|_| *port))
+            .expect("a node runs")
+    }
+
+    /// Kills the node on `port` (SIGKILL: no goodbye to the cluster).
+    pub fn kill(&mut self, port: u16) {
+        let index = self.ports.iter().position(|p| *p == port).expect("a node");
+        self.nodes[index] = None;
     }
 }

@@ -1,0 +1,215 @@
+//! The shared counters past one plain Redis: over TLS (the server's certificate verified,
+//! against a private CA), and in a Redis Cluster (several instances counting exactly, bans seen
+//! by all, a failover that keeps the failure policy, hangs nothing, and counts exactly after).
+//! The servers are the test's own `redis-server`s on free loopback ports.
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant};
+
+use petstore_domain::{Ban, Plan, RateLimits};
+use petstore_http::ratelimit::{
+    AddressPolicy, CounterStore, FailurePolicy, Hit, Limiter, RedisCounters, Subject,
+};
+use petstore_store::testing::TestDatabase;
+
+use crate::helpers::{TestApp, anonymous_limits};
+use crate::redis_support::{Authority, RedisCluster, TlsRedis};
+
+const NOW: u64 = 1_800_000_005;
+
+fn limits(per_minute: u32) -> RateLimits {
+    RateLimits::custom(per_minute, 1_000_000).expect("limits")
+}
+
+fn allowed(hit: &Hit) -> bool {
+    matches!(hit, Hit::Counted { counts, .. } if counts.allowed)
+}
+
+/// The reason a `PING` failed, all of it.
+async fn refusal(counters: &RedisCounters) -> String {
+    let error = counters.ping().await.expect_err("refused");
+    petstore_http::report::Chain(&error).to_string()
+}
+
+#[actix_web::test]
+async fn counters_over_tls_trust_only_a_certificate_for_the_host_from_the_ca() {
+    let Some(tls) = TlsRedis::start() else {
+        return;
+    };
+    let ca = || Some(tls.authority.ca_pem.clone().into_bytes());
+    let timeout = Duration::from_secs(2);
+    let good = format!("rediss://localhost:{}", tls.port);
+    let counters = RedisCounters::with_ca(&good, ca(), "tls-test", timeout, 86_400)
+        .expect("counters over TLS");
+    counters.ping().await.expect("TLS with the CA");
+    let subject = Subject::Key(7);
+    for expected in [true, true, false] {
+        let hit = counters.hit(subject, limits(2), NOW).await.expect("hit");
+        assert_eq!(allowed(&hit), expected, "{hit:?}");
+    }
+
+    // A name the certificate does not carry (it names `localhost`, not `127.0.0.1`).
+    let by_address = format!("rediss://127.0.0.1:{}", tls.port);
+    let counters =
+        RedisCounters::with_ca(&by_address, ca(), "tls-test", timeout, 86_400).expect("counters");
+    let reason = refusal(&counters).await;
+    assert!(reason.contains("not valid for name"), "{reason}");
+    // A CA that did not sign it; and the system's authorities, which know nothing of it.
+    let other = Authority::new("another CA").ca_pem.into_bytes();
+    let counters =
+        RedisCounters::with_ca(&good, Some(other), "tls-test", timeout, 86_400).expect("counters");
+    let reason = refusal(&counters).await;
+    assert!(reason.contains("UnknownIssuer"), "{reason}");
+    let counters = RedisCounters::new(&good, "tls-test", timeout, 86_400).expect("counters");
+    let reason = refusal(&counters).await;
+    assert!(reason.contains("UnknownIssuer"), "{reason}");
+    // Plain TCP to a TLS port never answers a command.
+    let plain = format!("redis://localhost:{}", tls.port);
+    let counters = RedisCounters::new(&plain, "tls-test", timeout, 86_400).expect("counters");
+    counters.ping().await.expect_err("not TLS");
+    // A CA for a plain URL, and a URL that turns verification off, are refused outright.
+    for (url, ca) in [
+        (plain.as_str(), ca()),
+        (&*format!("{good}/#insecure"), None),
+        ("redis+cluster://", None),
+        ("memcached://localhost:1", None),
+    ] {
+        assert!(
+            RedisCounters::with_ca(url, ca, "tls-test", timeout, 86_400).is_err(),
+            "{url}"
+        );
+    }
+}
+
+/// Counters on `cluster`, as one instance of the service holds them.
+fn on_cluster(cluster: &RedisCluster, prefix: &str, timeout: Duration) -> RedisCounters {
+    RedisCounters::new(&cluster.url(), prefix, timeout, 86_400).expect("cluster counters")
+}
+
+#[actix_web::test]
+async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
+    let Some(cluster) = RedisCluster::start() else {
+        return;
+    };
+    let timeout = Duration::from_secs(2);
+    let first = on_cluster(&cluster, "cluster-test", timeout);
+    let second = on_cluster(&cluster, "cluster-test", timeout);
+    // Many subjects, so that they land on every master; each one hammered from both
+    // instances at once.
+    for id in 1..=12 {
+        let subject = Subject::Key(id);
+        let hits = (0..40).map(|i| {
+            let counters = if i % 2 == 0 { &first } else { &second };
+            counters.hit(subject, limits(25), NOW)
+        });
+        let hits = futures_util::future::join_all(hits).await;
+        let granted = hits
+            .iter()
+            .filter(|hit| allowed(hit.as_ref().expect("hit")))
+            .count();
+        assert_eq!(granted, 25, "subject {subject}: exactly its limit");
+    }
+    // A ban started by one instance holds on the other, and the status peek sees it.
+    let address = Subject::Address("192.0.2.7".parse::<IpAddr>().expect("ip"));
+    let ban = Ban {
+        until: NOW + 300,
+        level: 1,
+    };
+    first.start_ban(address, Some(ban), NOW).await.expect("ban");
+    assert_eq!(
+        second.hit(address, limits(25), NOW).await.expect("hit"),
+        Hit::Banned(ban)
+    );
+    assert_eq!(
+        second.peek(address, limits(25), NOW).await.expect("peek"),
+        Hit::Banned(ban)
+    );
+}
+
+#[actix_web::test]
+async fn a_failover_keeps_the_failure_policy_hangs_nothing_and_counts_exactly_after() {
+    let Some(mut cluster) = RedisCluster::start() else {
+        return;
+    };
+    let timeout = Duration::from_millis(300);
+    let db = TestDatabase::sqlite();
+    let store = db.store().await;
+    let limiter = Limiter::shared(
+        Box::new(on_cluster(&cluster, "failover-test", timeout)),
+        FailurePolicy::Closed,
+        petstore_domain::BanPolicy::default(),
+        anonymous_limits(),
+        AddressPolicy::default(),
+    );
+    let app = TestApp::with_limiter(Some(db), store, limiter).await;
+    let custom = RateLimits::custom(30, 100_000).expect("limits");
+    let (key, secret) = app
+        .store
+        .create_key(
+            &petstore_domain::KeySpec::new(Plan::Enterprise, "failover", Some(custom))
+                .expect("spec"),
+        )
+        .await
+        .expect("key");
+    let secret = secret.expose().to_owned();
+    let remaining = |reply: &crate::helpers::Reply| -> Option<u64> {
+        reply
+            .header("x-ratelimit-remaining")
+            .and_then(|v| v.parse().ok())
+    };
+    for expected in [29, 28, 27] {
+        let reply = app.get_as("/v1/pets", &secret).await;
+        assert_eq!(
+            (reply.status.as_u16(), remaining(&reply)),
+            (200, Some(expected))
+        );
+    }
+
+    // The master of this key's slot dies; its replica takes over within a few seconds.
+    let master = cluster.master_of(&format!("{{{}}}", Subject::Key(key.id)));
+    cluster.kill(master);
+    let started = Instant::now();
+    let mut unavailable = 0;
+    let mut served_after_switch = None;
+    while started.elapsed() < Duration::from_secs(30) {
+        let asked = Instant::now();
+        let reply =
+            actix_web::rt::time::timeout(Duration::from_secs(5), app.get_as("/v1/pets", &secret))
+                .await
+                .expect("no request waits past the limiter's deadline (and its one retry)");
+        assert!(
+            asked.elapsed() < Duration::from_secs(3),
+            "answered in {:?}",
+            asked.elapsed()
+        );
+        match reply.status.as_u16() {
+            // Closed: while the slot has no master, refused, never served uncounted.
+            503 => {
+                reply.assert_error(503, "service_unavailable");
+                unavailable += 1;
+            }
+            200 => {
+                served_after_switch = remaining(&reply);
+                break;
+            }
+            other => panic!("during the failover: {other}"),
+        }
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
+    let first_after = served_after_switch.expect("served again once the replica took over");
+    assert!(unavailable > 0, "the switch was seen");
+    // The counts written before the failover were replicated (or, at worst, a few lost); from
+    // here on each request is counted exactly once, to the limit.
+    let mut expected = first_after;
+    while expected > 0 {
+        expected -= 1;
+        let reply = app.get_as("/v1/pets", &secret).await;
+        assert_eq!(
+            (reply.status.as_u16(), remaining(&reply)),
+            (200, Some(expected))
+        );
+    }
+    app.get_as("/v1/pets", &secret)
+        .await
+        .assert_error(429, "rate_limited");
+}
