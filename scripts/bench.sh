@@ -11,6 +11,8 @@
 # Writes a markdown table (see docs/performance.md).
 #
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
+#   scripts/bench.sh --redis-cost [--runs N] [--duration S]   (the Redis limiter against counters
+#     in memory, alternating runs on the same database: target/bench/redis-cost.md)
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
 #   scripts/bench.sh --instructions [--out FILE]
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
@@ -42,6 +44,7 @@ CONNS=32
 OUT=""
 INSTRUCTIONS=0
 METRICS_COST=0
+REDIS_COST=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --pets) PETS=$2; shift 2 ;;
@@ -53,6 +56,7 @@ while [ $# -gt 0 ]; do
     --out) OUT=$2; shift 2 ;;
     --instructions) INSTRUCTIONS=1; shift ;;
     --metrics-cost) METRICS_COST=1; shift ;;
+    --redis-cost) REDIS_COST=1; shift ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -328,6 +332,40 @@ if [ "$METRICS_COST" = 1 ]; then
     echo "| Metrics off (median req/s) | Metrics on (median req/s) | On / off (median of pairs) |"
     echo "|---|---|---|"
     echo "| $(printf '%s\n' "${off[@]}" | median) | $(printf '%s\n' "${on[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# --- Redis limiter cost (--redis-cost) -------------------------------------------------------
+# The same route with the limiter's counters in Redis and in memory, one server each on the same
+# database and core, alternating run by run; the ratio is the median of the pairs'.
+if [ "$REDIS_COST" = 1 ]; then
+  reachable "${REDIS_URL##*:}" || { echo "bench: Redis is unreachable at $REDIS_URL" >&2; exit 1; }
+  db=$WORK/redis-cost.db
+  seed sqlite "$db" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
+  start_server limiter-memory env RUST_LOG=warn "${serve[@]}"
+  MEM_PID=$SERVER_PID MEM_BASE=$BASE
+  start_server limiter-redis env RUST_LOG=warn "${serve[@]}" --rate-limit-store "$REDIS_URL" \
+    --rate-limit-prefix "petstore-bench-$$"
+  RED_PID=$SERVER_PID RED_BASE=$BASE
+  ratios=() memory=() redis=()
+  for _ in $(seq 1 "$RUNS"); do
+    memory+=("$(wrk_once "${auth[@]}" "$MEM_BASE/v1/pets?limit=20" | rps_of)")
+    redis+=("$(wrk_once "${auth[@]}" "$RED_BASE/v1/pets?limit=20" | rps_of)")
+    ratios+=("$(awk -v a="${redis[-1]}" -v b="${memory[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: memory ${memory[-1]} req/s, redis ${redis[-1]} req/s" >&2
+  done
+  kill -TERM "$MEM_PID" "$RED_PID"; wait "$MEM_PID" "$RED_PID" 2>/dev/null || true; SERVER_PID=""
+  OUT=${OUT%/*}/redis-cost.md
+  {
+    echo "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, Redis on the same machine ($REDIS_URL); $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| Counters in memory (median req/s) | In Redis (median req/s) | Redis / memory (median of pairs) |"
+    echo "|---|---|---|"
+    echo "| $(printf '%s\n' "${memory[@]}" | median) | $(printf '%s\n' "${redis[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
   } >"$OUT"
   cat "$OUT"
   exit 0
