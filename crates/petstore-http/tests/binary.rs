@@ -922,6 +922,16 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
     let mut expected = issued.clone();
     expected.as_object_mut().expect("object").remove("key");
     assert_eq!(shown["label"], expected["label"]);
+    // And the API sees what the CLI does: a new label from `keys update`.
+    run(
+        db,
+        &["keys", "update", &id.to_string(), "--label", "ACME Corp"],
+    );
+    let (status, fetched) = admin_call("GET", &format!("{admin}/keys/{id}"), Some(&token), None);
+    assert_eq!(
+        (status, fetched["label"].as_str()),
+        (200, Some("ACME Corp"))
+    );
     assert_eq!(
         shown
             .as_object()

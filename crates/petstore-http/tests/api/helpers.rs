@@ -3,6 +3,8 @@
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use actix_web::body::MessageBody;
+use actix_web::dev::ServiceResponse;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::test as atest;
@@ -86,6 +88,18 @@ impl Reply {
                 .contains("rel=\"next\"")
                 .then(|| target.trim().trim_matches(['<', '>']).to_owned())
         })
+    }
+}
+
+/// A response as the tests read it: status, headers and the whole body.
+async fn reply_of(response: ServiceResponse<impl MessageBody>) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = atest::read_body(response).await;
+    Reply {
+        status,
+        headers,
+        body,
     }
 }
 
@@ -191,29 +205,13 @@ impl TestApp {
     /// counted against the unspecified address).
     pub async fn send(&self, request: atest::TestRequest) -> Reply {
         let service = atest::init_service(app(self.state.clone())).await;
-        let response = atest::call_service(&service, request.to_request()).await;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = atest::read_body(response).await;
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        reply_of(atest::call_service(&service, request.to_request()).await).await
     }
 
     /// Sends `request` to the admin listener's application over the same state (no metrics).
     pub async fn send_admin(&self, request: atest::TestRequest) -> Reply {
         let service = atest::init_service(admin_app(self.state.clone(), None)).await;
-        let response = atest::call_service(&service, request.to_request()).await;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let body = atest::read_body(response).await;
-        Reply {
-            status,
-            headers,
-            body,
-        }
+        reply_of(atest::call_service(&service, request.to_request()).await).await
     }
 
     fn authed(&self, request: atest::TestRequest) -> atest::TestRequest {
