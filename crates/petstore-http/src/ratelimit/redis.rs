@@ -1,72 +1,104 @@
-//! Redis counters: every instance shares them. One round trip per request (a Lua script that
-//! checks the ban, both windows, and counts atomically); every key expires by itself.
+//! Redis counters: every instance shares them. A Lua script checks each request's ban and both
+//! windows and counts, atomically; every key expires by itself.
+//!
+//! Decisions are batched: a request's hit joins a queue, and whatever is pending when the
+//! connection is free goes to Redis in one script call (one per cluster slot), each request
+//! getting its own answer. No request waits for a batch to fill: the first one goes at once,
+//! and the ones that arrive while it is out make up the next.
 //!
 //! The counters live on one Redis server (`redis://`, or `rediss://` over TLS) or in a Redis
 //! Cluster (`redis+cluster://` or `rediss+cluster://` and seed nodes). Every key of one subject
 //! carries the subject as a hash tag, so that they share a cluster slot and each script, which
 //! touches several of them, runs on one node, atomically.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use futures_util::future::{FutureExt, LocalBoxFuture};
+use futures_util::future::{FutureExt, LocalBoxFuture, join_all};
 use petstore_domain::{Ban, Counts, RateLimits, Window};
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::Slot;
 use redis::{Cmd, Pipeline, RedisFuture, TlsCertificates, Value};
+use tokio::sync::oneshot;
 
 use super::{CounterError, CounterStore, Hit, Subject};
 
-/// The scripts' common start: a ban in force answers `{2, ..., ban_until, ban_level}` at once;
-/// otherwise `ban_until` and `ban_level` hold the last ban, if any (for escalation).
-macro_rules! ban_check {
-    () => {
-        r"
+/// The scripts' common start, for the request whose keys start at `KEYS[k + 1]` and arguments
+/// at `ARGV[a]`: reads its ban and both windows (and, for [`PEEK`], its refusals) in one
+/// `MGET`. A ban in force answers `2, 0, 0, 0, ban_until, ban_level` at once; otherwise
+/// `ban_until` and `ban_level` hold the last ban, if any (for escalation).
+macro_rules! read_subject {
+    ($keys:literal) => {
+        concat!(
+            r"local now = tonumber(ARGV[a + 2])
+local values = redis.call('MGET', ",
+            $keys,
+            r")
+local minute = tonumber(values[2] or '0')
+local day = tonumber(values[3] or '0')
 local ban_until, ban_level = 0, 0
-local ban = redis.call('GET', KEYS[4])
+local ban = values[1]
 if ban then
   local sep = string.find(ban, ':', 1, true)
   ban_until = tonumber(string.sub(ban, 1, sep - 1))
   ban_level = tonumber(string.sub(ban, sep + 1))
-  if ban_until > tonumber(ARGV[3]) then
-    return {2, 0, 0, 0, ban_until, ban_level}
+  if ban_until > now then
+    return 2, 0, 0, 0, ban_until, ban_level
   end
 end
 "
+        )
     };
 }
 
-/// KEYS: minute count, day count, minute refusals, ban. ARGV: per-minute, per-day, now,
-/// minute-key TTL, day-key TTL. Returns {state, minute, day, refused, ban_until, ban_level}
-/// with state 1 counted, 0 refused, 2 banned.
+/// Counts a batch of requests, in order. Per request, 4 KEYS (minute count, day count, minute
+/// refusals, ban) and 5 ARGV (per-minute limit, per-day limit, now, minute-key TTL, day-key
+/// TTL). Returns 6 values per request: state (1 counted, 0 refused, 2 banned), minute, day,
+/// refused, ban_until, ban_level.
 const HIT: &str = concat!(
-    ban_check!(),
-    r"local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
-local day = tonumber(redis.call('GET', KEYS[2]) or '0')
-if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then
-  minute = redis.call('INCR', KEYS[1])
-  if minute == 1 then redis.call('EXPIRE', KEYS[1], ARGV[4]) end
-  day = redis.call('INCR', KEYS[2])
-  if day == 1 then redis.call('EXPIRE', KEYS[2], ARGV[5]) end
-  return {1, minute, day, 0, ban_until, ban_level}
+    "local function decide(k, a)\n",
+    read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2]"),
+    r"if minute < tonumber(ARGV[a]) and day < tonumber(ARGV[a + 1]) then
+  minute = redis.call('INCR', KEYS[k + 1])
+  if minute == 1 then redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 3]) end
+  day = redis.call('INCR', KEYS[k + 2])
+  if day == 1 then redis.call('EXPIRE', KEYS[k + 2], ARGV[a + 4]) end
+  return 1, minute, day, 0, ban_until, ban_level
 end
-local refused = redis.call('INCR', KEYS[3])
-if refused == 1 then redis.call('EXPIRE', KEYS[3], ARGV[4]) end
-return {0, minute, day, refused, ban_until, ban_level}
+local refused = redis.call('INCR', KEYS[k + 3])
+if refused == 1 then redis.call('EXPIRE', KEYS[k + 3], ARGV[a + 3]) end
+return 0, minute, day, refused, ban_until, ban_level
+end
+local replies = {}
+for i = 0, #KEYS / 4 - 1 do
+  local at = 6 * i
+  replies[at + 1], replies[at + 2], replies[at + 3], replies[at + 4], replies[at + 5],
+    replies[at + 6] = decide(4 * i, 5 * i + 1)
+end
+return replies
 "
 );
 
-/// [`HIT`] without counting: the same reply, state 1 when both windows have room.
+/// [`HIT`] for one request without counting: the same reply, state 1 when both windows have
+/// room.
 const PEEK: &str = concat!(
-    ban_check!(),
-    r"local minute = tonumber(redis.call('GET', KEYS[1]) or '0')
-local day = tonumber(redis.call('GET', KEYS[2]) or '0')
-local refused = tonumber(redis.call('GET', KEYS[3]) or '0')
+    "local function peek(k, a)\n",
+    read_subject!("KEYS[4], KEYS[1], KEYS[2], KEYS[3]"),
+    r"local refused = tonumber(values[4] or '0')
 local room = 0
 if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then room = 1 end
-return {room, minute, day, refused, ban_until, ban_level}
+return room, minute, day, refused, ban_until, ban_level
+end
+return {peek(0, 1)}
 "
 );
+
+/// The most requests one script call carries: a bound on how long Redis runs one script
+/// (about a microsecond per request).
+const MAX_BATCH: usize = 256;
 
 /// A ban starts. KEYS: minute refusals, ban. ARGV: the ban (`until:level`, or empty for none
 /// to record), its lifetime in seconds. One script rather than a MULTI block, which a cluster
@@ -191,14 +223,47 @@ enum Probe {
 
 /// Counters in Redis, shared by every instance using the same target and prefix.
 pub struct RedisCounters {
-    connection: Link,
+    counting: Arc<Counting>,
     probe: Probe,
-    script: redis::Script,
     peek: redis::Script,
     start_ban: redis::Script,
+    remember_bans_for: u64,
+}
+
+/// What the requests of one instance share with the task that sends their batches.
+struct Counting {
+    connection: Link,
+    hit: redis::Script,
     prefix: String,
     timeout: Duration,
-    remember_bans_for: u64,
+    /// One queue for every worker of the instance.
+    queue: Mutex<Queue>,
+}
+
+#[derive(Default)]
+struct Queue {
+    pending: Vec<Pending>,
+    /// Whether a task is sending batches (it takes what is pending until none is left).
+    sending: bool,
+}
+
+/// A request waiting for its decision.
+struct Pending {
+    subject: Subject,
+    limits: RateLimits,
+    now: u64,
+    answer: oneshot::Sender<Result<Hit, RoundTripError>>,
+}
+
+/// Why a round trip to Redis failed, told to every request of its batch.
+#[derive(Debug, Clone, thiserror::Error)]
+enum RoundTripError {
+    #[error(transparent)]
+    Redis(Arc<redis::RedisError>),
+    #[error("no answer within {0:?}")]
+    Timeout(Duration),
+    #[error("unexpected script reply: {0}")]
+    Reply(String),
 }
 
 impl RedisCounters {
@@ -274,13 +339,16 @@ impl RedisCounters {
             }
         };
         Ok(Self {
-            connection,
+            counting: Arc::new(Counting {
+                connection,
+                hit: redis::Script::new(HIT),
+                prefix: prefix.to_owned(),
+                timeout,
+                queue: Mutex::default(),
+            }),
             probe,
-            script: redis::Script::new(HIT),
             peek: redis::Script::new(PEEK),
             start_ban: redis::Script::new(START_BAN),
-            prefix: prefix.to_owned(),
-            timeout,
             remember_bans_for,
         })
     }
@@ -306,7 +374,97 @@ impl RedisCounters {
             };
             Ok(pong)
         };
-        bounded::<String>(PING_TIMEOUT, ping).await.map(drop)
+        bounded::<String>(PING_TIMEOUT, ping)
+            .await
+            .map(drop)
+            .map_err(CounterError::new)
+    }
+
+    /// Queues one request's hit, starting a task to send the queue if none is at it, and waits
+    /// for its answer, at most the timeout.
+    async fn hit_batched(
+        &self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> Result<Hit, CounterError> {
+        let (answer, answered) = oneshot::channel();
+        let start_sending = {
+            let mut queue = self.counting.lock_queue();
+            queue.pending.push(Pending {
+                subject,
+                limits,
+                now,
+                answer,
+            });
+            !std::mem::replace(&mut queue.sending, true)
+        };
+        if start_sending {
+            tokio::spawn(Arc::clone(&self.counting).send_batches());
+        }
+        let timeout = self.counting.timeout;
+        match actix_web::rt::time::timeout(timeout, answered).await {
+            Ok(Ok(hit)) => hit.map_err(CounterError::new),
+            Ok(Err(dropped)) => Err(CounterError::new(dropped)),
+            Err(_) => Err(CounterError::new(RoundTripError::Timeout(timeout))),
+        }
+    }
+
+    /// The status peek: [`PEEK`] for one subject, in a round trip of its own.
+    async fn peek_inner(
+        &self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> Result<Hit, CounterError> {
+        let mut invocation = self.peek.prepare_invoke();
+        self.counting
+            .add_request(&mut invocation, subject, limits, now);
+        let mut connection = self.counting.connection.clone();
+        let reply: Vec<u64> = bounded(
+            self.counting.timeout,
+            invocation.invoke_async(&mut connection),
+        )
+        .await
+        .map_err(CounterError::new)?;
+        match hits(&reply, 1) {
+            Ok(mut hits) => Ok(hits.remove(0)),
+            Err(error) => Err(CounterError::new(error)),
+        }
+    }
+
+    async fn start_ban_inner(
+        &self,
+        subject: Subject,
+        ban: Option<Ban>,
+        now: u64,
+    ) -> Result<(), CounterError> {
+        let counting = &self.counting;
+        let mut invocation = self.start_ban.prepare_invoke();
+        invocation
+            .key(counting.key(subject, &format!("r:{}", Window::Minute.index(now))))
+            .key(counting.key(subject, "ban"));
+        match ban {
+            Some(ban) => {
+                let ttl = ban.until.saturating_sub(now) + self.remember_bans_for;
+                invocation
+                    .arg(format!("{}:{}", ban.until, ban.level))
+                    .arg(ttl.max(1))
+            }
+            None => invocation.arg("").arg(1),
+        };
+        let mut connection = counting.connection.clone();
+        bounded::<u64>(counting.timeout, invocation.invoke_async(&mut connection))
+            .await
+            .map(drop)
+            .map_err(CounterError::new)
+    }
+}
+
+impl Counting {
+    fn lock_queue(&self) -> MutexGuard<'_, Queue> {
+        // The queue holds no invariant a panic could break half-way.
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// `{prefix}:{subject}:{suffix}`; the braces keep one subject's keys in one cluster slot.
@@ -314,17 +472,16 @@ impl RedisCounters {
         format!("{}:{{{subject}}}:{suffix}", self.prefix)
     }
 
-    /// Runs `script` (`HIT` or `PEEK`) for `subject`.
-    async fn run(
+    /// Adds one request's 4 keys and 5 arguments to a [`HIT`] or [`PEEK`] call.
+    fn add_request(
         &self,
-        script: &redis::Script,
+        invocation: &mut redis::ScriptInvocation<'_>,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> Result<Hit, CounterError> {
+    ) {
         let minute = Window::Minute.index(now);
         let day = Window::Day.index(now);
-        let mut invocation = script.prepare_invoke();
         invocation
             .key(self.key(subject, &format!("m:{minute}")))
             .key(self.key(subject, &format!("d:{day}")))
@@ -335,20 +492,110 @@ impl RedisCounters {
             .arg(now)
             .arg(Window::Minute.reset_at(now) - now + MINUTE_SLACK)
             .arg(Window::Day.reset_at(now) - now + DAY_SLACK);
+    }
+
+    /// Sends what is pending, batch after batch, until nothing is; the only task doing so.
+    async fn send_batches(self: Arc<Self>) {
+        let mut sending = Sending(Some(&self));
+        loop {
+            let batch = {
+                let mut queue = self.lock_queue();
+                // A request that gave up (its deadline passed) is not counted after all.
+                queue.pending.retain(|pending| !pending.answer.is_closed());
+                if queue.pending.is_empty() {
+                    queue.sending = false;
+                    sending.0 = None;
+                    return;
+                }
+                let rest = queue.pending.len().saturating_sub(MAX_BATCH);
+                let mut batch = std::mem::take(&mut queue.pending);
+                queue.pending = batch.split_off(batch.len() - rest);
+                batch
+            };
+            self.send(batch).await;
+        }
+    }
+
+    /// One batch: one script call on a single server; in a cluster, one per slot, at once
+    /// (a script's keys must share a slot).
+    async fn send(&self, batch: Vec<Pending>) {
+        match self.connection {
+            Link::Single(_) => self.call(batch).await,
+            Link::Cluster(_) => {
+                let mut groups: HashMap<Slot, Vec<Pending>> = HashMap::new();
+                for pending in batch {
+                    let slot = Slot::for_key(format!("{{{}}}", pending.subject));
+                    groups.entry(slot).or_default().push(pending);
+                }
+                join_all(groups.into_values().map(|group| self.call(group))).await;
+            }
+        }
+    }
+
+    /// One [`HIT`] call for `batch` (one slot), each request answered.
+    async fn call(&self, batch: Vec<Pending>) {
+        let mut invocation = self.hit.prepare_invoke();
+        for pending in &batch {
+            self.add_request(
+                &mut invocation,
+                pending.subject,
+                pending.limits,
+                pending.now,
+            );
+        }
         let mut connection = self.connection.clone();
-        let reply: Vec<u64> =
-            bounded(self.timeout, invocation.invoke_async(&mut connection)).await?;
-        let [state, minute_used, day_used, rejected, ban_until, ban_level] = reply[..] else {
-            return Err(CounterError::new(format!(
-                "unexpected script reply {reply:?}"
-            )));
+        let reply = bounded::<Vec<u64>>(self.timeout, invocation.invoke_async(&mut connection))
+            .await
+            .and_then(|reply| hits(&reply, batch.len()));
+        match reply {
+            Ok(hits) => {
+                for (pending, hit) in batch.into_iter().zip(hits) {
+                    // The request may have given up meanwhile: nobody to tell.
+                    let _ = pending.answer.send(Ok(hit));
+                }
+            }
+            Err(error) => {
+                for pending in batch {
+                    let _ = pending.answer.send(Err(error.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Ends the sending when its task ends otherwise than by emptying the queue (the runtime
+/// shutting down, a panic): the requests it leaves are told at once, and the next one starts a
+/// new task.
+struct Sending<'a>(Option<&'a Counting>);
+
+impl Drop for Sending<'_> {
+    fn drop(&mut self) {
+        if let Some(counting) = self.0 {
+            let mut queue = counting.lock_queue();
+            queue.sending = false;
+            queue.pending.clear();
+        }
+    }
+}
+
+/// The hits in a script's reply for `requests` requests (6 values each).
+fn hits(reply: &[u64], requests: usize) -> Result<Vec<Hit>, RoundTripError> {
+    if reply.len() != 6 * requests {
+        return Err(RoundTripError::Reply(format!(
+            "{} values for {requests} requests",
+            reply.len()
+        )));
+    }
+    let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
+    let hits = reply.chunks_exact(6).map(|values| {
+        let [state, minute_used, day_used, rejected, ban_until, ban_level] = values[..] else {
+            unreachable!("chunks of 6")
         };
         let ban = (ban_until > 0).then(|| Ban {
             until: ban_until,
-            level: u32::try_from(ban_level).unwrap_or(u32::MAX),
+            level: narrow(ban_level),
         });
-        let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        Ok(match (state, ban) {
+        match (state, ban) {
             (2, Some(ban)) => Hit::Banned(ban),
             _ => Hit::Counted {
                 counts: Counts {
@@ -359,42 +606,18 @@ impl RedisCounters {
                 },
                 previous_ban: ban,
             },
-        })
-    }
-
-    async fn start_ban_inner(
-        &self,
-        subject: Subject,
-        ban: Option<Ban>,
-        now: u64,
-    ) -> Result<(), CounterError> {
-        let mut invocation = self.start_ban.prepare_invoke();
-        invocation
-            .key(self.key(subject, &format!("r:{}", Window::Minute.index(now))))
-            .key(self.key(subject, "ban"));
-        match ban {
-            Some(ban) => {
-                let ttl = ban.until.saturating_sub(now) + self.remember_bans_for;
-                invocation
-                    .arg(format!("{}:{}", ban.until, ban.level))
-                    .arg(ttl.max(1))
-            }
-            None => invocation.arg("").arg(1),
-        };
-        let mut connection = self.connection.clone();
-        bounded::<u64>(self.timeout, invocation.invoke_async(&mut connection))
-            .await
-            .map(drop)
-    }
+        }
+    });
+    Ok(hits.collect())
 }
 
 async fn bounded<T>(
     timeout: Duration,
     call: impl std::future::Future<Output = redis::RedisResult<T>>,
-) -> Result<T, CounterError> {
+) -> Result<T, RoundTripError> {
     match actix_web::rt::time::timeout(timeout, call).await {
-        Ok(result) => result.map_err(CounterError::new),
-        Err(_) => Err(CounterError::new(format!("no answer within {timeout:?}"))),
+        Ok(result) => result.map_err(|error| RoundTripError::Redis(Arc::new(error))),
+        Err(_) => Err(RoundTripError::Timeout(timeout)),
     }
 }
 
@@ -409,7 +632,7 @@ impl CounterStore for RedisCounters {
         limits: RateLimits,
         now: u64,
     ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.run(&self.script, subject, limits, now).boxed_local()
+        self.hit_batched(subject, limits, now).boxed_local()
     }
 
     fn peek<'a>(
@@ -418,7 +641,7 @@ impl CounterStore for RedisCounters {
         limits: RateLimits,
         now: u64,
     ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.run(&self.peek, subject, limits, now).boxed_local()
+        self.peek_inner(subject, limits, now).boxed_local()
     }
 
     fn start_ban<'a>(

@@ -13,7 +13,7 @@ use petstore_http::ratelimit::{
 use petstore_store::testing::TestDatabase;
 
 use crate::helpers::{TestApp, anonymous_limits};
-use crate::redis_support::{Authority, RedisCluster, TlsRedis};
+use crate::redis_support::{Authority, OwnRedis, RedisCluster, TlsRedis};
 
 const NOW: u64 = 1_800_000_005;
 
@@ -212,4 +212,77 @@ async fn a_failover_keeps_the_failure_policy_hangs_nothing_and_counts_exactly_af
     app.get_as("/v1/pets", &secret)
         .await
         .assert_error(429, "rate_limited");
+}
+
+/// The allowed hits' minute counts and the refused hits' refusal counts, each sorted.
+fn tallies(hits: &[Result<Hit, petstore_http::ratelimit::CounterError>]) -> (Vec<u32>, Vec<u32>) {
+    let (mut used, mut refused) = (Vec::new(), Vec::new());
+    for hit in hits {
+        match hit.as_ref().expect("hit") {
+            Hit::Counted { counts, .. } if counts.allowed => used.push(counts.minute_used),
+            Hit::Counted { counts, .. } => refused.push(counts.rejected),
+            Hit::Banned(ban) => panic!("banned: {ban:?}"),
+        }
+    }
+    used.sort_unstable();
+    refused.sort_unstable();
+    (used, refused)
+}
+
+#[actix_web::test]
+async fn concurrent_decisions_go_to_redis_together_each_with_its_own_exact_answer() {
+    let Some(redis) = OwnRedis::start() else {
+        return;
+    };
+    let counters = RedisCounters::new(&redis.url(), "batch-test", Duration::from_secs(2), 86_400)
+        .expect("counters");
+    let (busy, quiet) = (Subject::Key(1), Subject::Key(2));
+    let before = redis.script_calls();
+    // 600 requests at once, two subjects interleaved: more than one batch carries.
+    let hits = (0..600).map(|i| {
+        if i % 3 == 0 {
+            counters.hit(quiet, limits(150), NOW)
+        } else {
+            counters.hit(busy, limits(300), NOW)
+        }
+    });
+    let hits = futures_util::future::join_all(hits).await;
+    let calls = redis.script_calls() - before;
+    let (quiet_hits, busy_hits): (Vec<_>, Vec<_>) =
+        hits.into_iter().enumerate().partition(|(i, _)| i % 3 == 0);
+    let strip = |hits: Vec<(usize, _)>| hits.into_iter().map(|(_, hit)| hit).collect::<Vec<_>>();
+    // Each request got its own count: every value once, none shared, none lost.
+    let (used, refused) = tallies(&strip(busy_hits));
+    assert_eq!(used, (1..=300).collect::<Vec<u32>>());
+    assert_eq!(refused, (1..=100).collect::<Vec<u32>>());
+    let (used, refused) = tallies(&strip(quiet_hits));
+    assert_eq!(used, (1..=150).collect::<Vec<u32>>());
+    assert_eq!(refused, (1..=50).collect::<Vec<u32>>());
+    // Three batches of at most 256 (and the script's first load), not 600 round trips.
+    assert!(
+        calls <= 6,
+        "600 concurrent decisions took {calls} script calls"
+    );
+
+    // One request alone does not wait for company.
+    let alone = actix_web::rt::time::timeout(
+        Duration::from_secs(1),
+        counters.hit(Subject::Key(3), limits(5), NOW),
+    )
+    .await
+    .expect("answered at once")
+    .expect("hit");
+    assert!(allowed(&alone));
+
+    // Redis gone: every request of a batch gets the failure, none waits past the deadline.
+    let deadline = Duration::from_millis(300);
+    let counters =
+        RedisCounters::new(&redis.url(), "batch-test", deadline, 86_400).expect("counters");
+    drop(redis);
+    let hits = (0..50).map(|_| counters.hit(Subject::Key(4), limits(100), NOW));
+    let hits =
+        actix_web::rt::time::timeout(Duration::from_secs(5), futures_util::future::join_all(hits))
+            .await
+            .expect("no request hangs");
+    assert!(hits.iter().all(Result::is_err), "{hits:?}");
 }

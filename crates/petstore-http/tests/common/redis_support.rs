@@ -1,6 +1,6 @@
 //! A Redis key prefix of its own for one test, its keys deleted afterwards. Skipped loudly when
 //! Redis is unreachable outside CI; a failure in CI. Also Redis servers of a test's own: one
-//! speaking TLS ([`TlsRedis`]), and a cluster ([`RedisCluster`]).
+//! speaking TLS ([`TlsRedis`]), a plain one ([`OwnRedis`]), and a cluster ([`RedisCluster`]).
 #![allow(dead_code)]
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -216,6 +216,55 @@ impl TlsRedis {
     /// The CA file's path.
     pub fn ca_file(&self) -> std::path::PathBuf {
         self.dir.path().join("ca.pem")
+    }
+}
+
+/// A plain `redis-server` of the test's own, for what only a server nobody else uses shows
+/// (how many commands it ran).
+pub struct OwnRedis {
+    pub port: u16,
+    _dir: tempfile::TempDir,
+    _server: RedisProcess,
+}
+
+impl OwnRedis {
+    pub fn start() -> Option<Self> {
+        if !redis_tools() {
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let port = free_port();
+        let server = RedisProcess::start(dir.path(), &["--port".into(), port.to_string()]);
+        wait_for_port(port);
+        Some(Self {
+            port,
+            _dir: dir,
+            _server: server,
+        })
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// How many scripts the server has run (`EVALSHA` and `EVAL` calls), from `INFO
+    /// commandstats`.
+    pub fn script_calls(&self) -> u64 {
+        let client = redis::Client::open(self.url()).expect("client");
+        let mut conn = client.get_connection().expect("connection");
+        let info: String = redis::cmd("INFO")
+            .arg("commandstats")
+            .query(&mut conn)
+            .expect("INFO");
+        info.lines()
+            .filter(|line| {
+                line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:")
+            })
+            .filter_map(|line| {
+                let calls = line.split("calls=").nth(1)?;
+                calls.split(',').next()?.parse::<u64>().ok()
+            })
+            .sum()
     }
 }
 
