@@ -34,6 +34,10 @@ pub fn app(
     App::new()
         .app_data(state)
         .app_data(body_timeout)
+        // The API first: routes are tried in order (each one passed over costs a match), and
+        // the docs page's pattern is a regex. No API path is a health or metrics path (even
+        // at a root base path), so the order changes no match.
+        .configure(|cfg| routes::configure(cfg, &base_path))
         .configure(|cfg| {
             if let Some(exporter) = metrics {
                 metrics_route(cfg, exporter);
@@ -43,8 +47,6 @@ pub fn app(
         .route("/healthz", web::head().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
         .route("/readyz", web::head().to(routes::health::readyz))
-        // The API first: routes are tried in order, and the docs page's pattern is a regex.
-        .configure(|cfg| routes::configure(cfg, &base_path))
         .route("/docs", web::get().to(to_docs))
         .service(docs_page(&base_path))
         .default_service(web::to(routes::not_found))

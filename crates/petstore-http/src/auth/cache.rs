@@ -30,10 +30,14 @@ pub struct KeyCache {
     entries: Mutex<Entries>,
 }
 
+/// Fingerprints are keyed hashes already, which no one outside the process can aim: the maps
+/// hash them with a fast hash rather than a second SipHash.
+type Fingerprints<V> = HashMap<KeyFingerprint, V, foldhash::fast::RandomState>;
+
 #[derive(Debug, Default)]
 struct Entries {
-    valid: HashMap<KeyFingerprint, (ApiClient, Instant)>,
-    invalid: HashMap<KeyFingerprint, Instant>,
+    valid: Fingerprints<(ApiClient, Instant)>,
+    invalid: Fingerprints<Instant>,
 }
 
 impl KeyCache {
@@ -91,7 +95,7 @@ impl KeyCache {
 }
 
 /// Keeps `map` under `capacity`: expired entries first, everything if none has expired.
-fn make_room<V>(map: &mut HashMap<KeyFingerprint, V>, capacity: usize, fresh: impl Fn(&V) -> bool) {
+fn make_room<V>(map: &mut Fingerprints<V>, capacity: usize, fresh: impl Fn(&V) -> bool) {
     if map.len() >= capacity {
         map.retain(|_, value| fresh(value));
         if map.len() >= capacity {

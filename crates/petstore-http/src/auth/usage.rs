@@ -8,9 +8,10 @@ use std::sync::Mutex;
 pub const RECORD_EVERY: u64 = 60;
 
 /// The last time this instance recorded each key's use.
+/// Keyed by key ids, the service's own values, so a fast hash rather than SipHash.
 #[derive(Debug, Default)]
 pub struct Usage {
-    recorded: Mutex<HashMap<i64, u64>>,
+    recorded: Mutex<HashMap<i64, u64, foldhash::fast::RandomState>>,
 }
 
 impl Usage {

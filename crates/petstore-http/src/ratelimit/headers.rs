@@ -67,8 +67,9 @@ impl LimitHeaders {
 /// [`LimitHeaders`] per distinct limits: every key of a plan shares its plan's, so there are a
 /// handful (plus one per enterprise key with limits of its own). Bounded: past
 /// [`HeaderCache::CAPACITY`] entries it starts over.
+/// Keyed by limits, the service's own values: a fast hash rather than SipHash.
 #[derive(Debug, Default)]
-pub struct HeaderCache(RwLock<HashMap<RateLimits, LimitHeaders>>);
+pub struct HeaderCache(RwLock<HashMap<RateLimits, LimitHeaders, foldhash::fast::RandomState>>);
 
 impl HeaderCache {
     /// Most entries kept.
