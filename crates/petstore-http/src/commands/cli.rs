@@ -3,7 +3,6 @@
 
 use std::time::{Duration, SystemTime};
 
-use clap::builder::PossibleValue;
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use petstore_domain::{BanPolicy, Plan, Scope};
 use petstore_store::StoreConfig;
@@ -520,34 +519,6 @@ impl ServeArgs {
                 },
             },
         }
-    }
-}
-
-/// `--rate-limit-on-failure open|closed` (listed in `--help`).
-impl ValueEnum for FailurePolicy {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Self::Open, Self::Closed]
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(match self {
-            Self::Open => PossibleValue::new("open"),
-            Self::Closed => PossibleValue::new("closed"),
-        })
-    }
-}
-
-/// `--log-format text|json` (listed in `--help`).
-impl ValueEnum for LogFormat {
-    fn value_variants<'a>() -> &'a [Self] {
-        &[Self::Text, Self::Json]
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        Some(match self {
-            Self::Text => PossibleValue::new("text"),
-            Self::Json => PossibleValue::new("json"),
-        })
     }
 }
 

@@ -6,50 +6,61 @@ use std::str::FromStr;
 
 use actix_web::dev::ServiceRequest;
 use actix_web::http::header::HeaderMap;
+use ipnet::{IpNet, Ipv4Net};
 
 /// Proxies (load balancers) whose `Forwarded` / `X-Forwarded-For` headers are believed.
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(Vec<(IpAddr, u8)>);
+pub struct TrustedProxies(Vec<IpNet>);
 
 impl FromStr for TrustedProxies {
     type Err = String;
 
-    /// A comma-separated list of addresses or CIDR blocks, e.g. `10.0.0.0/8, 192.0.2.7`.
+    /// A comma-separated list of addresses or CIDR blocks, e.g. `10.0.0.0/8, 192.0.2.7`. An
+    /// IPv4-mapped IPv6 address (`::ffff:10.0.0.1`) is that IPv4 address.
     fn from_str(list: &str) -> Result<Self, String> {
         let mut blocks = Vec::new();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (addr, bits) = item.split_once('/').unwrap_or((item, ""));
-            let addr: IpAddr = addr
-                .parse()
-                .map_err(|_| format!("`{item}` is not an IP address or CIDR block"))?;
-            let max = if addr.is_ipv4() { 32 } else { 128 };
-            let bits = if bits.is_empty() {
-                max
+            let block = if item.contains('/') {
+                let block = item
+                    .parse::<IpNet>()
+                    .map_err(|_| format!("`{item}` is not a CIDR block (address/prefix length)"))?;
+                canonical_block(block)
             } else {
-                bits.parse::<u8>()
-                    .ok()
-                    .filter(|b| *b <= max)
-                    .ok_or_else(|| format!("`{item}` has an invalid prefix length"))?
+                let addr: IpAddr = item
+                    .parse()
+                    .map_err(|_| format!("`{item}` is not an IP address or CIDR block"))?;
+                IpNet::from(addr.to_canonical())
             };
-            blocks.push((addr, bits));
+            blocks.push(block.trunc());
         }
         Ok(Self(blocks))
     }
 }
 
+/// An IPv4-mapped IPv6 block (`::ffff:10.0.0.0/104`) as its IPv4 block (`10.0.0.0/8`).
+fn canonical_block(block: IpNet) -> IpNet {
+    match block {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {
+            Some(v4) => Ipv4Net::new(v4, v6.prefix_len() - 96).map_or(block, IpNet::V4),
+            None => block,
+        },
+        _ => block,
+    }
+}
+
 impl TrustedProxies {
-    /// Whether `ip` is one of the trusted proxies.
+    /// Whether `ip` is one of the trusted proxies (an IPv4-mapped IPv6 address as its IPv4
+    /// address: a dual-stack listener sees IPv4 peers so).
     pub fn contains(&self, ip: IpAddr) -> bool {
-        self.0
-            .iter()
-            .any(|(block, bits)| in_block(ip, *block, *bits))
+        let ip = ip.to_canonical();
+        self.0.iter().any(|block| block.contains(&ip))
     }
 
     /// The address to count `req` against.
     pub fn client_address(&self, req: &ServiceRequest) -> IpAddr {
         let peer = req
             .peer_addr()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip());
+            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip().to_canonical());
         if !self.contains(peer) {
             return peer;
         }
@@ -61,22 +72,8 @@ impl TrustedProxies {
             .rev()
             .find(|ip| !self.contains(**ip))
             .or(chain.first())
-            .copied()
+            .map(|ip| ip.to_canonical())
             .unwrap_or(peer)
-    }
-}
-
-fn in_block(ip: IpAddr, block: IpAddr, bits: u8) -> bool {
-    match (ip, block) {
-        (IpAddr::V4(ip), IpAddr::V4(block)) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(bits)).unwrap_or(0);
-            u32::from(ip) & mask == u32::from(block) & mask
-        }
-        (IpAddr::V6(ip), IpAddr::V6(block)) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(bits)).unwrap_or(0);
-            u128::from(ip) & mask == u128::from(block) & mask
-        }
-        _ => false,
     }
 }
 
@@ -171,6 +168,41 @@ mod tests {
                 .is_ok()
         );
         assert!("10.0.0.0/33".parse::<TrustedProxies>().is_err());
+        assert!("10.0.0.0/".parse::<TrustedProxies>().is_err());
         assert!("proxy.example".parse::<TrustedProxies>().is_err());
+    }
+
+    #[test]
+    fn ipv4_mapped_addresses_are_their_ipv4_addresses() {
+        let spoof = [("x-forwarded-for", "198.51.100.9")];
+        // A dual-stack listener sees an IPv4 proxy as `::ffff:10.1.2.3`: still trusted.
+        assert_eq!(
+            address("10.0.0.0/8", "[::ffff:10.1.2.3]:5000", &spoof),
+            "198.51.100.9"
+        );
+        // A mapped proxy in the list is its IPv4 address.
+        assert_eq!(
+            address("::ffff:10.1.2.3", "10.1.2.3:5000", &spoof),
+            "198.51.100.9"
+        );
+        // An untrusted mapped peer is counted as its IPv4 address, and so is a mapped client.
+        assert_eq!(
+            address("10.0.0.0/8", "[::ffff:192.0.2.1]:5000", &spoof),
+            "192.0.2.1"
+        );
+        let mapped = [("x-forwarded-for", "::ffff:198.51.100.9")];
+        assert_eq!(
+            address("10.0.0.0/8", "10.1.2.3:5000", &mapped),
+            "198.51.100.9"
+        );
+        assert_eq!(
+            address("::ffff:10.0.0.0/104", "10.1.2.3:5000", &spoof),
+            "198.51.100.9"
+        );
+        // Host bits in a block are ignored, as the prefix says.
+        assert_eq!(
+            address("10.9.9.9/8", "10.1.2.3:5000", &spoof),
+            "198.51.100.9"
+        );
     }
 }

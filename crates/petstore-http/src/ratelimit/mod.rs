@@ -19,7 +19,6 @@ mod redis;
 use std::error::Error;
 use std::fmt;
 use std::net::IpAddr;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::LocalBoxFuture;
@@ -126,26 +125,14 @@ pub trait CounterStore: Send + Sync + 'static {
     ) -> LocalBoxFuture<'a, Result<(), CounterError>>;
 }
 
-/// What to do when the counter store is unreachable.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What to do when the counter store is unreachable (`--rate-limit-on-failure open|closed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FailurePolicy {
     /// Serve, counting in this instance's memory until the store is back (limits then hold per
     /// instance instead of across instances), and log it.
     Open,
     /// Answer `503 service_unavailable` until the store is back.
     Closed,
-}
-
-impl FromStr for FailurePolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "open" => Ok(Self::Open),
-            "closed" => Ok(Self::Closed),
-            other => Err(format!("`{other}` is neither `open` nor `closed`")),
-        }
-    }
 }
 
 /// Whether a warning may be logged at `now` (Unix seconds): at most one every 10 seconds per

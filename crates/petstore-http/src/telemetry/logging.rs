@@ -8,7 +8,6 @@
 
 use std::fmt;
 use std::io::{self, Write};
-use std::str::FromStr;
 
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
@@ -27,26 +26,14 @@ use crate::report::redact_keys;
 /// The target of the access log: `RUST_LOG=info,petstore::access=off` silences it.
 pub const ACCESS_LOG: &str = "petstore::access";
 
-/// How log lines are written (`--log-format`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// How log lines are written (`--log-format text|json`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// For people: `time LEVEL span: target: message key=value ...`.
     #[default]
     Text,
     /// One JSON object a line, for collectors.
     Json,
-}
-
-impl FromStr for LogFormat {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, String> {
-        match text {
-            "text" => Ok(Self::Text),
-            "json" => Ok(Self::Json),
-            other => Err(format!("unknown log format {other:?}: text or json")),
-        }
-    }
 }
 
 /// Installs the process's logger. Fails if one is installed already.
