@@ -1,8 +1,8 @@
 //! `petstore`: see `petstore --help` and the README.
 
 /// mimalloc rather than the system allocator: a request makes a few dozen small allocations
-/// (headers, rows, the body), and glibc's malloc and free were 18% of a list request's
-/// instructions (docs/performance.md).
+/// (headers, rows, the body), and glibc's malloc and free weighed heavily in a list request's
+/// instructions (the measurement: docs/performance.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -156,9 +156,8 @@ pub struct AddressPolicy {
 }
 
 impl Default for AddressPolicy {
-    /// Per /64; 50,000 addresses. Measured with a flood of made-up addresses (5.3 million in a
-    /// minute through a trusted proxy, release build, 2 workers): peak RSS 50 MiB, against 70
-    /// MiB with 100,000 (an address costs about 400 bytes under such churn, 200 at rest).
+    /// Per /64; 50,000 addresses, a bound chosen from the memory a flood of made-up addresses
+    /// was measured to take (docs/performance.md, "Memory under a flood").
     fn default() -> Self {
         Self {
             ipv6_prefix: 64,

@@ -148,8 +148,8 @@ impl fmt::Debug for Exporter {
 
 /// Metric handles kept per label set, registered with the recorder on first use. Recording
 /// through the `metrics!` macros finds the handle in the recorder's registry every time (the
-/// key built from the labels, hashed and compared: about 2,000 instructions, five times a
-/// request); a kept handle costs a map lookup here and an atomic update (docs/performance.md).
+/// key built from the labels, hashed and compared, several times a request); a kept handle
+/// costs a map lookup here and an atomic update (the measurement: docs/performance.md).
 /// Handles taken before a recorder is installed are no-ops for good: the server installs its
 /// recorder before it builds its state.
 /// The labels are the service's own (route templates, methods, statuses, plans), never a

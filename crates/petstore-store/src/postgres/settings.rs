@@ -118,8 +118,8 @@ impl PgSettings {
         //   query cannot hold a connection (and a client) forever;
         // - generic plans: PostgreSQL otherwise plans this service's prepared statements anew on
         //   every execution (for the list query it never settles on the generic plan, because a
-        //   bound `LIMIT` makes the custom plan look cheaper): measured at about 6% more list
-        //   requests per second (docs/performance.md). Every query here is an index lookup whose
+        //   bound `LIMIT` makes the custom plan look cheaper); the measured gain is in
+        //   docs/performance.md. Every query here is an index lookup whose
         //   best plan does not depend on the values; a URL that sets `plan_cache_mode` itself
         //   keeps its choice.
         let given = config.get_options().unwrap_or_default().trim().to_owned();
