@@ -16,7 +16,7 @@ use crate::links::Links;
 use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
 use crate::telemetry::metric::{Exporter, RequestMetrics};
 
-/// How many key lookups the cache holds at most.
+/// How many valid keys the key cache holds at most (and as many tokens known not to be keys).
 const KEY_CACHE_CAPACITY: usize = 100_000;
 
 /// Shared by every worker. Built once, outside `HttpServer::new`, so that every worker sees the

@@ -1,10 +1,11 @@
 //! A bounded cache of key lookups, so that a busy key costs one database query per cache
 //! period, not one per request.
 
-use std::collections::HashMap;
+use std::fmt;
 use std::hash::{BuildHasher, RandomState};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use quick_cache::sync::Cache;
 
 use super::ApiClient;
 
@@ -20,24 +21,28 @@ pub struct KeyFingerprint(u64, u64);
 ///
 /// Valid keys and tokens known not to be valid are kept apart, each at most `capacity`: anyone
 /// can make up well-formed tokens, and a flood of them must not push valid keys out (each of
-/// those would cost a database read again). When one side is full, its expired entries go
-/// first, and if none has expired that side starts over; the other side is untouched.
-#[derive(Debug)]
+/// those would cost a database read again). Each side is a bounded cache that evicts (S3-FIFO:
+/// entries seen once go before entries in use), so a full side loses its least useful entries,
+/// not all of them. Fingerprints are keyed hashes already, which no one outside the process
+/// can aim: the caches hash them with a fast hash rather than a second SipHash.
 pub struct KeyCache {
     ttl: Duration,
-    capacity: usize,
     seeds: (RandomState, RandomState),
-    entries: Mutex<Entries>,
+    /// `None`: caching is off (a zero TTL or capacity).
+    sides: Option<Sides>,
 }
 
-/// Fingerprints are keyed hashes already, which no one outside the process can aim: the maps
-/// hash them with a fast hash rather than a second SipHash.
-type Fingerprints<V> = HashMap<KeyFingerprint, V, foldhash::fast::RandomState>;
+struct Sides {
+    valid: Cache<KeyFingerprint, (ApiClient, Instant)>,
+    invalid: Cache<KeyFingerprint, Instant>,
+}
 
-#[derive(Debug, Default)]
-struct Entries {
-    valid: Fingerprints<(ApiClient, Instant)>,
-    invalid: Fingerprints<Instant>,
+impl fmt::Debug for KeyCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyCache")
+            .field("ttl", &self.ttl)
+            .finish_non_exhaustive()
+    }
 }
 
 impl KeyCache {
@@ -46,9 +51,11 @@ impl KeyCache {
     pub fn new(ttl: Duration, capacity: usize) -> Self {
         Self {
             ttl,
-            capacity,
             seeds: (RandomState::new(), RandomState::new()),
-            entries: Mutex::default(),
+            sides: (!ttl.is_zero() && capacity > 0).then(|| Sides {
+                valid: Cache::new(capacity),
+                invalid: Cache::new(capacity),
+            }),
         }
     }
 
@@ -59,47 +66,29 @@ impl KeyCache {
 
     /// The cached answer for `fingerprint`: `Some(None)` means "known not to be a valid key".
     pub fn get(&self, fingerprint: KeyFingerprint) -> Option<Option<ApiClient>> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((client, fetched)) = entries.valid.get(&fingerprint) {
-            return (fetched.elapsed() < self.ttl).then(|| Some(client.clone()));
+        let sides = self.sides.as_ref()?;
+        if let Some((client, fetched)) = sides.valid.get(&fingerprint) {
+            return (fetched.elapsed() < self.ttl).then_some(Some(client));
         }
-        let fetched = entries.invalid.get(&fingerprint)?;
+        let fetched = sides.invalid.get(&fingerprint)?;
         (fetched.elapsed() < self.ttl).then_some(None)
     }
 
     /// Records a lookup.
     pub fn put(&self, fingerprint: KeyFingerprint, key: Option<ApiClient>) {
-        if self.ttl.is_zero() || self.capacity == 0 {
+        let Some(sides) = &self.sides else {
             return;
-        }
+        };
         let now = Instant::now();
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        let Entries { valid, invalid } = &mut *entries;
         match key {
             Some(client) => {
-                invalid.remove(&fingerprint);
-                make_room(valid, self.capacity, |(_, fetched)| {
-                    fetched.elapsed() < self.ttl
-                });
-                valid.insert(fingerprint, (client, now));
+                sides.invalid.remove(&fingerprint);
+                sides.valid.insert(fingerprint, (client, now));
             }
             None => {
-                valid.remove(&fingerprint);
-                make_room(invalid, self.capacity, |fetched| {
-                    fetched.elapsed() < self.ttl
-                });
-                invalid.insert(fingerprint, now);
+                sides.valid.remove(&fingerprint);
+                sides.invalid.insert(fingerprint, now);
             }
-        }
-    }
-}
-
-/// Keeps `map` under `capacity`: expired entries first, everything if none has expired.
-fn make_room<V>(map: &mut Fingerprints<V>, capacity: usize, fresh: impl Fn(&V) -> bool) {
-    if map.len() >= capacity {
-        map.retain(|_, value| fresh(value));
-        if map.len() >= capacity {
-            map.clear();
         }
     }
 }
@@ -141,7 +130,7 @@ mod tests {
         assert!(cache.get(fp(&cache, 2)).is_none());
         cache.put(fp(&cache, 2), None);
         cache.put(fp(&cache, 3), None);
-        assert!(cache.entries.lock().expect("lock").invalid.len() <= 2);
+        assert!(cache.sides.as_ref().expect("on").invalid.len() <= 2);
 
         let short = KeyCache::new(Duration::from_millis(30), 10);
         short.put(fp(&short, 1), None);
@@ -154,16 +143,9 @@ mod tests {
         assert!(disabled.get(fp(&disabled, 1)).is_none());
     }
 
-    #[test]
-    fn a_flood_of_made_up_tokens_does_not_push_out_valid_keys() {
-        let cache = KeyCache::new(Duration::from_secs(60), 100);
-        let fp = |cache: &KeyCache, n: u32| {
-            let mut bytes = [0u8; 32];
-            bytes[..4].copy_from_slice(&n.to_le_bytes());
-            cache.fingerprint(ApiKeySecret::from_random_bytes(bytes).expose().as_bytes())
-        };
+    fn client(id: i64) -> ApiClient {
         let key = petstore_domain::ApiKey {
-            id: 1,
+            id,
             display_prefix: "pst_00000000".into(),
             plan: petstore_domain::Plan::Free,
             label: String::new(),
@@ -176,23 +158,43 @@ mod tests {
             last_used_at: None,
             previous_secret_until: None,
         };
-        cache.put(
-            fp(&cache, 0),
-            Some(ApiClient::new(petstore_domain::KeyMatch::current(key))),
-        );
+        ApiClient::new(petstore_domain::KeyMatch::current(key))
+    }
+
+    fn numbered(cache: &KeyCache, n: u32) -> KeyFingerprint {
+        let mut bytes = [0u8; 32];
+        bytes[..4].copy_from_slice(&n.to_le_bytes());
+        cache.fingerprint(ApiKeySecret::from_random_bytes(bytes).expose().as_bytes())
+    }
+
+    #[test]
+    fn a_flood_of_made_up_tokens_does_not_push_out_valid_keys() {
+        let cache = KeyCache::new(Duration::from_secs(60), 100);
+        cache.put(numbered(&cache, 0), Some(client(1)));
         for n in 1..10_000 {
-            cache.put(fp(&cache, n), None);
+            cache.put(numbered(&cache, n), None);
         }
-        let entries = cache.entries.lock().expect("lock");
+        let invalid = cache.sides.as_ref().expect("on").invalid.len();
+        assert!(invalid <= 100, "bounded: {invalid}");
         assert!(
-            entries.invalid.len() <= 100,
-            "bounded: {}",
-            entries.invalid.len()
-        );
-        drop(entries);
-        assert!(
-            matches!(cache.get(fp(&cache, 0)), Some(Some(_))),
+            matches!(cache.get(numbered(&cache, 0)), Some(Some(_))),
             "the valid key stayed"
         );
+    }
+
+    #[test]
+    fn a_flood_of_distinct_valid_keys_stays_bounded_and_keeps_the_keys_in_use() {
+        let cache = KeyCache::new(Duration::from_secs(60), 100);
+        cache.put(numbered(&cache, 0), Some(client(0)));
+        for n in 1..10_000 {
+            cache.put(numbered(&cache, n), Some(client(i64::from(n))));
+            // The key in use is asked for all along; the flood's keys once each.
+            assert!(
+                matches!(cache.get(numbered(&cache, 0)), Some(Some(_))),
+                "the key in use was evicted after {n} others"
+            );
+        }
+        let valid = cache.sides.as_ref().expect("on").valid.len();
+        assert!(valid <= 100, "bounded: {valid}");
     }
 }

@@ -2,12 +2,12 @@
 //! `X-RateLimit-Reset` (the window closest to exhaustion), the IETF `RateLimit-Policy` and
 //! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows, and `Retry-After`.
 
-use std::collections::HashMap;
-use std::sync::{PoisonError, RwLock};
+use std::fmt;
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::web::Bytes;
 use petstore_domain::{Ban, RateDecision, RateLimits, Window};
+use quick_cache::sync::Cache;
 
 const LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
 const REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
@@ -64,35 +64,40 @@ impl LimitHeaders {
 }
 
 /// [`LimitHeaders`] per distinct limits: every key of a plan shares its plan's, so there are a
-/// handful (plus one per enterprise key with limits of its own). Bounded: past
-/// [`HeaderCache::CAPACITY`] entries it starts over.
-/// Keyed by limits, the service's own values: a fast hash rather than SipHash.
-#[derive(Debug, Default)]
-pub struct HeaderCache(RwLock<HashMap<RateLimits, LimitHeaders, foldhash::fast::RandomState>>);
+/// handful (plus one per enterprise key with limits of its own). Bounded at
+/// [`HeaderCache::CAPACITY`]: past it, the limits least in use are evicted.
+pub struct HeaderCache(Cache<RateLimits, LimitHeaders>);
+
+impl Default for HeaderCache {
+    fn default() -> Self {
+        Self::with_capacity(Self::CAPACITY)
+    }
+}
+
+impl fmt::Debug for HeaderCache {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeaderCache").finish_non_exhaustive()
+    }
+}
 
 impl HeaderCache {
     /// Most entries kept.
     pub const CAPACITY: usize = 4_096;
 
-    /// The values for `limits`, built on first use. Every request reads; only a new set of
-    /// limits writes.
+    fn with_capacity(capacity: usize) -> Self {
+        Self(Cache::new(capacity))
+    }
+
+    /// The values for `limits`, built on first use.
     pub fn get(&self, limits: RateLimits) -> LimitHeaders {
-        if let Some(headers) = self
-            .0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(&limits)
-        {
-            return headers.clone();
+        match self.0.get(&limits) {
+            Some(headers) => headers,
+            None => {
+                let headers = LimitHeaders::new(limits);
+                self.0.insert(limits, headers.clone());
+                headers
+            }
         }
-        let mut entries = self.0.write().unwrap_or_else(PoisonError::into_inner);
-        if entries.len() >= Self::CAPACITY {
-            entries.clear();
-        }
-        entries
-            .entry(limits)
-            .or_insert_with(|| LimitHeaders::new(limits))
-            .clone()
     }
 }
 
@@ -222,5 +227,24 @@ mod tests {
         );
         assert_eq!(get("ratelimit"), "\"minute\";r=50;t=4, \"day\";r=5;t=41104");
         assert_eq!(get("retry-after"), "");
+    }
+
+    #[test]
+    fn a_flood_of_distinct_limits_stays_bounded_and_every_answer_is_right() {
+        let cache = HeaderCache::with_capacity(100);
+        let plan = RateLimits {
+            per_minute: 60,
+            per_day: 1_000,
+        };
+        for n in 1..10_000 {
+            let custom = RateLimits {
+                per_minute: n,
+                per_day: 1_000_000,
+            };
+            let headers = cache.get(custom);
+            assert_eq!(headers.per_minute, HeaderValue::from(n));
+            assert_eq!(cache.get(plan).per_day, HeaderValue::from(1_000u32));
+        }
+        assert!(cache.0.len() <= 100, "bounded: {}", cache.0.len());
     }
 }
