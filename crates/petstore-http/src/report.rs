@@ -32,11 +32,13 @@ impl fmt::Display for Chain<'_> {
 pub fn redact_keys(text: &str) -> Cow<'_, str> {
     // Every prefix starts with `pst` or `psa`: a line without either (nearly every line) is not
     // copied.
-    if !text
-        .as_bytes()
-        .windows(3)
-        .any(|w| w.eq_ignore_ascii_case(b"pst") || w.eq_ignore_ascii_case(b"psa"))
-    {
+    let bytes = text.as_bytes();
+    let suspect = memchr::memchr2_iter(b'p', b'P', bytes).any(|at| {
+        bytes.get(at + 1..at + 3).is_some_and(|next| {
+            next.eq_ignore_ascii_case(b"st") || next.eq_ignore_ascii_case(b"sa")
+        })
+    });
+    if !suspect {
         return Cow::Borrowed(text);
     }
     let lower = text.to_ascii_lowercase();

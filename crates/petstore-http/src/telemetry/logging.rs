@@ -88,7 +88,11 @@ where
             }
         }
         event.record(&mut JsonVisitor(&mut line));
-        writeln!(writer, "{}", Value::Object(line))
+        // Serialised into bytes and handed over whole (`Value`'s `Display` goes through
+        // `fmt::Write` a piece at a time).
+        let mut bytes = serde_json::to_vec(&line).map_err(|_| fmt::Error)?;
+        bytes.push(b'\n');
+        writer.write_str(std::str::from_utf8(&bytes).map_err(|_| fmt::Error)?)
     }
 }
 
