@@ -1,3 +1,4 @@
+use crate::helpers::TestApp;
 use actix_web::http::header;
 use actix_web::test::TestRequest;
 use petstore_domain::ApiKeySecret;
@@ -22,58 +23,89 @@ fn request(method: &str, uri: &str) -> TestRequest {
     request.uri(uri)
 }
 
-api_tests! {
-    async fn every_operation_without_a_key_returns_401(app) {
-        for (method, uri) in OPERATIONS {
-            let reply = app.send(request(method, uri)).await;
-            reply.assert_error(401, "unauthorized");
-            assert_eq!(reply.header("www-authenticate"), Some("Bearer realm=\"petstore\""), "{method} {uri}");
-        }
-        // Authentication comes before the method check.
-        app.send(TestRequest::delete().uri("/v1/pets")).await.assert_error(401, "unauthorized");
-        // Nothing was created by the rejected POST.
-        assert!(app.get("/v1/pets").await.json().as_array().expect("array").is_empty());
+async fn every_operation_without_a_key_returns_401(app: TestApp) {
+    for (method, uri) in OPERATIONS {
+        let reply = app.send(request(method, uri)).await;
+        reply.assert_error(401, "unauthorized");
+        assert_eq!(
+            reply.header("www-authenticate"),
+            Some("Bearer realm=\"petstore\""),
+            "{method} {uri}"
+        );
     }
-
-    async fn missing_malformed_unknown_and_revoked_keys_are_indistinguishable(app) {
-        let unknown = ApiKeySecret::from_random_bytes([0x5a; 32]);
-        let (revoked, revoked_secret) = app
-            .store
-            .create_key(&petstore_domain::KeySpec::new(petstore_domain::Plan::Pro, "old", None).expect("spec")).await
-            .expect("create");
-        app.store.revoke_key(revoked.id).await.expect("revoke");
-        let headers = [
-            None,
-            Some("Bearer".to_owned()),
-            Some("Bearer not-a-key".to_owned()),
-            Some(format!("Basic {}", app.key)),
-            Some(format!("Bearer {}", unknown.expose())),
-            Some(format!("Bearer {}", revoked_secret.expose())),
-        ];
-        let mut bodies = Vec::new();
-        for value in headers {
-            let mut req = TestRequest::get().uri("/v1/pets");
-            if let Some(value) = &value {
-                req = req.insert_header((header::AUTHORIZATION, value.as_str()));
-            }
-            let reply = app.send(req).await;
-            reply.assert_error(401, "unauthorized");
-            bodies.push((reply.body.clone(), reply.header("www-authenticate").map(str::to_owned)));
-        }
-        assert!(bodies.windows(2).all(|w| w[0] == w[1]), "401 answers differ: {bodies:?}");
-    }
-
-    async fn a_key_stops_working_once_revoked(app) {
-        assert_eq!(app.get("/v1/pets").await.status, 200);
-        let key = app.store.list_keys().await.expect("list").remove(0);
-        app.store.revoke_key(key.id).await.expect("revoke");
-        app.get("/v1/pets").await.assert_error(401, "unauthorized");
-    }
-
-    async fn the_bearer_scheme_is_case_insensitive(app) {
-        let reply = app
-            .send(TestRequest::get().uri("/v1/pets").insert_header((header::AUTHORIZATION, format!("bEaReR {}", app.key))))
-            .await;
-        assert_eq!(reply.status, 200);
-    }
+    // Authentication comes before the method check.
+    app.send(TestRequest::delete().uri("/v1/pets"))
+        .await
+        .assert_error(401, "unauthorized");
+    // Nothing was created by the rejected POST.
+    assert!(
+        app.get("/v1/pets")
+            .await
+            .json()
+            .as_array()
+            .expect("array")
+            .is_empty()
+    );
 }
+
+async fn missing_malformed_unknown_and_revoked_keys_are_indistinguishable(app: TestApp) {
+    let unknown = ApiKeySecret::from_random_bytes([0x5a; 32]);
+    let (revoked, revoked_secret) = app
+        .store
+        .create_key(
+            &petstore_domain::KeySpec::new(petstore_domain::Plan::Pro, "old", None).expect("spec"),
+        )
+        .await
+        .expect("create");
+    app.store.revoke_key(revoked.id).await.expect("revoke");
+    let headers = [
+        None,
+        Some("Bearer".to_owned()),
+        Some("Bearer not-a-key".to_owned()),
+        Some(format!("Basic {}", app.key)),
+        Some(format!("Bearer {}", unknown.expose())),
+        Some(format!("Bearer {}", revoked_secret.expose())),
+    ];
+    let mut bodies = Vec::new();
+    for value in headers {
+        let mut req = TestRequest::get().uri("/v1/pets");
+        if let Some(value) = &value {
+            req = req.insert_header((header::AUTHORIZATION, value.as_str()));
+        }
+        let reply = app.send(req).await;
+        reply.assert_error(401, "unauthorized");
+        bodies.push((
+            reply.body.clone(),
+            reply.header("www-authenticate").map(str::to_owned),
+        ));
+    }
+    assert!(
+        bodies.windows(2).all(|w| w[0] == w[1]),
+        "401 answers differ: {bodies:?}"
+    );
+}
+
+async fn a_key_stops_working_once_revoked(app: TestApp) {
+    assert_eq!(app.get("/v1/pets").await.status, 200);
+    let key = app.store.list_keys().await.expect("list").remove(0);
+    app.store.revoke_key(key.id).await.expect("revoke");
+    app.get("/v1/pets").await.assert_error(401, "unauthorized");
+}
+
+async fn the_bearer_scheme_is_case_insensitive(app: TestApp) {
+    let reply = app
+        .send(
+            TestRequest::get()
+                .uri("/v1/pets")
+                .insert_header((header::AUTHORIZATION, format!("bEaReR {}", app.key))),
+        )
+        .await;
+    assert_eq!(reply.status, 200);
+}
+
+api_tests!(
+    every_operation_without_a_key_returns_401,
+    missing_malformed_unknown_and_revoked_keys_are_indistinguishable,
+    a_key_stops_working_once_revoked,
+    the_bearer_scheme_is_case_insensitive,
+);

@@ -5,51 +5,102 @@ use diesel::{Connection, SqliteConnection};
 use crate::api_tests;
 use crate::helpers::TestApp;
 
-api_tests! {
-    async fn unknown_routes_return_404_error_objects(app) {
-        for uri in ["/", "/v2/pets", "/v1", "/v1/pets/1/owner", "/v1/unknown", "/pets"] {
-            let reply = app.get(uri).await;
-            reply.assert_error(404, "route_not_found");
-        }
-    }
-
-    async fn head_answers_like_get_and_is_counted_like_it(app) {
-        app.create_pet("Rex", "sold").await;
-        let auth = ("authorization", format!("Bearer {}", app.key));
-        for uri in ["/v1/pets", "/v1/pets/1", "/v1/store/orders", "/v1/openapi.json"] {
-            let get = app.send(TestRequest::get().uri(uri).insert_header(auth.clone())).await;
-            let head = app.send(TestRequest::default().method(actix_web::http::Method::HEAD).uri(uri).insert_header(auth.clone())).await;
-            assert_eq!(head.status, get.status, "{uri}");
-            assert_eq!(head.header("content-type"), get.header("content-type"), "{uri}");
-            let remaining = |reply: &crate::helpers::Reply| {
-                reply.header("x-ratelimit-remaining").and_then(|v| v.parse::<u64>().ok()).expect("remaining")
-            };
-            assert_eq!(remaining(&head), remaining(&get) - 1, "{uri}: HEAD is counted");
-        }
-        let anonymous = app.send(TestRequest::default().method(actix_web::http::Method::HEAD).uri("/v1/pets")).await;
-        assert_eq!(anonymous.status, 401);
-    }
-
-    async fn wrong_methods_return_405_with_allow(app) {
-        let cases = [
-            (TestRequest::delete().uri("/v1/pets"), "GET, HEAD, POST"),
-            (TestRequest::put().uri("/v1/pets"), "GET, HEAD, POST"),
-            (TestRequest::patch().uri("/v1/pets/1"), "GET, HEAD"),
-            (TestRequest::delete().uri("/v1/pets/1"), "GET, HEAD"),
-            (TestRequest::put().uri("/v1/store/orders"), "GET, HEAD, POST"),
-            (TestRequest::post().uri("/v1/store/orders/1"), "GET, HEAD, DELETE"),
-            (TestRequest::delete().uri("/v1/store/inventory"), "GET, HEAD"),
-            (TestRequest::post().uri("/v1/rate_limit"), "GET, HEAD"),
-        ];
-        for (request, allow) in cases {
-            let reply = app
-                .send(request.insert_header(("authorization", format!("Bearer {}", app.key))))
-                .await;
-            reply.assert_error(405, "method_not_allowed");
-            assert_eq!(reply.header("allow"), Some(allow));
-        }
+async fn unknown_routes_return_404_error_objects(app: TestApp) {
+    for uri in [
+        "/",
+        "/v2/pets",
+        "/v1",
+        "/v1/pets/1/owner",
+        "/v1/unknown",
+        "/pets",
+    ] {
+        let reply = app.get(uri).await;
+        reply.assert_error(404, "route_not_found");
     }
 }
+
+async fn head_answers_like_get_and_is_counted_like_it(app: TestApp) {
+    app.create_pet("Rex", "sold").await;
+    let auth = ("authorization", format!("Bearer {}", app.key));
+    for uri in [
+        "/v1/pets",
+        "/v1/pets/1",
+        "/v1/store/orders",
+        "/v1/openapi.json",
+    ] {
+        let get = app
+            .send(TestRequest::get().uri(uri).insert_header(auth.clone()))
+            .await;
+        let head = app
+            .send(
+                TestRequest::default()
+                    .method(actix_web::http::Method::HEAD)
+                    .uri(uri)
+                    .insert_header(auth.clone()),
+            )
+            .await;
+        assert_eq!(head.status, get.status, "{uri}");
+        assert_eq!(
+            head.header("content-type"),
+            get.header("content-type"),
+            "{uri}"
+        );
+        let remaining = |reply: &crate::helpers::Reply| {
+            reply
+                .header("x-ratelimit-remaining")
+                .and_then(|v| v.parse::<u64>().ok())
+                .expect("remaining")
+        };
+        assert_eq!(
+            remaining(&head),
+            remaining(&get) - 1,
+            "{uri}: HEAD is counted"
+        );
+    }
+    let anonymous = app
+        .send(
+            TestRequest::default()
+                .method(actix_web::http::Method::HEAD)
+                .uri("/v1/pets"),
+        )
+        .await;
+    assert_eq!(anonymous.status, 401);
+}
+
+async fn wrong_methods_return_405_with_allow(app: TestApp) {
+    let cases = [
+        (TestRequest::delete().uri("/v1/pets"), "GET, HEAD, POST"),
+        (TestRequest::put().uri("/v1/pets"), "GET, HEAD, POST"),
+        (TestRequest::patch().uri("/v1/pets/1"), "GET, HEAD"),
+        (TestRequest::delete().uri("/v1/pets/1"), "GET, HEAD"),
+        (
+            TestRequest::put().uri("/v1/store/orders"),
+            "GET, HEAD, POST",
+        ),
+        (
+            TestRequest::post().uri("/v1/store/orders/1"),
+            "GET, HEAD, DELETE",
+        ),
+        (
+            TestRequest::delete().uri("/v1/store/inventory"),
+            "GET, HEAD",
+        ),
+        (TestRequest::post().uri("/v1/rate_limit"), "GET, HEAD"),
+    ];
+    for (request, allow) in cases {
+        let reply = app
+            .send(request.insert_header(("authorization", format!("Bearer {}", app.key))))
+            .await;
+        reply.assert_error(405, "method_not_allowed");
+        assert_eq!(reply.header("allow"), Some(allow));
+    }
+}
+
+api_tests!(
+    unknown_routes_return_404_error_objects,
+    head_answers_like_get_and_is_counted_like_it,
+    wrong_methods_return_405_with_allow,
+);
 
 #[actix_web::test]
 async fn an_unreachable_database_returns_503_with_retry_after() {

@@ -73,54 +73,68 @@ async fn a_successor_link_built_for_one_host_is_never_sent_to_another() {
     }
 }
 
-api_tests! {
-    async fn get_pet_returns_the_pet_with_deprecation_headers(app) {
-        let pet = app.create_pet("Rex", "sold").await;
-        let reply = app.get(&format!("/v1/pets/{}", pet["id"])).await;
-        assert_eq!(reply.status, 200);
-        assert_eq!(reply.json(), pet);
+async fn get_pet_returns_the_pet_with_deprecation_headers(app: TestApp) {
+    let pet = app.create_pet("Rex", "sold").await;
+    let reply = app.get(&format!("/v1/pets/{}", pet["id"])).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json(), pet);
+    assert_deprecated(&reply);
+}
+
+async fn get_pet_for_an_unknown_id_returns_404(app: TestApp) {
+    for id in ["424242", "0", "-1", "9223372036854775807"] {
+        let reply = app.get(&format!("/v1/pets/{id}")).await;
+        reply.assert_error(404, "pet_not_found");
         assert_deprecated(&reply);
     }
+}
 
-    async fn get_pet_for_an_unknown_id_returns_404(app) {
-        for id in ["424242", "0", "-1", "9223372036854775807"] {
-            let reply = app.get(&format!("/v1/pets/{id}")).await;
-            reply.assert_error(404, "pet_not_found");
-            assert_deprecated(&reply);
-        }
-    }
-
-    async fn get_pet_with_a_non_int64_id_returns_400(app) {
-        for id in ["abc", "1.5", "9223372036854775808", "+1", "1e3", "%20"] {
-            let reply = app.get(&format!("/v1/pets/{id}")).await;
-            let message = reply.assert_error(400, "invalid_path_parameter");
-            assert!(message.contains("`petId`"), "{id}: {message}");
-            assert_deprecated(&reply);
-        }
-    }
-
-    async fn every_get_pet_error_carries_the_deprecation_headers(app) {
-        let unauthenticated = app.send(TestRequest::get().uri("/v1/pets/1")).await;
-        unauthenticated.assert_error(401, "unauthorized");
-        assert_deprecated(&unauthenticated);
-        let wrong_method = app.post_json("/v1/pets/1", "{}").await;
-        wrong_method.assert_error(405, "method_not_allowed");
-        assert_eq!(wrong_method.header("allow"), Some("GET, HEAD"));
-        assert_deprecated(&wrong_method);
-    }
-
-    async fn get_pet_answers_410_from_the_sunset_instant_on(app) {
-        let pet = app.create_pet("Rex", "available").await;
-        let uri = format!("/v1/pets/{}", pet["id"]);
-        app.clock.set(SUNSET_UNIX - 1);
-        assert_eq!(app.get(&uri).await.status, 200, "one second before the sunset");
-        app.clock.set(SUNSET_UNIX);
-        let gone = app.get(&uri).await;
-        let message = gone.assert_error(410, "endpoint_removed");
-        assert!(message.contains("GET /pets"), "{message}");
-        assert_deprecated(&gone);
-        app.clock.set(SUNSET_UNIX + 86_400 * 365);
-        app.get(&uri).await.assert_error(410, "endpoint_removed");
-        assert_eq!(app.get("/v1/pets").await.status, 200, "the replacement stays");
+async fn get_pet_with_a_non_int64_id_returns_400(app: TestApp) {
+    for id in ["abc", "1.5", "9223372036854775808", "+1", "1e3", "%20"] {
+        let reply = app.get(&format!("/v1/pets/{id}")).await;
+        let message = reply.assert_error(400, "invalid_path_parameter");
+        assert!(message.contains("`petId`"), "{id}: {message}");
+        assert_deprecated(&reply);
     }
 }
+
+async fn every_get_pet_error_carries_the_deprecation_headers(app: TestApp) {
+    let unauthenticated = app.send(TestRequest::get().uri("/v1/pets/1")).await;
+    unauthenticated.assert_error(401, "unauthorized");
+    assert_deprecated(&unauthenticated);
+    let wrong_method = app.post_json("/v1/pets/1", "{}").await;
+    wrong_method.assert_error(405, "method_not_allowed");
+    assert_eq!(wrong_method.header("allow"), Some("GET, HEAD"));
+    assert_deprecated(&wrong_method);
+}
+
+async fn get_pet_answers_410_from_the_sunset_instant_on(app: TestApp) {
+    let pet = app.create_pet("Rex", "available").await;
+    let uri = format!("/v1/pets/{}", pet["id"]);
+    app.clock.set(SUNSET_UNIX - 1);
+    assert_eq!(
+        app.get(&uri).await.status,
+        200,
+        "one second before the sunset"
+    );
+    app.clock.set(SUNSET_UNIX);
+    let gone = app.get(&uri).await;
+    let message = gone.assert_error(410, "endpoint_removed");
+    assert!(message.contains("GET /pets"), "{message}");
+    assert_deprecated(&gone);
+    app.clock.set(SUNSET_UNIX + 86_400 * 365);
+    app.get(&uri).await.assert_error(410, "endpoint_removed");
+    assert_eq!(
+        app.get("/v1/pets").await.status,
+        200,
+        "the replacement stays"
+    );
+}
+
+api_tests!(
+    get_pet_returns_the_pet_with_deprecation_headers,
+    get_pet_for_an_unknown_id_returns_404,
+    get_pet_with_a_non_int64_id_returns_400,
+    every_get_pet_error_carries_the_deprecation_headers,
+    get_pet_answers_410_from_the_sunset_instant_on,
+);

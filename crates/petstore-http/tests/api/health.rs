@@ -5,16 +5,16 @@ use petstore_store::{Store, StoreConfig};
 use crate::api_tests;
 use crate::helpers::TestApp;
 
-api_tests! {
-    async fn healthz_and_readyz_answer_without_a_key(app) {
-        let health = app.send(TestRequest::get().uri("/healthz")).await;
-        assert_eq!(health.status, 200);
-        assert_eq!(health.json()["status"], "ok");
-        let ready = app.send(TestRequest::get().uri("/readyz")).await;
-        assert_eq!(ready.status, 200);
-        assert_eq!(ready.json()["status"], "ready");
-    }
+async fn healthz_and_readyz_answer_without_a_key(app: TestApp) {
+    let health = app.send(TestRequest::get().uri("/healthz")).await;
+    assert_eq!(health.status, 200);
+    assert_eq!(health.json()["status"], "ok");
+    let ready = app.send(TestRequest::get().uri("/readyz")).await;
+    assert_eq!(ready.status, 200);
+    assert_eq!(ready.json()["status"], "ready");
 }
+
+api_tests!(healthz_and_readyz_answer_without_a_key,);
 
 #[actix_web::test]
 async fn readyz_returns_503_while_migrations_are_pending() {

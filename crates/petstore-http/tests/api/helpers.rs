@@ -290,27 +290,23 @@ impl TestApp {
     }
 }
 
-/// Runs each async scenario once per backend, each on its own database: SQLite, PostgreSQL,
+/// Runs each scenario named (`api_tests!(a, b)`, each a plain `async fn a(app: TestApp)` that
+/// rustfmt formats) once per backend, each on its own database: SQLite, PostgreSQL,
 /// and the test-local `MemoryStorage` (a backend outside `petstore-store`, which proves the
 /// HTTP layer is written against the storage interface). PostgreSQL is skipped loudly when
 /// unreachable outside CI, and fails the test in CI.
 #[macro_export]
 macro_rules! api_tests {
-    ($(async fn $name:ident($app:ident) $body:block)*) => {
+    ($($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-
-                async fn scenario($app: $crate::helpers::TestApp) $body
-
                 #[actix_web::test]
                 async fn sqlite() {
                     let app = $crate::helpers::TestApp::spawn(
                         petstore_store::testing::TestBackend::Sqlite,
                     ).await
                     .expect("SQLite is always available");
-                    scenario(app).await;
+                    super::$name(app).await;
                 }
 
                 #[actix_web::test]
@@ -318,7 +314,7 @@ macro_rules! api_tests {
                     let storage = std::sync::Arc::new(
                         $crate::memory_storage::MemoryStorage::default(),
                     );
-                    scenario($crate::helpers::TestApp::with_storage(storage).await).await;
+                    super::$name($crate::helpers::TestApp::with_storage(storage).await).await;
                 }
 
                 #[actix_web::test]
@@ -326,7 +322,7 @@ macro_rules! api_tests {
                     if let Some(app) = $crate::helpers::TestApp::spawn(
                         petstore_store::testing::TestBackend::Postgres,
                     ).await {
-                        scenario(app).await;
+                        super::$name(app).await;
                     }
                 }
             }

@@ -72,13 +72,19 @@ pub fn temp_db_path() -> (tempfile::TempDir, String) {
     (dir, path)
 }
 
-pub struct Server {
+/// The `petstore` binary serving on a free port, for one test: started with options, ready
+/// when it has said where it listens, killed when dropped. What it logged (stderr) goes to a
+/// file, shown with the test's output when the test fails.
+pub struct TestServer {
     child: Child,
     pub base: String,
     pub stdout: Vec<String>,
+    log: std::path::PathBuf,
+    /// The log file when the test named none.
+    _own_log: Option<tempfile::NamedTempFile>,
 }
 
-impl Server {
+impl TestServer {
     pub fn start(db: &str, extra: &[&str]) -> Self {
         Self::start_logging(db, extra, None)
     }
@@ -94,13 +100,18 @@ impl Server {
         extra: &[&str],
         log: Option<&std::path::Path>,
     ) -> Self {
-        let stderr = match log {
-            Some(path) => {
+        let own_log = log
+            .is_none()
+            .then(|| tempfile::NamedTempFile::new().expect("log file"));
+        let log = match (log, &own_log) {
+            (Some(path), _) => {
                 command.env("RUST_LOG", "info");
-                Stdio::from(std::fs::File::create(path).expect("log file"))
+                path.to_owned()
             }
-            None => Stdio::inherit(),
+            (None, Some(file)) => file.path().to_owned(),
+            (None, None) => unreachable!("a log file of its own when none is given"),
         };
+        let stderr = Stdio::from(std::fs::File::create(&log).expect("log file"));
         command.args(["serve", "--bind", "127.0.0.1:0", "--key-cache-ttl", "1s"]);
         // Tests stop servers often: no drain delay unless the test asks for one.
         if !extra.contains(&"--shutdown-delay") {
@@ -115,10 +126,11 @@ impl Server {
         let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
         let mut stdout = Vec::new();
         let base = loop {
-            let line = lines
-                .next()
-                .expect("petstore exited before listening")
-                .expect("read stdout");
+            let Some(line) = lines.next() else {
+                let logged = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("petstore exited before listening; it logged:\n{logged}");
+            };
+            let line = line.expect("read stdout");
             if let Some(addr) = line.strip_prefix("listening on ") {
                 break format!("{addr}/v1");
             }
@@ -128,7 +140,49 @@ impl Server {
             child,
             base,
             stdout,
+            log,
+            _own_log: own_log,
         }
+    }
+
+    /// `GET {base}{path}` with `key`: the status and the JSON body.
+    pub fn get(&self, path: &str, key: &str) -> (u16, Value) {
+        get(&self.base, path, key)
+    }
+
+    /// `GET {base}/pets{query}` (`query` empty or starting with `?`).
+    pub fn list_pets(&self, query: &str, key: &str) -> (u16, Value) {
+        self.get(&format!("/pets{query}"), key)
+    }
+
+    /// `GET {base}/pets/{id}`.
+    pub fn get_pet(&self, id: impl std::fmt::Display, key: &str) -> (u16, Value) {
+        self.get(&format!("/pets/{id}"), key)
+    }
+
+    /// `POST {base}/pets` with the JSON `body`.
+    pub fn post_pet(&self, key: &str, body: &str) -> (u16, Value) {
+        post(&self.base, key, body)
+    }
+
+    /// `GET {base}/rate_limit`.
+    pub fn rate_limit(&self, key: &str) -> (u16, Value) {
+        self.get("/rate_limit", key)
+    }
+
+    /// `GET {base}/store/orders/{id}`.
+    pub fn get_order(&self, id: impl std::fmt::Display, key: &str) -> (u16, Value) {
+        self.get(&format!("/store/orders/{id}"), key)
+    }
+
+    /// `GET {base}/store/inventory`.
+    pub fn inventory(&self, key: &str) -> (u16, Value) {
+        self.get("/store/inventory", key)
+    }
+
+    /// What the server has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
     /// `host:port` of the listener, for raw TCP.
@@ -171,7 +225,7 @@ impl Server {
     }
 }
 
-impl Server {
+impl TestServer {
     /// SIGKILL: no chance to flush or shut down cleanly.
     pub fn crash(mut self) {
         self.child.kill().expect("kill -9");
@@ -179,10 +233,17 @@ impl Server {
     }
 }
 
-impl Drop for Server {
+impl Drop for TestServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!(
+                "--- what petstore at {} logged ---\n{}",
+                self.base,
+                self.log()
+            );
+        }
     }
 }
 

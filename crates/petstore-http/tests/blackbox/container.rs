@@ -12,14 +12,12 @@
 //! image's health check runs on demand (`podman healthcheck run`) because podman schedules it
 //! with systemd timers, and no systemd runs here.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use common::{agent, get, post};
+use crate::common::{agent, get, post};
 use petstore_store::testing::{TestDatabase, in_ci, loud_skip};
 
 /// The Debian base the image is built on here, made once by debootstrap and kept between runs
@@ -129,8 +127,8 @@ impl Image {
         let stage = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("tempdir");
         std::fs::create_dir(stage.path().join("out")).expect("mkdir out");
         let binary = stage.path().join("out/petstore");
-        if std::fs::hard_link(common::BIN, &binary).is_err() {
-            std::fs::copy(common::BIN, &binary).expect("copy the binary");
+        if std::fs::hard_link(crate::common::BIN, &binary).is_err() {
+            std::fs::copy(crate::common::BIN, &binary).expect("copy the binary");
         }
         let tag = format!("localhost/{}", unique("image"));
         let builder = format!("builder={}", stage.path().display());
@@ -454,7 +452,7 @@ fn the_systemd_unit_verifies() {
     let checked = dir.path().join("petstore.service");
     std::fs::write(
         &checked,
-        unit.replace("/usr/local/bin/petstore", common::BIN),
+        unit.replace("/usr/local/bin/petstore", crate::common::BIN),
     )
     .expect("write the unit");
     let output = Command::new("systemd-analyze")

@@ -3,15 +3,13 @@
 //! killed (`kill -9`) after the commit, its answer never received, is replayed on retry after
 //! the restart (SQLite, through the group-commit writer, and PostgreSQL).
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Server, agent, unlimited_key};
+use crate::common::{TestServer, agent, unlimited_key};
 use petstore_store::testing::TestDatabase;
 use serde_json::Value;
 
@@ -37,7 +35,7 @@ fn create(base: &str, key: &str, idempotency: &str) -> (u16, bool, Value) {
 }
 
 fn pets(base: &str, key: &str) -> Vec<Value> {
-    let (status, body) = common::get(base, "/pets?limit=100", key);
+    let (status, body) = crate::common::get(base, "/pets?limit=100", key);
     assert_eq!(status, 200);
     body.as_array().expect("array").clone()
 }
@@ -49,8 +47,8 @@ fn two_instances_racing_one_key_from_many_threads_create_one_pet() {
     };
     let url = db.url().to_owned();
     let key = unlimited_key(&url);
-    let first = Server::start(&url, &["--bootstrap-key=false"]);
-    let second = Server::start(&url, &["--bootstrap-key=false"]);
+    let first = TestServer::start(&url, &["--bootstrap-key=false"]);
+    let second = TestServer::start(&url, &["--bootstrap-key=false"]);
     const THREADS: usize = 16;
     const ROUNDS: usize = 5;
     for round in 0..ROUNDS {
@@ -121,10 +119,10 @@ fn create_and_hang_up(base: &str, key: &str, idempotency: &str) {
 
 fn killed_after_commit_then_retried_replays(url: &str) {
     let key = unlimited_key(url);
-    let server = Server::start(url, &["--bootstrap-key=false"]);
+    let server = TestServer::start(url, &["--bootstrap-key=false"]);
     create_and_hang_up(&server.base, &key, "lost-answer");
     server.crash();
-    let server = Server::start(url, &["--bootstrap-key=false"]);
+    let server = TestServer::start(url, &["--bootstrap-key=false"]);
     let (status, replayed, body) = create(&server.base, &key, "lost-answer");
     assert_eq!((status, replayed), (201, true), "{body}");
     let listed = pets(&server.base, &key);
@@ -133,7 +131,7 @@ fn killed_after_commit_then_retried_replays(url: &str) {
 
 #[test]
 fn a_create_killed_after_its_commit_is_replayed_on_sqlite() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     killed_after_commit_then_retried_replays(&db);
 }
 

@@ -4,13 +4,11 @@
 //! pending if and only if it has exactly one placed or approved order. Skipped loudly without
 //! PostgreSQL outside CI; fails in CI.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::{Arc, Barrier};
 use std::thread;
 
-use common::{Server, agent, run, unlimited_key};
+use crate::common::{TestServer, agent, run, unlimited_key};
 use petstore_store::testing::TestDatabase;
 use serde_json::Value;
 
@@ -123,12 +121,12 @@ fn sixteen_threads_on_two_instances_keep_the_order_lifecycle_exact() {
     };
     let url = db.url().to_owned();
     let key = unlimited_key(&url);
-    let first = Server::start(&url, &["--bootstrap-key=false"]);
-    let second = Server::start(&url, &["--bootstrap-key=false"]);
+    let first = TestServer::start(&url, &["--bootstrap-key=false"]);
+    let second = TestServer::start(&url, &["--bootstrap-key=false"]);
     let bases = [first.base.clone(), second.base.clone()];
     let pets: Vec<i64> = (0..PETS)
         .map(|i| {
-            let (status, pet) = common::post(
+            let (status, pet) = crate::common::post(
                 &bases[0],
                 &key,
                 &format!(r#"{{"name":"pet {i}","categoryId":1}}"#),
@@ -233,7 +231,7 @@ fn sixteen_threads_on_two_instances_keep_the_order_lifecycle_exact() {
                         _ => {
                             // The operator approves one (it may be cancelled already: refused).
                             let id = orders[random.below(orders.len())].to_string();
-                            let _ = common::petstore(&url)
+                            let _ = crate::common::petstore(&url)
                                 .args(["orders", "approve", &id])
                                 .output()
                                 .expect("approve");

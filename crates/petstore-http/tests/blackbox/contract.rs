@@ -4,12 +4,10 @@
 //! hundred cases per operation, with an enterprise key so that rate limiting does not interfere.
 //! Skipped loudly without schemathesis, except under CI, where that fails.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::Server;
+use crate::common::TestServer;
 use petstore_store::testing::{in_ci, loud_skip};
 
 /// The schemathesis command: `PETSTORE_TEST_SCHEMATHESIS`, else the virtualenv the tools script
@@ -33,9 +31,9 @@ fn the_server_keeps_to_its_openapi_document() {
         loud_skip(what);
         return;
     };
-    let (_dir, db) = common::temp_db();
-    let key = common::unlimited_key(&db);
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let (_dir, db) = crate::common::temp_db();
+    let key = crate::common::unlimited_key(&db);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let seed = std::env::var("PETSTORE_TEST_SCHEMATHESIS_SEED").unwrap_or_else(|_| "1".into());
     // Its replay cache (`.schemathesis/`) goes under target/, not into the source tree.
     let output = Command::new(&schemathesis)

@@ -2,13 +2,11 @@
 //! to concurrently, must agree on every pet and every key. Skipped loudly without PostgreSQL
 //! outside CI; fails in CI.
 
-mod common;
-
 use std::collections::HashSet;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Server, agent, get, post, run};
+use crate::common::{TestServer, agent, get, post, run};
 use petstore_domain::Storage;
 use petstore_store::testing::TestDatabase;
 
@@ -69,8 +67,8 @@ fn two_instances_on_one_database_lose_and_duplicate_nothing() {
         ],
     );
     let key = key.trim().to_owned();
-    let first = Server::start(&url, &["--bootstrap-key=false"]);
-    let second = Server::start(&url, &["--bootstrap-key=false"]);
+    let first = TestServer::start(&url, &["--bootstrap-key=false"]);
+    let second = TestServer::start(&url, &["--bootstrap-key=false"]);
     let bases = [first.base.clone(), second.base.clone()];
 
     let workers: Vec<_> = (0..CLIENTS)
@@ -169,10 +167,10 @@ fn commands_and_servers_on_postgres_exit_cleanly_every_time() {
     let listed: Vec<serde_json::Value> = serde_json::from_str(&listed).expect("JSON");
     assert_eq!(listed.len(), 20, "one key per command, none twice");
 
-    let key = common::unlimited_key(&url);
-    let mut server = Server::start(&url, &["--bootstrap-key=false", "--shutdown-delay", "0s"]);
+    let key = crate::common::unlimited_key(&url);
+    let mut server = TestServer::start(&url, &["--bootstrap-key=false", "--shutdown-delay", "0s"]);
     for _ in 0..20 {
-        let (status, _) = get(&server.base, "/pets", &key);
+        let (status, _) = server.list_pets("", &key);
         assert_eq!(status, 200);
     }
     assert!(db.connections() >= 1, "the server holds connections");

@@ -3,8 +3,6 @@
 //! server never sees a request before a `Retry-After` instant and never bans the key; and a
 //! create whose answer is lost on the way, retried to exactly one pet.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
@@ -12,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread;
 use std::time::UNIX_EPOCH;
 
-use common::{Server, run, unlimited_key};
+use crate::common::{TestServer, run, unlimited_key};
 use futures_util::TryStreamExt;
 use petstore_client::{Client, ErrorCode, NewPet, OrderQuery, PetQuery, PetStatus, Plan};
 use serde_json::Value;
@@ -34,9 +32,9 @@ fn new_pet(name: &str, status: PetStatus) -> NewPet {
 
 #[test]
 fn every_operation_and_hundreds_of_pets_paged_to_the_end() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let client = Client::builder(&server.base, &key).build().expect("client");
     runtime().block_on(async {
         let statuses = [PetStatus::Available, PetStatus::Pending, PetStatus::Sold];
@@ -142,10 +140,10 @@ fn access_lines(log: &std::path::Path) -> Vec<(f64, u64, String)> {
 /// A burst of 100 list calls with a Free key (60 a minute), with the client collecting the
 /// `429` (`wait_when_exhausted(false)`) or avoiding it (the default).
 fn burst(wait_when_exhausted: bool) {
-    let (dir, db) = common::temp_db();
+    let (dir, db) = crate::common::temp_db();
     let key = run(&db, &["keys", "create", "--plan", "free"]);
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(
+    let server = TestServer::start_logging(
         &db,
         &["--bootstrap-key=false", "--log-format", "json"],
         Some(&log),
@@ -258,9 +256,9 @@ fn lossy_proxy(upstream: String) -> (String, Arc<AtomicBool>) {
 
 #[test]
 fn a_create_whose_answer_is_lost_is_retried_into_exactly_one_pet() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let (through_proxy, lost) = lossy_proxy(server.addr());
     let client = Client::builder(&through_proxy, &key)
         .build()
@@ -269,7 +267,7 @@ fn a_create_whose_answer_is_lost_is_retried_into_exactly_one_pet() {
         .block_on(client.create_pet(&new_pet("Rex", PetStatus::Available)))
         .expect("created in the end");
     assert!(lost.load(Ordering::SeqCst), "the first answer was lost");
-    let (status, listed) = common::get(&server.base, "/pets", &key);
+    let (status, listed) = server.list_pets("", &key);
     assert_eq!(status, 200);
     let listed = listed.as_array().expect("array").clone();
     assert_eq!(listed.len(), 1, "exactly one pet: {listed:?}");

@@ -1,16 +1,14 @@
 //! Black-box: the real `petstore` binary on a free port over a temporary database, driven over
 //! TCP by a real HTTP client, managed with its own `keys` commands, stopped and restarted.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{Server, get, petstore, post, run};
+use crate::common::{TestServer, petstore, run};
 use serde_json::{Value, json};
 
 #[test]
 fn keys_pets_revocation_and_restart_over_real_tcp() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
 
     let key = run(
@@ -29,18 +27,18 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
     );
     assert!(!listed.contains(key), "keys list never shows a secret");
 
-    let server = Server::start(db, &["--bootstrap-key=false"]);
+    let server = TestServer::start(db, &["--bootstrap-key=false"]);
     assert!(
         server.stdout.iter().all(|l| !l.contains("pst_")),
         "no bootstrap key was asked for"
     );
-    let (status, created) = post(&server.base, key, r#"{"name":"Rex","categoryId":2}"#);
+    let (status, created) = server.post_pet(key, r#"{"name":"Rex","categoryId":2}"#);
     assert_eq!(status, 201, "{created}");
     let id = created["id"].as_i64().expect("id");
-    let (status, listed) = get(&server.base, "/pets", key);
+    let (status, listed) = server.list_pets("", key);
     assert_eq!(status, 200);
     assert_eq!(listed, Value::Array(vec![created.clone()]));
-    let (status, error) = post(&server.base, key, r#"{"name":"Rex"}"#);
+    let (status, error) = server.post_pet(key, r#"{"name":"Rex"}"#);
     assert_eq!(
         (status, error["code"].as_str()),
         (400, Some("missing_field"))
@@ -55,7 +53,7 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
     run(db, &["keys", "revoke", &key_id]);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (status, body) = get(&server.base, "/pets", key);
+        let (status, body) = server.list_pets("", key);
         if status == 401 {
             assert_eq!(body["code"], "unauthorized");
             break;
@@ -68,40 +66,40 @@ fn keys_pets_revocation_and_restart_over_real_tcp() {
     // Restart on the same database: everything is still there, the revoked key too.
     let second = run(db, &["keys", "create", "--plan", "free"]);
     let second = second.trim();
-    let server = Server::start(db, &[]);
+    let server = TestServer::start(db, &[]);
     assert!(
         server.stdout.iter().all(|l| !l.contains("pst_")),
         "keys exist: no bootstrap key"
     );
-    let health = common::agent()
+    let health = crate::common::agent()
         .get(format!("{}/healthz", server.base.trim_end_matches("/v1")))
         .call()
         .expect("GET /healthz");
     assert_eq!(health.status().as_u16(), 200, "/healthz needs no key");
-    let (status, pet) = get(&server.base, &format!("/pets/{id}"), second);
+    let (status, pet) = server.get_pet(id, second);
     assert_eq!(status, 200);
     assert_eq!(pet, created);
     assert_eq!(
-        get(&server.base, "/pets", key).0,
+        server.list_pets("", key).0,
         401,
         "still revoked after a restart"
     );
 
     // A 201 survives a crash: kill -9 right after the answer, then restart.
-    let (status, durable) = post(&server.base, second, r#"{"name":"Durable","categoryId":3}"#);
+    let (status, durable) = server.post_pet(second, r#"{"name":"Durable","categoryId":3}"#);
     assert_eq!(status, 201);
     server.crash();
-    let server = Server::start(db, &[]);
-    let (status, after_crash) = get(&server.base, &format!("/pets/{}", durable["id"]), second);
+    let server = TestServer::start(db, &[]);
+    let (status, after_crash) = server.get_pet(&durable["id"], second);
     assert_eq!((status, after_crash), (200, durable));
     server.stop();
 }
 
 #[test]
 fn a_fresh_database_gets_a_working_bootstrap_key() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
-    let server = Server::start(db, &[]);
+    let server = TestServer::start(db, &[]);
     let key = server
         .stdout
         .iter()
@@ -111,7 +109,7 @@ fn a_fresh_database_gets_a_working_bootstrap_key() {
                 .map(|rest| format!("pst_{rest}"))
         })
         .expect("the bootstrap key is printed");
-    let (status, body) = get(&server.base, "/pets", &key);
+    let (status, body) = server.list_pets("", &key);
     assert_eq!((status, body), (200, Value::Array(vec![])));
     assert!(run(db, &["keys", "list"]).contains("bootstrap"));
     server.stop();
@@ -119,7 +117,7 @@ fn a_fresh_database_gets_a_working_bootstrap_key() {
 
 #[test]
 fn cli_mistakes_fail_with_a_message() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let cases: [&[&str]; 4] = [
         &["keys", "create", "--plan", "gold"],
@@ -161,7 +159,7 @@ fn cli_mistakes_fail_with_a_message() {
 
 #[test]
 fn bans_are_listed_and_lifted_with_the_cli() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let key = run(
         db,
@@ -179,11 +177,11 @@ fn bans_are_listed_and_lifted_with_the_cli() {
         ],
     );
     let key = key.trim();
-    let server = Server::start(db, &["--bootstrap-key=false", "--ban-threshold", "1"]);
-    common::wait_for_room_in_minute(20);
+    let server = TestServer::start(db, &["--bootstrap-key=false", "--ban-threshold", "1"]);
+    crate::common::wait_for_room_in_minute(20);
     let codes: Vec<(u16, String)> = (0..4)
         .map(|_| {
-            let (status, body) = get(&server.base, "/pets", key);
+            let (status, body) = server.list_pets("", key);
             (status, body["code"].as_str().unwrap_or("").to_owned())
         })
         .collect();
@@ -225,7 +223,7 @@ fn bans_are_listed_and_lifted_with_the_cli() {
     // The running server sees the lifted ban within its key-cache period (1 s).
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (status, body) = get(&server.base, "/pets", key);
+        let (status, body) = server.list_pets("", key);
         if body["code"] != "temporarily_banned" {
             assert!(
                 status == 200 || body["code"] == "rate_limited",
@@ -243,13 +241,13 @@ fn bans_are_listed_and_lifted_with_the_cli() {
 fn the_database_url_flag_takes_a_sqlite_url_anywhere_on_the_line() {
     let dir = tempfile::tempdir().expect("tempdir");
     let url = format!("sqlite://{}", dir.path().join("flag.db").display());
-    let migrated = std::process::Command::new(common::BIN)
+    let migrated = std::process::Command::new(crate::common::BIN)
         .env_clear()
         .args(["--database-url", &url, "migrate"])
         .status()
         .expect("run");
     assert!(migrated.success());
-    let output = std::process::Command::new(common::BIN)
+    let output = std::process::Command::new(crate::common::BIN)
         .env_clear()
         .args(["--database-url", &url, "keys", "create", "--plan", "free"])
         .output()
@@ -259,7 +257,7 @@ fn the_database_url_flag_takes_a_sqlite_url_anywhere_on_the_line() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let listed = std::process::Command::new(common::BIN)
+    let listed = std::process::Command::new(crate::common::BIN)
         .env_clear()
         .args(["keys", "list", "--database-url", &url])
         .output()
@@ -273,15 +271,15 @@ fn the_database_url_flag_takes_a_sqlite_url_anywhere_on_the_line() {
 
 #[test]
 fn keys_never_reach_the_log() {
-    let (dir, db) = common::temp_db();
+    let (dir, db) = crate::common::temp_db();
     let key = run(&db, &["keys", "create", "--plan", "pro"]);
     let key = key.trim();
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
-    assert_eq!(get(&server.base, "/pets", key).0, 200);
-    assert_eq!(post(&server.base, key, r#"{"name":1}"#).0, 400);
+    let server = TestServer::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
+    assert_eq!(server.list_pets("", key).0, 200);
+    assert_eq!(server.post_pet(key, r#"{"name":1}"#).0, 400);
     let unknown = format!("pst_{}", "e".repeat(64));
-    assert_eq!(get(&server.base, "/pets", &unknown).0, 401);
+    assert_eq!(server.list_pets("", &unknown).0, 401);
     server.stop();
     let text = std::fs::read_to_string(&log).expect("log");
     assert!(
@@ -301,7 +299,7 @@ fn keys_never_reach_the_log() {
 
 #[test]
 fn the_key_lifecycle_from_the_command_line() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let reader = run(
         db,
@@ -351,22 +349,22 @@ fn the_key_lifecycle_from_the_command_line() {
         "{text}"
     );
 
-    let server = Server::start(db, &["--bootstrap-key=false"]);
-    let (status, body) = post(&server.base, &reader, r#"{"name":"Rex","categoryId":1}"#);
+    let server = TestServer::start(db, &["--bootstrap-key=false"]);
+    let (status, body) = server.post_pet(&reader, r#"{"name":"Rex","categoryId":1}"#);
     assert_eq!(
         (status, body["code"].as_str()),
         (403, Some("insufficient_scope"))
     );
-    assert_eq!(get(&server.base, "/pets", &reader).0, 200);
-    assert_eq!(get(&server.base, "/pets", &writer).0, 200);
+    assert_eq!(server.list_pets("", &reader).0, 200);
+    assert_eq!(server.list_pets("", &writer).0, 200);
 
     // Rotation: a new secret for the same key; the old one works through the grace period.
     let id = writer_entry["id"].to_string();
     let rotated = run(db, &["keys", "rotate", &id, "--grace", "1h"]);
     let rotated = rotated.trim().to_owned();
     assert!(rotated.starts_with("pst_") && rotated != writer);
-    assert_eq!(get(&server.base, "/pets", &rotated).0, 200);
-    assert_eq!(get(&server.base, "/pets", &writer).0, 200);
+    assert_eq!(server.list_pets("", &rotated).0, 200);
+    assert_eq!(server.list_pets("", &writer).0, 200);
     let keys = list(db);
     assert_eq!(keys.len(), 2, "the same key, not a new one");
     assert!(keys[1]["previousSecretUntil"].as_str().is_some());
@@ -378,20 +376,24 @@ fn the_key_lifecycle_from_the_command_line() {
     // Without grace, the old secret stops (within the key-cache TTL, 1 s here).
     let newest = run(db, &["keys", "rotate", &id, "--grace", "0s"]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while get(&server.base, "/pets", &rotated).0 != 401 {
+    while server.list_pets("", &rotated).0 != 401 {
         assert!(
             Instant::now() < deadline,
             "the rotated-out secret still works"
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(get(&server.base, "/pets", newest.trim()).0, 200);
+    assert_eq!(server.list_pets("", newest.trim()).0, 200);
 
     // Re-scoping: the reader may write once it is read-write.
     let reader_id = reader_entry["id"].to_string();
     run(db, &["keys", "update", &reader_id, "--scope", "read-write"]);
     let deadline = Instant::now() + Duration::from_secs(10);
-    while post(&server.base, &reader, r#"{"name":"Rex","categoryId":1}"#).0 != 201 {
+    while server
+        .post_pet(&reader, r#"{"name":"Rex","categoryId":1}"#)
+        .0
+        != 201
+    {
         assert!(Instant::now() < deadline, "the new scope never applied");
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -439,7 +441,7 @@ fn the_key_lifecycle_from_the_command_line() {
 
 #[test]
 fn admin_commands_never_guess_their_database() {
-    let (_dir, db) = common::temp_db_path();
+    let (_dir, db) = crate::common::temp_db_path();
     let db = db.as_str();
     let fails = |args: &[&str], says: &[&str]| {
         let output = petstore(db).args(args).output().expect("run petstore");
@@ -503,8 +505,8 @@ fn admin_commands_never_guess_their_database() {
         "{status}"
     );
     let key = run(db, &["keys", "create", "--plan", "free"]);
-    let server = Server::start(db, &["--bootstrap-key=false", "--no-migrate"]);
-    assert_eq!(get(&server.base, "/pets", key.trim()).0, 200);
+    let server = TestServer::start(db, &["--bootstrap-key=false", "--no-migrate"]);
+    assert_eq!(server.list_pets("", key.trim()).0, 200);
     server.stop();
 }
 
@@ -531,7 +533,7 @@ fn verify(db: &str, secret: &str, format: &str) -> (i32, String) {
 
 #[test]
 fn the_key_cli_is_scriptable() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let json = |args: &[&str]| -> Value {
         serde_json::from_str(&run(db, args)).unwrap_or_else(|e| panic!("{args:?}: {e}"))
@@ -632,9 +634,9 @@ fn the_key_cli_is_scriptable() {
 
 #[test]
 fn health_asks_a_running_server_and_exits_0_or_1() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
-    let server = Server::start(db, &["--bootstrap-key=false"]);
+    let server = TestServer::start(db, &["--bootstrap-key=false"]);
     let root = format!("http://{}", server.addr());
     let health = |args: &[&str], bind: &str| {
         petstore(db)
@@ -672,7 +674,7 @@ fn health_asks_a_running_server_and_exits_0_or_1() {
 /// shows, in code blocks or inline: the words before the first flag or placeholder, past the
 /// database flag that may come first.
 fn readme_commands() -> std::collections::BTreeSet<Vec<String>> {
-    let readme = include_str!("../../../README.md");
+    let readme = include_str!("../../../../README.md");
     let mut commands = std::collections::BTreeSet::new();
     for line in readme.lines() {
         let mut rest = line;
@@ -728,7 +730,7 @@ fn every_command_the_readme_shows_still_parses() {
         );
     }
     for words in &commands {
-        let output = std::process::Command::new(common::BIN)
+        let output = std::process::Command::new(crate::common::BIN)
             .env_clear()
             .args(words)
             .arg("--help")
@@ -745,7 +747,7 @@ fn every_command_the_readme_shows_still_parses() {
 
 #[test]
 fn no_environment_variable_changes_a_key() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     // The variables that the per-key flags once read, exported as a shell would leave them.
     let exported = [
@@ -788,13 +790,13 @@ fn no_environment_variable_changes_a_key() {
 
 #[test]
 fn operators_approve_and_deliver_orders_from_the_command_line() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
-    let key = common::unlimited_key(db);
-    let server = Server::start(db, &["--bootstrap-key=false"]);
-    let (_, pet) = post(&server.base, &key, r#"{"name":"Rex","categoryId":1}"#);
+    let key = crate::common::unlimited_key(db);
+    let server = TestServer::start(db, &["--bootstrap-key=false"]);
+    let (_, pet) = server.post_pet(&key, r#"{"name":"Rex","categoryId":1}"#);
     let pet = pet["id"].as_i64().expect("id");
-    let placed = common::agent()
+    let placed = crate::common::agent()
         .post(format!("{}/store/orders", server.base))
         .header("Authorization", format!("Bearer {key}"))
         .header("Content-Type", "application/json")
@@ -826,7 +828,7 @@ fn operators_approve_and_deliver_orders_from_the_command_line() {
     );
     run(db, &["orders", "approve", &id]);
     run(db, &["orders", "deliver", &id]);
-    let (_, pets) = get(&server.base, "/pets", &key);
+    let (_, pets) = server.list_pets("", &key);
     assert_eq!(pets[0]["status"], "sold");
     let missing = petstore(db)
         .args(["orders", "approve", "999"])
@@ -843,7 +845,7 @@ fn admin_call(
     token: Option<&str>,
     body: Option<serde_json::Value>,
 ) -> (u16, serde_json::Value) {
-    let agent = common::agent();
+    let agent = crate::common::agent();
     let auth = token.map(|token| format!("Bearer {token}"));
     let mut response = match (method, body) {
         ("GET", _) => {
@@ -870,7 +872,7 @@ fn admin_call(
 
 #[test]
 fn keys_are_administered_over_http_on_the_admin_listener() {
-    let (dir, db) = common::temp_db();
+    let (dir, db) = crate::common::temp_db();
     let db = db.as_str();
     run(db, &["migrate"]);
     // Admin tokens come from the command line, never from the environment.
@@ -888,7 +890,7 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
     );
 
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(
+    let server = TestServer::start_logging(
         db,
         &["--bootstrap-key=false", "--admin-bind", "127.0.0.1:0"],
         Some(&log),
@@ -912,7 +914,7 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
     assert_eq!(status, 201, "{issued}");
     let key = issued["key"].as_str().expect("secret").to_owned();
     let id = issued["id"].as_i64().expect("id");
-    assert_eq!(get(&server.base, "/pets", &key).0, 200);
+    assert_eq!(server.list_pets("", &key).0, 200);
     // The CLI sees what the API did, in the same shape.
     let shown: serde_json::Value = serde_json::from_str(&run(
         db,
@@ -953,13 +955,13 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
     assert_eq!((status, revoked["state"].as_str()), (200, Some("revoked")));
 
     // Metrics moved to the admin listener; the public one no longer serves them.
-    let public_metrics = common::agent()
+    let public_metrics = crate::common::agent()
         .get(format!("{root}/metrics"))
         .call()
         .expect("GET");
     assert_eq!(public_metrics.status().as_u16(), 404);
     let admin_root = admin.trim_end_matches("/admin/v1");
-    let mut metrics = common::agent()
+    let mut metrics = crate::common::agent()
         .get(format!("{admin_root}/metrics"))
         .call()
         .expect("GET");
@@ -1006,7 +1008,7 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
 
 #[test]
 fn the_admin_listener_is_never_the_public_one_and_metrics_bind_wins() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let output = petstore(db)
         .args([
@@ -1024,7 +1026,7 @@ fn the_admin_listener_is_never_the_public_one_and_metrics_bind_wins() {
         "{output:?}"
     );
     // An explicit metrics listener wins over the admin one.
-    let server = Server::start(
+    let server = TestServer::start(
         db,
         &[
             "--bootstrap-key=false",
@@ -1045,7 +1047,7 @@ fn the_admin_listener_is_never_the_public_one_and_metrics_bind_wins() {
     let metrics = find("metrics on ");
     let admin = find("admin on ");
     let status = |url: String| {
-        common::agent()
+        crate::common::agent()
             .get(url)
             .call()
             .expect("GET")

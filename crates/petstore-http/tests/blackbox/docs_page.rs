@@ -2,12 +2,10 @@
 //! (`tests/browser/docs-page.mjs`, installed by `.ci/run` or `scripts/test-tools.sh`) against the
 //! real `petstore` binary. Skipped loudly without them, except under CI, where that fails.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::Server;
+use crate::common::TestServer;
 use petstore_store::testing::{in_ci, loud_skip};
 
 fn browser_dir() -> PathBuf {
@@ -45,9 +43,9 @@ fn the_docs_page_lists_the_operations_and_tries_one_with_a_key_offline() {
         loud_skip(&what);
         return;
     }
-    let (_dir, db) = common::temp_db();
-    let key = common::unlimited_key(&db);
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let (_dir, db) = crate::common::temp_db();
+    let key = crate::common::unlimited_key(&db);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let origin = server.base.trim_end_matches("/v1").to_owned();
     let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("docs-page.png");
     let output = Command::new("node")

@@ -1,13 +1,11 @@
 //! Black-box hardening: what a hostile client or a bad network does to the real binary.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{BIN, Server, agent, run};
+use crate::common::{BIN, TestServer, agent, run};
 
 /// `petstore` under `prlimit`, with a soft limit of `soft` open files and a hard one of `hard`,
 /// as a server on a host with low limits would run.
@@ -38,11 +36,11 @@ fn stalled_body(addr: &str, key: &str) -> Option<TcpStream> {
 fn stalled_request_bodies_time_out_with_408_and_cannot_starve_other_clients() {
     // This process holds the client ends: let it hold many more than the server may.
     rlimit::increase_nofile_limit(u64::MAX).expect("raise this test's open-files limit");
-    let (dir, db) = common::temp_db();
-    let key = common::unlimited_key(&db);
+    let (dir, db) = crate::common::temp_db();
+    let key = crate::common::unlimited_key(&db);
     let key = key.as_str();
     let log = dir.path().join("server.log");
-    let server = Server::start_command(
+    let server = TestServer::start_command(
         petstore_with_open_files(&db, 128, 256),
         &["--bootstrap-key=false", "--client-body-timeout", "1s"],
         Some(&log),
@@ -138,11 +136,11 @@ fn exchange(addr: &str, request: &[u8]) -> String {
 
 #[test]
 fn api_keys_never_reach_the_log_even_where_they_do_not_belong() {
-    let (dir, db) = common::temp_db();
+    let (dir, db) = crate::common::temp_db();
     let key = run(&db, &["keys", "create", "--plan", "pro"]);
     let key = key.trim().to_owned();
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
+    let server = TestServer::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
     let addr = server.addr();
     let bogus = format!("pst_{}", "0".repeat(64));
     for target in [
@@ -173,9 +171,9 @@ fn api_keys_never_reach_the_log_even_where_they_do_not_belong() {
 
 #[test]
 fn head_is_answered_like_get_without_a_body_over_the_wire() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let key = run(&db, &["keys", "create", "--plan", "pro"]);
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let addr = server.addr();
     let request = format!(
         "HEAD /v1/pets HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
@@ -197,8 +195,8 @@ fn head_is_answered_like_get_without_a_body_over_the_wire() {
 /// one), and this test keeps that list true.
 #[test]
 fn malformed_http_is_refused_by_the_protocol_layer_as_documented() {
-    let (_dir, db) = common::temp_db();
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let (_dir, db) = crate::common::temp_db();
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let addr = server.addr();
     let huge = format!(
         "GET /v1/pets HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",

@@ -2,19 +2,17 @@
 //! requests are still served for the drain delay, requests in flight complete, and the process
 //! exits 0.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use common::{Server, agent};
+use crate::common::{TestServer, agent};
 
 #[test]
 fn sigterm_drains_then_stops_with_in_flight_requests_completed() {
-    let (_dir, db) = common::temp_db();
-    let key = common::unlimited_key(&db);
-    let mut server = Server::start(&db, &["--bootstrap-key=false", "--shutdown-delay", "2s"]);
+    let (_dir, db) = crate::common::temp_db();
+    let key = crate::common::unlimited_key(&db);
+    let mut server = TestServer::start(&db, &["--bootstrap-key=false", "--shutdown-delay", "2s"]);
     let addr = server.addr();
 
     // A create whose body arrives slowly: in flight when the signal comes, and past the delay.

@@ -3,13 +3,11 @@
 //! Redis Cluster; over TLS, a server whose certificate is not trusted stops the start. Skipped
 //! loudly without Redis outside CI; fails in CI.
 
-mod common;
-
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::redis_support::{RedisCluster, TestRedis, TlsRedis};
-use common::{Server, agent, petstore, run, wait_for_room_in_minute};
+use crate::common::redis_support::{RedisCluster, TestRedis, TlsRedis};
+use crate::common::{TestServer, agent, petstore, run, wait_for_room_in_minute};
 
 const THREADS_PER_INSTANCE: usize = 8;
 const REQUESTS_PER_THREAD: usize = 20;
@@ -35,14 +33,14 @@ fn over_tls_the_start_checks_the_certificate() {
     let Some(tls) = TlsRedis::start() else {
         return;
     };
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let key = run(db, &["keys", "create", "--plan", "free"])
         .trim()
         .to_owned();
     let ca = tls.ca_file().display().to_string();
     let good = format!("rediss://localhost:{}", tls.port);
-    let server = Server::start(
+    let server = TestServer::start(
         db,
         &[
             "--bootstrap-key=false",
@@ -54,7 +52,7 @@ fn over_tls_the_start_checks_the_certificate() {
             "closed",
         ],
     );
-    let (status, _) = common::get(&server.base, "/pets", &key);
+    let (status, _) = server.list_pets("", &key);
     assert_eq!(
         status, 200,
         "counted over TLS (closed: a failure would be 503)"
@@ -64,7 +62,7 @@ fn over_tls_the_start_checks_the_certificate() {
     let other = tls.dir.path().join("other-ca.pem");
     std::fs::write(
         &other,
-        common::redis_support::Authority::new("other").ca_pem,
+        crate::common::redis_support::Authority::new("other").ca_pem,
     )
     .expect("write");
     for (url, ca_file, says) in [
@@ -117,7 +115,7 @@ fn exits_within(mut command: std::process::Command, limit: Duration) -> std::pro
 /// Two servers counting in `url` under `prefix`, hammered concurrently through one free key:
 /// exactly 60 granted between them, the rest refused.
 fn hammer_two_instances(url: &str, prefix: &str) {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
     let key = run(db, &["keys", "create", "--plan", "free"])
         .trim()
@@ -131,8 +129,8 @@ fn hammer_two_instances(url: &str, prefix: &str) {
         "--rate-limit-on-failure",
         "closed",
     ];
-    let first = Server::start(db, &args);
-    let second = Server::start(db, &args);
+    let first = TestServer::start(db, &args);
+    let second = TestServer::start(db, &args);
 
     wait_for_room_in_minute(30);
     let workers: Vec<_> = (0..2 * THREADS_PER_INSTANCE)

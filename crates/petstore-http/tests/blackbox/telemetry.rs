@@ -2,12 +2,10 @@
 //! formats, request-scoped log lines, and the Prometheus metrics scraped from the real endpoint
 //! after known traffic.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::{Server, agent, unlimited_key};
+use crate::common::{TestServer, agent, unlimited_key};
 use serde_json::Value;
 
 const TRACEPARENT: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
@@ -47,10 +45,10 @@ fn json_lines(log: &Path) -> Vec<Value> {
 
 #[test]
 fn every_response_carries_a_request_id_kept_from_the_proxy_when_well_formed() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let limited = common::enterprise_key(&db, 1, 1000);
-    let server = Server::start(&db, &["--bootstrap-key=false", "--ban-threshold", "0"]);
+    let limited = crate::common::enterprise_key(&db, 1, 1000);
+    let server = TestServer::start(&db, &["--bootstrap-key=false", "--ban-threshold", "0"]);
     let base = &server.base;
     let bearer = format!("Bearer {key}");
     let limited = format!("Bearer {limited}");
@@ -93,10 +91,10 @@ fn every_response_carries_a_request_id_kept_from_the_proxy_when_well_formed() {
 
 #[test]
 fn the_json_access_log_has_one_line_per_request_with_every_field_and_no_key() {
-    let (dir, db) = common::temp_db();
+    let (dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(
+    let server = TestServer::start_logging(
         &db,
         &["--bootstrap-key=false", "--log-format", "json"],
         Some(&log),
@@ -159,10 +157,10 @@ fn the_json_access_log_has_one_line_per_request_with_every_field_and_no_key() {
 
 #[test]
 fn the_text_access_log_is_one_readable_line_per_request() {
-    let (dir, db) = common::temp_db();
+    let (dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
+    let server = TestServer::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
     let (_, id) = request_id_of(
         &format!("{}/nothing", server.base),
         &[("Authorization", &format!("Bearer {key}"))],
@@ -187,10 +185,10 @@ fn the_text_access_log_is_one_readable_line_per_request() {
 
 #[test]
 fn lines_logged_while_handling_a_request_carry_its_id_and_traceparent() {
-    let (dir, db) = common::temp_db();
-    let key = common::enterprise_key(&db, 1, 1000);
+    let (dir, db) = crate::common::temp_db();
+    let key = crate::common::enterprise_key(&db, 1, 1000);
     let log = dir.path().join("server.log");
-    let server = Server::start_logging(
+    let server = TestServer::start_logging(
         &db,
         &[
             "--bootstrap-key=false",
@@ -324,20 +322,20 @@ fn scrape(base: &str) -> Scrape {
 
 #[test]
 fn metrics_count_known_traffic() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let server = Server::start(&db, &["--bootstrap-key=false"]);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
     let base = &server.base;
     for _ in 0..3 {
-        assert_eq!(common::get(base, "/pets", &key).0, 200);
+        assert_eq!(crate::common::get(base, "/pets", &key).0, 200);
     }
     for _ in 0..2 {
-        assert_eq!(common::get(base, "/pets", "pst_unknown").0, 401);
+        assert_eq!(crate::common::get(base, "/pets", "pst_unknown").0, 401);
     }
-    assert_eq!(common::get(base, "/nothing", &key).0, 404);
-    let (status, _) = common::post(base, &key, r#"{"name":"Rex","categoryId":1}"#);
+    assert_eq!(crate::common::get(base, "/nothing", &key).0, 404);
+    let (status, _) = crate::common::post(base, &key, r#"{"name":"Rex","categoryId":1}"#);
     assert_eq!(status, 201);
-    let (status, _) = common::post(base, &key, r#"{"name":"Rex"}"#);
+    let (status, _) = crate::common::post(base, &key, r#"{"name":"Rex"}"#);
     assert_eq!(status, 400);
     let metrics = scrape(base);
 
@@ -440,8 +438,8 @@ fn metrics_count_known_traffic() {
 
 #[test]
 fn metrics_can_have_a_listener_of_their_own_or_be_off() {
-    let (_dir, db) = common::temp_db();
-    let server = Server::start(
+    let (_dir, db) = crate::common::temp_db();
+    let server = TestServer::start(
         &db,
         &["--bootstrap-key=false", "--metrics-bind", "127.0.0.1:0"],
     );
@@ -454,24 +452,24 @@ fn metrics_can_have_a_listener_of_their_own_or_be_off() {
     let metrics = scrape_url(&url);
     assert_eq!(metrics.sum("petstore_build_info", &[]), 1.0);
     let root = server.base.trim_end_matches("/v1");
-    let (status, body) = common::get(root, "/metrics", "");
+    let (status, body) = crate::common::get(root, "/metrics", "");
     assert_eq!(
         (status, body["code"].as_str()),
         (404, Some("route_not_found"))
     );
     server.stop();
 
-    let server = Server::start(&db, &["--bootstrap-key=false", "--metrics=false"]);
+    let server = TestServer::start(&db, &["--bootstrap-key=false", "--metrics=false"]);
     let root = server.base.trim_end_matches("/v1");
-    assert_eq!(common::get(root, "/metrics", "").0, 404);
+    assert_eq!(crate::common::get(root, "/metrics", "").0, 404);
 }
 
 #[test]
 fn redis_errors_and_the_local_fallback_are_counted() {
-    let (_dir, db) = common::temp_db();
+    let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
     // Nothing listens on port 1: every call to the shared counters fails, and `open` falls back.
-    let server = Server::start(
+    let server = TestServer::start(
         &db,
         &[
             "--bootstrap-key=false",
@@ -482,7 +480,7 @@ fn redis_errors_and_the_local_fallback_are_counted() {
         ],
     );
     for _ in 0..3 {
-        assert_eq!(common::get(&server.base, "/pets", &key).0, 200);
+        assert_eq!(server.list_pets("", &key).0, 200);
     }
     let metrics = scrape(&server.base);
     assert_eq!(

@@ -1,0 +1,20 @@
+//! The black-box tests: the built `petstore` binary, started by `common::TestServer` on free
+//! ports, driven over TCP as its users drive it (HTTP clients, the command line, a browser,
+//! schemathesis, a container engine). One test binary, one module per concern, so that the
+//! crate is linked once for all of them.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod binary;
+mod client;
+mod container;
+mod contract;
+mod docs_page;
+mod hardening;
+mod idempotency;
+mod multi_instance;
+mod shared_limits;
+mod shutdown;
+mod store_area;
+mod telemetry;
