@@ -4,13 +4,15 @@
 //! codes.
 
 use std::future::Future;
+use std::sync::Arc;
 
 use actix_web::body::to_bytes;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use petstore_domain::{
-    ClaimOutcome, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotentRequest, StoredResponse,
+    ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotentRequest,
+    StoredResponse,
 };
 
 use crate::auth::ApiClient;
@@ -19,6 +21,41 @@ use crate::state::AppState;
 
 /// `Idempotent-Replayed: true`, on a response answered from the stored one.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// How a create answers, given what it made: the response it sends, and stores for a replay.
+pub type Respond<T> = Arc<dyn Fn(&T) -> StoredResponse + Send + Sync>;
+
+/// The one path of a create (`POST /pets`, `POST /store/orders`), with an `Idempotency-Key` or
+/// without: without one, `create` runs and what it made is answered; with one, [`run`] claims
+/// the key first and `create` runs with the claim's completion, which stores the answer with
+/// what it made, in the same transaction.
+pub async fn create<T, F, Fut>(
+    state: &AppState,
+    req: &HttpRequest,
+    client: &ApiClient,
+    key: Option<IdempotencyKey>,
+    body: &[u8],
+    respond: Respond<T>,
+    create: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce(Option<Completion<T>>) -> Fut,
+    Fut: Future<Output = Result<T, ApiError>>,
+{
+    let Some(key) = key else {
+        let made = create(None).await?;
+        return Ok(self::respond(&respond(&made), false));
+    };
+    run(state, req, client, key, body, |claim| async move {
+        let completion = Completion {
+            claim,
+            respond: Arc::clone(&respond),
+        };
+        let made = create(Some(completion)).await?;
+        Ok(respond(&made))
+    })
+    .await
+}
 
 /// Runs the write `write` once per `key`: claims the key for this request (its API key, method,
 /// path and `body`), then

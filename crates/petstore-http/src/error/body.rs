@@ -9,6 +9,7 @@ use serde::Serialize;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 
 use super::ErrorCode;
+use crate::ratelimit::headers::retry_after;
 
 /// The Error object: what every error response carries, and its schema (`Error`) in the OpenAPI
 /// document.
@@ -42,28 +43,24 @@ fn code_schema() -> ObjectBuilder {
 /// `Retry-After` on `503` (1 s; 60 s for `storage_full`). The code also goes into the
 /// response's extensions, where the access log finds it.
 pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> HttpResponse {
-    let mut response = HttpResponseBuilder::new(status);
-    match code {
-        ErrorCode::Unauthorized => {
-            response.insert_header((
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"petstore\""),
-            ));
-        }
-        ErrorCode::ServiceUnavailable => {
-            response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("1")));
-        }
-        // Space is not freed in a second: an operator has to act.
-        ErrorCode::StorageFull => {
-            response.insert_header((header::RETRY_AFTER, HeaderValue::from_static("60")));
-        }
-        _ => {}
-    }
-    let mut response = response.json(ErrorObject {
+    let mut response = HttpResponseBuilder::new(status).json(ErrorObject {
         code: code.as_str(),
         message,
         status: status.as_u16(),
     });
+    let headers = response.headers_mut();
+    match code {
+        ErrorCode::Unauthorized => {
+            headers.insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static("Bearer realm=\"petstore\""),
+            );
+        }
+        ErrorCode::ServiceUnavailable => retry_after(headers, 1),
+        // Space is not freed in a second: an operator has to act.
+        ErrorCode::StorageFull => retry_after(headers, 60),
+        _ => {}
+    }
     // For the access log.
     response.extensions_mut().insert(code);
     response

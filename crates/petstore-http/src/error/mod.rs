@@ -19,6 +19,7 @@ pub use body::{ErrorObject, error_response};
 pub use code::{ErrorCode, status_of};
 
 use crate::ratelimit::LimitError;
+use crate::ratelimit::headers::retry_after;
 pub use crate::report::Chain;
 
 type BoxError = Box<dyn Error + Send + Sync>;
@@ -273,14 +274,14 @@ impl ResponseError for ApiError {
             Self::MethodNotAllowed { allow, .. } => {
                 headers.insert(header::ALLOW, HeaderValue::from_static(allow));
             }
-            Self::RateLimited { retry_after, .. } | Self::TemporarilyBanned { retry_after } => {
-                headers.insert(header::RETRY_AFTER, HeaderValue::from(*retry_after));
+            Self::RateLimited {
+                retry_after: wait, ..
+            }
+            | Self::TemporarilyBanned { retry_after: wait } => {
+                retry_after(headers, *wait);
             }
             Self::IdempotencyRequestInProgress => {
-                headers.insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from(IN_PROGRESS_RETRY_AFTER),
-                );
+                retry_after(headers, IN_PROGRESS_RETRY_AFTER);
             }
             _ => {}
         }

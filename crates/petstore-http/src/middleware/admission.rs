@@ -9,7 +9,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
-use petstore_domain::Ban;
+use petstore_domain::{Ban, RateDecision};
 
 use super::json_errors::json_errors;
 use crate::auth::{ApiClient, Credentials};
@@ -17,7 +17,7 @@ use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::ratelimit::headers;
 use crate::ratelimit::{
-    Caller, KeyBans, LimitError, RATE_LIMIT_PATH, RateStatus, Subject, Verdict,
+    Caller, KeyBans, LimitError, LimitHeaders, RATE_LIMIT_PATH, RateStatus, Subject, Verdict,
 };
 use crate::report::Chain;
 use crate::state::AppState;
@@ -45,10 +45,12 @@ pub async fn admission(
     Ok(json_errors(response))
 }
 
-async fn gate(
+/// The steps: identify the caller, decide on the request, then answer or hand it on with the
+/// rate-limit headers.
+async fn gate<B: MessageBody>(
     req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
     if UNLIMITED.contains(&req.path()) {
         return Ok(next.call(req).await?.map_into_left_body());
     }
@@ -57,96 +59,160 @@ async fn gate(
         .expect("BUG: AppState is registered by app()")
         .clone();
     let now = state.clock.unix_seconds();
-    let limiter = &state.limiter;
     let credentials = state.auth.credentials(req.headers());
-    let client = match credentials {
-        None => None,
-        Some(credentials) => match state.auth.authenticate(&state.db, credentials, now).await {
-            Ok(found) => found,
-            Err(error) => {
-                let limits = limiter.limit_headers(limiter.anonymous_limits());
-                return Ok(refuse(req, &error, |h| {
-                    headers::write_unknown(h, &limits, now)
-                }));
-            }
-        },
+    let client = match identify(&state, credentials, now).await {
+        Ok(client) => client,
+        Err(error) => {
+            let limiter = &state.limiter;
+            let limits = limiter.limit_headers(limiter.anonymous_limits());
+            return Ok(refuse(req, &error, |h| {
+                Standing::Unknown.write(h, &limits, now)
+            }));
+        }
     };
-    let caller = match &client {
-        Some(client) => Caller {
-            subject: Subject::Key(client.key().id),
-            limits: client.key().limits(),
-            ban: client.key().ban,
-        },
-        None => Caller {
-            subject: limiter.address_subject(state.trusted_proxies.client_address(&req)),
-            limits: limiter.anonymous_limits(),
-            ban: None,
-        },
+    let admitted = Admitted::new(&state, &req, client);
+    let verdict = decide(&state, &admitted, credentials, now).await;
+    annotate(req, next, &state, admitted, verdict, now).await
+}
+
+/// Who is calling, as far as the key goes: the valid key presented, or `None` for none (or one
+/// that is not valid). `Err` when the key could not be looked up.
+async fn identify(
+    state: &web::Data<AppState>,
+    credentials: Option<Credentials<'_>>,
+    now: u64,
+) -> Result<Option<ApiClient>, ApiError> {
+    let Some(credentials) = credentials else {
+        return Ok(None);
     };
-    let limits = limiter.limit_headers(caller.limits);
-    let key_bans = StoredBans {
-        state: &state,
-        credentials,
-    };
+    let client = state.auth.authenticate(&state.db, credentials, now).await?;
     if let Some(client) = &client {
-        record_use(&state, client, now);
+        record_use(state, client, now);
     }
-    // The rate-limit status spends nothing: the caller's standing is read, not counted.
-    // Only a key's own reads of its status are free: anything else there (no key, another
-    // method) is counted like any request.
-    let status_only = client.is_some()
-        && matches!(*req.method(), Method::GET | Method::HEAD)
-        && is_rate_limit_status(req.match_info().as_str(), &state);
-    let verdict = if status_only {
-        limiter.peek(&caller, now).await
-    } else {
-        let verdict = limiter.check(&caller, now, &key_bans).await;
-        count_decision(&state, &verdict, &caller, client.as_ref());
-        verdict
-    };
+    Ok(client)
+}
+
+/// A request on its way through admission: whom it is counted against, and how.
+struct Admitted {
+    client: Option<ApiClient>,
+    caller: Caller,
+    /// The rate-limit status resource, read by a key: looked at, not counted.
+    status_only: bool,
+}
+
+impl Admitted {
+    fn new(state: &AppState, req: &ServiceRequest, client: Option<ApiClient>) -> Self {
+        let limiter = &state.limiter;
+        let caller = match &client {
+            Some(client) => Caller {
+                subject: Subject::Key(client.key().id),
+                limits: client.key().limits(),
+                ban: client.key().ban,
+            },
+            None => Caller {
+                subject: limiter.address_subject(state.trusted_proxies.client_address(req)),
+                limits: limiter.anonymous_limits(),
+                ban: None,
+            },
+        };
+        // The rate-limit status spends nothing: the caller's standing is read, not counted.
+        // Only a key's own reads of its status are free: anything else there (no key, another
+        // method) is counted like any request.
+        let status_only = client.is_some()
+            && matches!(*req.method(), Method::GET | Method::HEAD)
+            && is_rate_limit_status(req.match_info().as_str(), state);
+        Self {
+            client,
+            caller,
+            status_only,
+        }
+    }
+}
+
+/// The limiter's verdict: the caller's standing for the status resource, else the request
+/// counted (and the decision counted in the metrics).
+async fn decide(
+    state: &AppState,
+    admitted: &Admitted,
+    credentials: Option<Credentials<'_>>,
+    now: u64,
+) -> Result<Verdict, LimitError> {
+    let limiter = &state.limiter;
+    if admitted.status_only {
+        return limiter.peek(&admitted.caller, now).await;
+    }
+    let key_bans = StoredBans { state, credentials };
+    let verdict = limiter.check(&admitted.caller, now, &key_bans).await;
+    count_decision(state, &verdict, &admitted.caller, admitted.client.as_ref());
+    verdict
+}
+
+/// Hands an allowed request on, or refuses it; either way with the rate-limit headers.
+async fn annotate<B: MessageBody>(
+    req: ServiceRequest,
+    next: Next<B>,
+    state: &AppState,
+    admitted: Admitted,
+    verdict: Result<Verdict, LimitError>,
+    now: u64,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    let limits = state.limiter.limit_headers(admitted.caller.limits);
     // For the handlers, and the access log (refusals included).
-    if let Some(client) = client {
+    if let Some(client) = admitted.client {
         req.extensions_mut().insert(client);
     }
-    match verdict {
+    let (error, standing) = match verdict {
         Ok(Verdict::Allowed(decision)) => {
-            if status_only {
+            if admitted.status_only {
                 req.extensions_mut().insert(RateStatus {
                     decision,
-                    limits: caller.limits,
+                    limits: admitted.caller.limits,
                 });
             }
             let mut response = next.call(req).await?;
             headers::write(response.headers_mut(), &decision, &limits, now);
-            Ok(response.map_into_left_body())
+            return Ok(response.map_into_left_body());
         }
-        Ok(Verdict::Limited(decision)) => {
-            let error = ApiError::RateLimited {
-                limits: caller.limits,
+        Ok(Verdict::Limited(decision)) => (
+            ApiError::RateLimited {
+                limits: admitted.caller.limits,
                 retry_after: decision.retry_after(now),
-            };
-            Ok(refuse(req, &error, |h| {
-                headers::write(h, &decision, &limits, now)
-            }))
-        }
-        Ok(Verdict::Banned(ban)) => {
-            let error = ApiError::TemporarilyBanned {
+            },
+            Standing::Counted(decision),
+        ),
+        Ok(Verdict::Banned(ban)) => (
+            ApiError::TemporarilyBanned {
                 retry_after: ban.until.saturating_sub(now).max(1),
-            };
-            Ok(refuse(req, &error, |h| {
-                headers::write_ban(h, ban, &limits, now)
-            }))
-        }
+            },
+            Standing::Banned(ban),
+        ),
         Err(error) => {
-            let decision = match &error {
-                LimitError::BanNotRecorded { decision, .. } => Some(*decision),
-                LimitError::Counters(_) => None,
+            let standing = match &error {
+                LimitError::BanNotRecorded { decision, .. } => Standing::Counted(*decision),
+                LimitError::Counters(_) => Standing::Unknown,
             };
-            let error = ApiError::from(error);
-            Ok(refuse(req, &error, |h| match decision {
-                Some(decision) => headers::write(h, &decision, &limits, now),
-                None => headers::write_unknown(h, &limits, now),
-            }))
+            (ApiError::from(error), standing)
+        }
+    };
+    Ok(refuse(req, &error, |h| standing.write(h, &limits, now)))
+}
+
+/// What a refusal's rate-limit headers describe.
+enum Standing {
+    /// The request's counts (over a limit).
+    Counted(RateDecision),
+    /// A ban in force.
+    Banned(Ban),
+    /// Nothing known: the counts could not be read, or the caller not identified.
+    Unknown,
+}
+
+impl Standing {
+    fn write(&self, headers: &mut HeaderMap, limits: &LimitHeaders, now: u64) {
+        match self {
+            Self::Counted(decision) => headers::write(headers, decision, limits, now),
+            Self::Banned(ban) => headers::write_ban(headers, *ban, limits, now),
+            Self::Unknown => headers::write_unknown(headers, limits, now),
         }
     }
 }

@@ -114,7 +114,7 @@ pub fn write(headers: &mut HeaderMap, decision: &RateDecision, limits: &LimitHea
             .map(|w| (w.window, w.remaining(), w.reset_at.saturating_sub(now))),
     );
     if !decision.allowed {
-        headers.insert(header::RETRY_AFTER, decision.retry_after(now).into());
+        retry_after(headers, decision.retry_after(now));
     }
 }
 
@@ -129,7 +129,13 @@ pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: &LimitHeaders, now: 
         ban.until,
         [(Window::Minute, 0, wait), (Window::Day, 0, wait)],
     );
-    headers.insert(header::RETRY_AFTER, wait.into());
+    retry_after(headers, wait);
+}
+
+/// `Retry-After: seconds`: the one writer of the field, for refusals (here), and for the errors
+/// that say when to come back (`error`: `503`, a full disk, an `Idempotency-Key` in flight).
+pub fn retry_after(headers: &mut HeaderMap, seconds: u64) {
+    headers.insert(header::RETRY_AFTER, seconds.into());
 }
 
 /// Headers when the counts cannot be known (the shared counter store is down and the service

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use petstore_domain::{
-    Completion, Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError,
-    OrderListQuery, StorageError, StoredResponse,
+    Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery,
+    StorageError, StoredResponse,
 };
 
 use super::parse_id;
@@ -113,30 +113,26 @@ pub async fn place_order(
 ) -> Result<HttpResponse, ApiError> {
     let orders = format!("{}/store/orders", state.links.public_base(&req));
     let owner = Some(client.key().id);
-    let Some(key) = key else {
-        let order = parse::<NewOrder>(&body)?.validate_into(owner, None)?;
-        let placed = place(&state, order).await?;
-        return Ok(idempotency::respond(
-            &placed_response(&orders, &placed)?,
-            false,
-        ));
-    };
-    idempotency::run(&state, &req, &client, key, &body, |claim| async {
-        let new_order = parse::<NewOrder>(&body)?;
-        let respond_to = orders.clone();
-        let respond = Arc::new(move |order: &Order| {
-            // Serialising an order cannot fail (plain fields); an empty body would show it.
-            placed_response(&respond_to, order).unwrap_or_else(|_| StoredResponse {
-                status: 201,
-                location: None,
-                body: String::new(),
-            })
-        });
-        let completion = Completion { claim, respond };
-        let order = new_order.validate_into(owner, Some(completion))?;
-        let placed = place(&state, order).await?;
-        placed_response(&orders, &placed)
-    })
+    let respond: idempotency::Respond<Order> = Arc::new(move |order: &Order| {
+        // Serialising an order cannot fail (plain fields); an empty body would show it.
+        placed_response(&orders, order).unwrap_or_else(|_| StoredResponse {
+            status: 201,
+            location: None,
+            body: String::new(),
+        })
+    });
+    idempotency::create(
+        &state,
+        &req,
+        &client,
+        key,
+        &body,
+        respond,
+        |completion| async {
+            let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;
+            place(&state, order).await
+        },
+    )
     .await
 }
 

@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{
-    Completion, CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredResponse,
-};
+use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredResponse};
 
 use super::parse_id;
 use super::respond::encoded_body;
@@ -121,30 +119,19 @@ pub async fn create_pet(
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
     let pets = format!("{}/pets", state.links.public_base(&req));
-    let Some(key) = key else {
-        let draft = parse::<NewPet>(&body)?.validate_into()?;
-        let pet = create(&state, CreatePet::new(draft)).await?;
-        let mut response = HttpResponse::Created();
-        response.insert_header((header::LOCATION, format!("{pets}/{}", pet.id)));
-        return Ok(encoded_body(response, &pet, 1));
-    };
-    idempotency::run(&state, &req, &client, key, &body, |claim| async {
-        let draft = parse::<NewPet>(&body)?.validate_into()?;
-        let respond = Arc::new(move |pet: &Pet| created(&pets, pet));
-        let completion = Completion {
-            claim,
-            respond: respond.clone(),
-        };
-        let pet = create(
-            &state,
-            CreatePet {
-                draft,
-                completion: Some(completion),
-            },
-        )
-        .await?;
-        Ok(respond(&pet))
-    })
+    let respond: idempotency::Respond<Pet> = Arc::new(move |pet: &Pet| created(&pets, pet));
+    idempotency::create(
+        &state,
+        &req,
+        &client,
+        key,
+        &body,
+        respond,
+        |completion| async {
+            let draft = parse::<NewPet>(&body)?.validate_into()?;
+            create(&state, CreatePet { draft, completion }).await
+        },
+    )
     .await
 }
 
