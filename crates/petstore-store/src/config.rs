@@ -102,33 +102,7 @@ impl Backend {
     pub fn describe(&self) -> String {
         match self {
             Self::Sqlite(path) => format!("SQLite file {path}"),
-            Self::Postgres(url) => {
-                let mut shown = url.clone();
-                if let Some(start) = shown.find("://").map(|i| i + 3) {
-                    let authority_end = shown[start..]
-                        .find(['/', '?'])
-                        .map_or(shown.len(), |i| start + i);
-                    if let Some(at) = shown[start..authority_end].rfind('@').map(|i| start + i)
-                        && let Some(colon) = shown[start..at].find(':').map(|i| start + i)
-                    {
-                        shown.replace_range(colon + 1..at, "***");
-                    }
-                }
-                if let Some(query) = shown.find('?') {
-                    let (head, params) = shown.split_at(query + 1);
-                    let params: Vec<String> = params
-                        .split('&')
-                        .map(|pair| match pair.split_once('=') {
-                            Some((name, _)) if name.eq_ignore_ascii_case("password") => {
-                                format!("{name}=***")
-                            }
-                            _ => pair.to_owned(),
-                        })
-                        .collect();
-                    shown = format!("{head}{}", params.join("&"));
-                }
-                format!("PostgreSQL {shown}")
-            }
+            Self::Postgres(url) => format!("PostgreSQL {}", redact_url_password(url)),
         }
     }
 
@@ -141,6 +115,34 @@ impl Backend {
             Self::Postgres(_) => true,
         }
     }
+}
+
+/// A database or cache URL (`postgres://`, `redis://`, ...) as it may be logged: a password in
+/// the user part (`user:secret@`) or in a `password` query parameter replaced by `***`.
+pub fn redact_url_password(url: &str) -> String {
+    let mut shown = url.to_owned();
+    if let Some(start) = shown.find("://").map(|i| i + 3) {
+        let authority_end = shown[start..]
+            .find(['/', '?'])
+            .map_or(shown.len(), |i| start + i);
+        if let Some(at) = shown[start..authority_end].rfind('@').map(|i| start + i)
+            && let Some(colon) = shown[start..at].find(':').map(|i| start + i)
+        {
+            shown.replace_range(colon + 1..at, "***");
+        }
+    }
+    if let Some(query) = shown.find('?') {
+        let (head, params) = shown.split_at(query + 1);
+        let params: Vec<String> = params
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
+                _ => pair.to_owned(),
+            })
+            .collect();
+        shown = format!("{head}{}", params.join("&"));
+    }
+    shown
 }
 
 #[cfg(test)]
@@ -163,6 +165,24 @@ mod tests {
         ] {
             let backend = Backend::from_url(url).expect("a URL");
             assert_eq!(backend.describe(), shown);
+        }
+    }
+
+    #[test]
+    fn cache_urls_lose_their_password_too() {
+        for (url, shown) in [
+            ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),
+            (
+                "rediss://app:s3cret@cache:6380",
+                "rediss://app:***@cache:6380",
+            ),
+            (
+                "redis+cluster://app:s3cret@a:7000,b:7001",
+                "redis+cluster://app:***@a:7000,b:7001",
+            ),
+            ("redis://cache:6379", "redis://cache:6379"),
+        ] {
+            assert_eq!(redact_url_password(url), shown);
         }
     }
 

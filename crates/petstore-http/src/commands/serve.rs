@@ -195,7 +195,7 @@ fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dy
 /// work, and stops the start with the reason; Redis merely unreachable is only a warning (the
 /// failure policy applies until it is back).
 async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> {
-    let shown = redact_password(url);
+    let shown = petstore_store::redact_url_password(url);
     match state.limiter.ping().await {
         Ok(()) => {
             log::info!("rate limits counted in Redis at {shown} (shared by every instance)");
@@ -218,20 +218,6 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
             );
             Ok(())
         }
-    }
-}
-
-/// `url` with any password replaced by `***`, for the log.
-fn redact_password(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            let credentials = &url[scheme + 3..at];
-            match credentials.split_once(':') {
-                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
-                None => url.to_owned(),
-            }
-        }
-        _ => url.to_owned(),
     }
 }
 
