@@ -7,11 +7,12 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
-use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, ValidationError};
+use futures_util::future::BoxFuture;
+use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, Storage, ValidationError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::keys::{self, IssuedKey, KeyChange, KeyView, NewKey};
+use super::keys::{self, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey};
 use super::token::Admin;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{JsonBody, no_query_parameters, query_pairs};
@@ -369,14 +370,16 @@ pub async fn revoke_key(
     req: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
-    let id = parse_id("keyId", &path)?;
-    let key = state
-        .db
-        .call("revoke_key", |storage| Box::pin(keys::revoke(storage, id)))
-        .await?;
-    audit(&admin, "revoked", &key);
-    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+    change_key(
+        &state,
+        &admin,
+        &req,
+        &path,
+        "revoke_key",
+        "revoked",
+        |storage, id| Box::pin(keys::revoke(storage, id)),
+    )
+    .await
 }
 
 /// `unbanKey`.
@@ -400,12 +403,38 @@ pub async fn unban_key(
     req: HttpRequest,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
-    let id = parse_id("keyId", &path)?;
+    change_key(
+        &state,
+        &admin,
+        &req,
+        &path,
+        "unban_key",
+        "unbanned",
+        |storage, id| Box::pin(keys::unban(storage, id)),
+    )
+    .await
+}
+
+/// A change of a key named by its id in the path and nothing else (revoke, unban): the id
+/// parsed, the change made through `operation`, audited as `action`, the key answered.
+async fn change_key<'a, F>(
+    state: &'a AppState,
+    admin: &Admin,
+    req: &HttpRequest,
+    path: &str,
+    operation: &'static str,
+    action: &'static str,
+    change: F,
+) -> Result<HttpResponse, ApiError>
+where
+    F: FnOnce(&'a dyn Storage, i64) -> BoxFuture<'a, Result<ApiKey, KeyAdminError>>,
+{
+    no_query_parameters(req)?;
+    let id = parse_id("keyId", path)?;
     let key = state
         .db
-        .call("unban_key", |storage| Box::pin(keys::unban(storage, id)))
+        .call(operation, |storage| change(storage, id))
         .await?;
-    audit(&admin, "unbanned", &key);
-    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+    audit(admin, action, &key);
+    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(state))))
 }
