@@ -307,67 +307,60 @@ if [ "$INSTRUCTIONS" = 1 ]; then
   exit 0
 fi
 
-# --- metrics cost (--metrics-cost) -----------------------------------------------------------
-if [ "$METRICS_COST" = 1 ]; then
-  db=$WORK/metrics.db
+# --- paired runs (--metrics-cost, --redis-cost) ---------------------------------------------
+# paired NAME DESCRIPTION BASE_HEADING OTHER_HEADING RATIO_HEADING -- BASE_ARGS... -- OTHER_ARGS...
+# Two servers over one database (SQLite, 1,000 pets) on the same core, `serve` with BASE_ARGS and
+# with OTHER_ARGS; GET /v1/pets?limit=20 on each in turn, $RUNS times; writes the medians and the
+# median of the pairs' ratios (other / base) to target/bench/NAME.md.
+paired() {
+  local name=$1 describe=$2 base_heading=$3 other_heading=$4 ratio_heading=$5
+  shift 6
+  local base_args=()
+  while [ "$1" != -- ]; do base_args+=("$1"); shift; done
+  shift
+  local db=$WORK/$name.db
   seed sqlite "$db" 1000
-  auth=(-H "Authorization: Bearer $(bench_key "$db")")
-  serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
-  start_server metrics-on env RUST_LOG=warn "${serve[@]}" --metrics=true
-  ON_PID=$SERVER_PID ON_BASE=$BASE
-  start_server metrics-off env RUST_LOG=warn "${serve[@]}" --metrics=false
-  OFF_PID=$SERVER_PID OFF_BASE=$BASE
-  ratios=() on=() off=()
+  local auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  local serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
+  start_server "$name-base" env RUST_LOG=warn "${serve[@]}" "${base_args[@]}"
+  local base_pid=$SERVER_PID base_url=$BASE
+  start_server "$name-other" env RUST_LOG=warn "${serve[@]}" "$@"
+  local other_pid=$SERVER_PID other_url=$BASE
+  local ratios=() base=() other=()
   for _ in $(seq 1 "$RUNS"); do
-    off+=("$(wrk_once "${auth[@]}" "$OFF_BASE/v1/pets?limit=20" | rps_of)")
-    on+=("$(wrk_once "${auth[@]}" "$ON_BASE/v1/pets?limit=20" | rps_of)")
-    ratios+=("$(awk -v a="${on[-1]}" -v b="${off[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    echo "bench: metrics off ${off[-1]} req/s, on ${on[-1]} req/s" >&2
+    base+=("$(wrk_once "${auth[@]}" "$base_url/v1/pets?limit=20" | rps_of)")
+    other+=("$(wrk_once "${auth[@]}" "$other_url/v1/pets?limit=20" | rps_of)")
+    ratios+=("$(awk -v a="${other[-1]}" -v b="${base[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: ${base_heading% (*} ${base[-1]} req/s, ${other_heading% (*} ${other[-1]} req/s" >&2
   done
-  kill -TERM "$ON_PID" "$OFF_PID"; wait "$ON_PID" "$OFF_PID" 2>/dev/null || true; SERVER_PID=""
-  OUT=${OUT%/*}/metrics-cost.md
+  kill -TERM "$base_pid" "$other_pid"; wait "$base_pid" "$other_pid" 2>/dev/null || true
+  SERVER_PID=""
+  OUT=${OUT%/*}/$name.md
   {
-    echo "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker, $CONNS connections; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo "$describe; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo
-    echo "| Metrics off (median req/s) | Metrics on (median req/s) | On / off (median of pairs) |"
+    echo "| $base_heading | $other_heading | $ratio_heading |"
     echo "|---|---|---|"
-    echo "| $(printf '%s\n' "${off[@]}" | median) | $(printf '%s\n' "${on[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
+    echo "| $(printf '%s\n' "${base[@]}" | median) | $(printf '%s\n' "${other[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
   } >"$OUT"
   cat "$OUT"
+}
+
+# The list route with metrics recorded against the same without.
+if [ "$METRICS_COST" = 1 ]; then
+  paired metrics-cost "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker, $CONNS connections" \
+    "Metrics off (median req/s)" "Metrics on (median req/s)" "On / off (median of pairs)" \
+    -- --metrics=false -- --metrics=true
   exit 0
 fi
 
-# --- Redis limiter cost (--redis-cost) -------------------------------------------------------
-# The same route with the limiter's counters in Redis and in memory, one server each on the same
-# database and core, alternating run by run; the ratio is the median of the pairs'.
+# The same route with the limiter's counters in Redis and in memory.
 if [ "$REDIS_COST" = 1 ]; then
   reachable "${REDIS_URL##*:}" || { echo "bench: Redis is unreachable at $REDIS_URL" >&2; exit 1; }
-  db=$WORK/redis-cost.db
-  seed sqlite "$db" 1000
-  auth=(-H "Authorization: Bearer $(bench_key "$db")")
-  serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
-  start_server limiter-memory env RUST_LOG=warn "${serve[@]}"
-  MEM_PID=$SERVER_PID MEM_BASE=$BASE
-  start_server limiter-redis env RUST_LOG=warn "${serve[@]}" --rate-limit-store "$REDIS_URL" \
-    --rate-limit-prefix "petstore-bench-$$"
-  RED_PID=$SERVER_PID RED_BASE=$BASE
-  ratios=() memory=() redis=()
-  for _ in $(seq 1 "$RUNS"); do
-    memory+=("$(wrk_once "${auth[@]}" "$MEM_BASE/v1/pets?limit=20" | rps_of)")
-    redis+=("$(wrk_once "${auth[@]}" "$RED_BASE/v1/pets?limit=20" | rps_of)")
-    ratios+=("$(awk -v a="${redis[-1]}" -v b="${memory[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    echo "bench: memory ${memory[-1]} req/s, redis ${redis[-1]} req/s" >&2
-  done
-  kill -TERM "$MEM_PID" "$RED_PID"; wait "$MEM_PID" "$RED_PID" 2>/dev/null || true; SERVER_PID=""
-  OUT=${OUT%/*}/redis-cost.md
-  {
-    echo "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, Redis on the same machine ($REDIS_URL); $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
-    echo
-    echo "| Counters in memory (median req/s) | In Redis (median req/s) | Redis / memory (median of pairs) |"
-    echo "|---|---|---|"
-    echo "| $(printf '%s\n' "${memory[@]}" | median) | $(printf '%s\n' "${redis[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
-  } >"$OUT"
-  cat "$OUT"
+  paired redis-cost "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, Redis on the same machine ($REDIS_URL)" \
+    "Counters in memory (median req/s)" "In Redis (median req/s)" \
+    "Redis / memory (median of pairs)" \
+    -- -- --rate-limit-store "$REDIS_URL" --rate-limit-prefix "petstore-bench-$$"
   exit 0
 fi
 

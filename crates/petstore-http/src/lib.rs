@@ -132,9 +132,11 @@ mod architecture_doc {
                     .chars()
                     .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
                     .collect();
-                // Not `$crate::` (a macro's) or `petstore_store::...crate::`.
+                // Not `$crate::` (a macro's) nor the end of a longer name (`some_crate::`).
                 let before = text[..at].chars().next_back();
-                if all.contains(&name) && !matches!(before, Some('$' | '_')) {
+                let part_of_a_name =
+                    before.is_some_and(|c| c == '$' || c == '_' || c.is_alphanumeric());
+                if all.contains(&name) && !part_of_a_name {
                     found.insert(name);
                 }
             }

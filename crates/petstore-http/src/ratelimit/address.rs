@@ -21,23 +21,22 @@ impl FromStr for TrustedProxies {
         let mut blocks = Vec::new();
         for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let block = if item.contains('/') {
-                let block = item
-                    .parse::<IpNet>()
-                    .map_err(|_| format!("`{item}` is not a CIDR block (address/prefix length)"))?;
-                canonical_block(block)
+                item.parse::<IpNet>()
+                    .map_err(|_| format!("`{item}` is not a CIDR block (address/prefix length)"))?
             } else {
                 let addr: IpAddr = item
                     .parse()
                     .map_err(|_| format!("`{item}` is not an IP address or CIDR block"))?;
-                IpNet::from(addr.to_canonical())
+                IpNet::from(addr)
             };
-            blocks.push(block.trunc());
+            blocks.push(canonical_block(block).trunc());
         }
         Ok(Self(blocks))
     }
 }
 
-/// An IPv4-mapped IPv6 block (`::ffff:10.0.0.0/104`) as its IPv4 block (`10.0.0.0/8`).
+/// An IPv4-mapped IPv6 block (`::ffff:10.0.0.0/104`, or an address: `/128`) as its IPv4 block
+/// (`10.0.0.0/8`); any other block as it is.
 fn canonical_block(block: IpNet) -> IpNet {
     match block {
         IpNet::V6(v6) if v6.prefix_len() >= 96 => match v6.addr().to_ipv4_mapped() {

@@ -2,6 +2,7 @@
 //! `X-RateLimit-Reset` (the window closest to exhaustion), the IETF `RateLimit-Policy` and
 //! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows, and `Retry-After`.
 
+use std::convert::Infallible;
 use std::fmt;
 
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
@@ -90,14 +91,10 @@ impl HeaderCache {
 
     /// The values for `limits`, built on first use.
     pub fn get(&self, limits: RateLimits) -> LimitHeaders {
-        match self.0.get(&limits) {
-            Some(headers) => headers,
-            None => {
-                let headers = LimitHeaders::new(limits);
-                self.0.insert(limits, headers.clone());
-                headers
-            }
-        }
+        let Ok(headers) = self
+            .0
+            .get_or_insert_with(&limits, || Ok::<_, Infallible>(LimitHeaders::new(limits)));
+        headers
     }
 }
 

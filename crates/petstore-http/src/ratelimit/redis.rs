@@ -507,10 +507,8 @@ impl Counting {
                     sending.0 = None;
                     return;
                 }
-                let rest = queue.pending.len().saturating_sub(MAX_BATCH);
-                let mut batch = std::mem::take(&mut queue.pending);
-                queue.pending = batch.split_off(batch.len() - rest);
-                batch
+                let size = queue.pending.len().min(MAX_BATCH);
+                queue.pending.drain(..size).collect()
             };
             self.send(batch).await;
         }
@@ -524,7 +522,8 @@ impl Counting {
             Link::Cluster(_) => {
                 let mut groups: HashMap<Slot, Vec<Pending>> = HashMap::new();
                 for pending in batch {
-                    let slot = Slot::for_key(format!("{{{}}}", pending.subject));
+                    // Every key of a subject hashes by the same tag: any one names the slot.
+                    let slot = Slot::for_key(self.key(pending.subject, "ban"));
                     groups.entry(slot).or_default().push(pending);
                 }
                 join_all(groups.into_values().map(|group| self.call(group))).await;
@@ -580,34 +579,34 @@ impl Drop for Sending<'_> {
 
 /// The hits in a script's reply for `requests` requests (6 values each).
 fn hits(reply: &[u64], requests: usize) -> Result<Vec<Hit>, RoundTripError> {
-    if reply.len() != 6 * requests {
+    let (values, rest) = reply.as_chunks::<6>();
+    if values.len() != requests || !rest.is_empty() {
         return Err(RoundTripError::Reply(format!(
             "{} values for {requests} requests",
             reply.len()
         )));
     }
     let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    let hits = reply.chunks_exact(6).map(|values| {
-        let [state, minute_used, day_used, rejected, ban_until, ban_level] = values[..] else {
-            unreachable!("chunks of 6")
-        };
-        let ban = (ban_until > 0).then(|| Ban {
-            until: ban_until,
-            level: narrow(ban_level),
-        });
-        match (state, ban) {
-            (2, Some(ban)) => Hit::Banned(ban),
-            _ => Hit::Counted {
-                counts: Counts {
-                    allowed: state == 1,
-                    minute_used: narrow(minute_used),
-                    day_used: narrow(day_used),
-                    rejected: narrow(rejected),
+    let hits = values.iter().map(
+        |&[state, minute_used, day_used, rejected, ban_until, ban_level]| {
+            let ban = (ban_until > 0).then(|| Ban {
+                until: ban_until,
+                level: narrow(ban_level),
+            });
+            match (state, ban) {
+                (2, Some(ban)) => Hit::Banned(ban),
+                _ => Hit::Counted {
+                    counts: Counts {
+                        allowed: state == 1,
+                        minute_used: narrow(minute_used),
+                        day_used: narrow(day_used),
+                        rejected: narrow(rejected),
+                    },
+                    previous_ban: ban,
                 },
-                previous_ban: ban,
-            },
-        }
-    });
+            }
+        },
+    );
     Ok(hits.collect())
 }
 
