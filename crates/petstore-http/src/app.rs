@@ -3,13 +3,14 @@
 
 use actix_cors::Cors;
 use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceFactory, ServiceRequest, ServiceResponse};
+use actix_web::dev::{HttpServiceFactory, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::{Condition, from_fn};
 use actix_web::{App, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::config::CorsOrigins;
+use crate::middleware::Access;
 
 use crate::state::AppState;
 use crate::telemetry::metric::Exporter;
@@ -38,6 +39,8 @@ pub fn app(
         // the docs page's pattern is a regex. No API path is a health or metrics path (even
         // at a root base path), so the order changes no match.
         .configure(|cfg| routes::configure(cfg, &base_path))
+        // Health and metrics have no admission: load balancers and Prometheus poll them,
+        // uncounted.
         .configure(|cfg| {
             if let Some(exporter) = metrics {
                 metrics_route(cfg, exporter);
@@ -47,11 +50,15 @@ pub fn app(
         .route("/healthz", web::head().to(routes::health::healthz))
         .route("/readyz", web::get().to(routes::health::readyz))
         .route("/readyz", web::head().to(routes::health::readyz))
-        .route("/docs", web::get().to(to_docs))
         .service(docs_page(&base_path))
-        .default_service(web::to(routes::not_found))
-        .wrap(from_fn(middleware::admission))
-        // Outside admission: a preflight needs no key and counts against no limit.
+        // Unknown paths are counted like any request (`429` before `404`).
+        .default_service(web::to(routes::not_found).wrap(from_fn(|req, next| {
+            middleware::admission(Access::OPEN, req, next)
+        })))
+        // Around routing: every error answer becomes the Error object.
+        .wrap(from_fn(middleware::error_objects))
+        // Outside admission and the safety net: a preflight needs no key and counts against no
+        // limit.
         .wrap(cors(&state_cors))
         // Outermost (wrapped last): every response gets its request id, and the access log and
         // the metrics see the final response, preflights and error bodies included.
@@ -116,16 +123,23 @@ fn metrics_route(cfg: &mut web::ServiceConfig, exporter: Exporter) {
 }
 
 /// `/docs/`: Swagger UI over `{base}/openapi.json`, every asset embedded in the binary (the
-/// `vendored` build of `utoipa-swagger-ui`). The online validator badge is off: the page asks
-/// nothing of any other host.
-fn docs_page(base_path: &str) -> SwaggerUi {
+/// `vendored` build of `utoipa-swagger-ui`), and `/docs`, which leads there; open to anyone and
+/// counted. The online validator badge is off: the page asks nothing of any other host.
+fn docs_page(base_path: &str) -> impl HttpServiceFactory + use<> {
     let config = SwaggerConfig::new([format!("{base_path}/openapi.json")])
         .validator_url("none")
         .try_it_out_enabled(true)
         .display_operation_id(true)
         .show_extensions(true)
         .persist_authorization(false);
-    SwaggerUi::new("/docs/{_:.*}").config(config)
+    web::scope("/docs")
+        .route("", web::get().to(to_docs))
+        .service(SwaggerUi::new("/{_:.*}").config(config))
+        // Within the scope, so that the request is counted once.
+        .default_service(web::to(routes::not_found))
+        .wrap(from_fn(|req, next| {
+            middleware::admission(Access::OPEN, req, next)
+        }))
 }
 
 /// `/docs` -> `/docs/`, where the page's relative asset paths resolve.

@@ -8,6 +8,7 @@ mod token;
 mod usage;
 
 use std::future::{Ready, ready};
+use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -48,35 +49,65 @@ impl ApiClient {
     }
 }
 
-/// The caller, in a handler of a resource that requires a key (`require_key_and_mark` has
-/// answered `401` without one).
-impl FromRequest for ApiClient {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
+/// The caller of an operation, as its handler's signature states it: `Caller<Read>` for any
+/// valid key, `Caller<Write>` for a read-write key (a read-only key gets `403
+/// insufficient_scope`). Whether a resource needs a key at all is declared with the resource
+/// (`routes`), since its `401` precedes the `405` of a method it does not serve.
+#[derive(Debug, Clone)]
+pub struct Caller<S: Scope = Read> {
+    client: ApiClient,
+    scope: PhantomData<S>,
+}
 
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            req.extensions()
-                .get::<ApiClient>()
-                .cloned()
-                .ok_or(ApiError::Unauthorized),
-        )
+impl<S: Scope> Caller<S> {
+    /// The caller's key and plan.
+    pub fn client(&self) -> &ApiClient {
+        &self.client
+    }
+
+    /// The caller's key.
+    pub fn key(&self) -> &ApiKey {
+        self.client.key()
     }
 }
 
-/// A caller allowed to write: taken by the handlers of operations that create or change
-/// something; a read-only key gets `403 insufficient_scope`.
-#[derive(Debug, Clone)]
-pub struct Writer(pub ApiClient);
+/// What an operation may need of its caller's key.
+pub trait Scope {
+    /// Whether `key` may call the operation.
+    fn allows(key: &ApiKey) -> bool;
+}
 
-impl FromRequest for Writer {
+/// Any valid key: reading.
+#[derive(Debug, Clone, Copy)]
+pub struct Read;
+
+/// A read-write key: creating or changing something.
+#[derive(Debug, Clone, Copy)]
+pub struct Write;
+
+impl Scope for Read {
+    fn allows(_: &ApiKey) -> bool {
+        true
+    }
+}
+
+impl Scope for Write {
+    fn allows(key: &ApiKey) -> bool {
+        key.scope.may_write()
+    }
+}
+
+impl<S: Scope> FromRequest for Caller<S> {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready(match req.extensions().get::<ApiClient>() {
             None => Err(ApiError::Unauthorized),
-            Some(client) if client.key().scope.may_write() => Ok(Self(client.clone())),
+            Some(client) if S::allows(client.key()) => Ok(Self {
+                client: client.clone(),
+                scope: PhantomData,
+            }),
             Some(_) => Err(ApiError::InsufficientScope),
         })
     }

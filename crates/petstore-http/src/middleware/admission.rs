@@ -1,7 +1,7 @@
-//! The application-wide layer: authentication and rate limiting composed (this is the one place
-//! that knows both, and the storage where key bans are kept), inside the JSON-error safety net.
+//! A resource's admission, as its [`Access`] declares: authentication and rate limiting
+//! composed (this is the one place that knows both, and the storage where key bans are kept).
 
-use actix_web::body::{BoxBody, EitherBody, MessageBody};
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::http::header::HeaderMap;
@@ -11,56 +11,49 @@ use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
 use petstore_domain::{Ban, RateDecision};
 
-use super::json_errors::json_errors;
+use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials};
-use crate::connection::Connection;
 use crate::error::ApiError;
 use crate::ratelimit::headers;
-use crate::ratelimit::{
-    Caller, KeyBans, LimitError, LimitHeaders, RATE_LIMIT_PATH, RateStatus, Subject, Verdict,
-};
+use crate::ratelimit::{Account, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Verdict};
 use crate::report::Chain;
 use crate::state::AppState;
 
-/// Paths that are never limited: load balancers and Prometheus poll them.
-const UNLIMITED: [&str; 3] = ["/healthz", "/readyz", "/metrics"];
-
-/// Identifies the caller (a valid key, else the client address), counts the request, refuses it
-/// with `429` when over a limit or banned, and writes the rate-limit headers on the response;
-/// then rewrites any non-JSON error response as an Error object. A refused request does no
-/// further work: no body is read, nothing is written. The only storage read on the way is the
-/// key lookup, once per key-cache period per key (unknown keys are cached too).
+/// Identifies the caller (a valid key, else the client address), counts the request as the
+/// resource's `access` says, refuses it with `429` when over a limit or banned, or with `401`
+/// when the resource needs a key and none valid was presented, and writes the rate-limit
+/// headers and the resource's marks on the response. A refused request does no further work:
+/// no body is read, nothing is written. The only storage read on the way is the key lookup,
+/// once per key-cache period per key (unknown keys are cached too).
 pub async fn admission(
+    access: Access,
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    // A chunked body that an error answer leaves unread would be drained for as long as the
-    // client cares to stall it (see `connection`): stop reading once answered.
-    let connection = Connection::of_chunked(&req);
-    // Inner services answer errors as responses, so an `Err` here is not expected.
-    let response = gate(req, next).await?.map_into_boxed_body();
-    if let Some(connection) = connection {
-        connection.answered(response.status());
-    }
-    Ok(json_errors(response))
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let state = req
+        .app_data::<web::Data<AppState>>()
+        .expect("BUG: AppState is registered by app()")
+        .clone();
+    let successor = match access.marks {
+        Marks::Deprecated => state.links.successor_link(req.request()),
+        Marks::None | Marks::Experimental => None,
+    };
+    let mut response = gate(access, &state, req, next).await?;
+    access.marks.write(response.headers_mut(), successor);
+    Ok(response)
 }
 
 /// The steps: identify the caller, decide on the request, then answer or hand it on with the
 /// rate-limit headers.
 async fn gate<B: MessageBody>(
+    access: Access,
+    state: &web::Data<AppState>,
     req: ServiceRequest,
     next: Next<B>,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    if UNLIMITED.contains(&req.path()) {
-        return Ok(next.call(req).await?.map_into_left_body());
-    }
-    let state = req
-        .app_data::<web::Data<AppState>>()
-        .expect("BUG: AppState is registered by app()")
-        .clone();
     let now = state.clock.unix_seconds();
     let credentials = state.auth.credentials(req.headers());
-    let client = match identify(&state, credentials, now).await {
+    let client = match identify(state, credentials, now).await {
         Ok(client) => client,
         Err(error) => {
             let limiter = &state.limiter;
@@ -70,9 +63,9 @@ async fn gate<B: MessageBody>(
             }));
         }
     };
-    let admitted = Admitted::new(&state, &req, client);
-    let verdict = decide(&state, &admitted, credentials, now).await;
-    annotate(req, next, &state, admitted, verdict, now).await
+    let admitted = Admitted::new(state, &req, client, access);
+    let verdict = decide(state, &admitted, credentials, now).await;
+    annotate(req, next, state, admitted, verdict, now).await
 }
 
 /// Who is calling, as far as the key goes: the valid key presented, or `None` for none (or one
@@ -95,21 +88,28 @@ async fn identify(
 /// A request on its way through admission: whom it is counted against, and how.
 struct Admitted {
     client: Option<ApiClient>,
-    caller: Caller,
+    account: Account,
     /// The rate-limit status resource, read by a key: looked at, not counted.
     status_only: bool,
+    /// The resource needs a key and none valid was presented: `401` (when not refused first).
+    unauthorized: bool,
 }
 
 impl Admitted {
-    fn new(state: &AppState, req: &ServiceRequest, client: Option<ApiClient>) -> Self {
+    fn new(
+        state: &AppState,
+        req: &ServiceRequest,
+        client: Option<ApiClient>,
+        access: Access,
+    ) -> Self {
         let limiter = &state.limiter;
-        let caller = match &client {
-            Some(client) => Caller {
+        let account = match &client {
+            Some(client) => Account {
                 subject: Subject::Key(client.key().id),
                 limits: client.key().limits(),
                 ban: client.key().ban,
             },
-            None => Caller {
+            None => Account {
                 subject: limiter.address_subject(state.trusted_proxies.client_address(req)),
                 limits: limiter.anonymous_limits(),
                 ban: None,
@@ -118,12 +118,13 @@ impl Admitted {
         // The rate-limit status spends nothing: the caller's standing is read, not counted.
         // Only a key's own reads of its status are free: anything else there (no key, another
         // method) is counted like any request.
-        let status_only = client.is_some()
-            && matches!(*req.method(), Method::GET | Method::HEAD)
-            && is_rate_limit_status(req.match_info().as_str(), state);
+        let status_only = access.counting == Counting::StandingRead
+            && client.is_some()
+            && matches!(*req.method(), Method::GET | Method::HEAD);
         Self {
+            unauthorized: access.key_required && client.is_none(),
             client,
-            caller,
+            account,
             status_only,
         }
     }
@@ -139,11 +140,11 @@ async fn decide(
 ) -> Result<Verdict, LimitError> {
     let limiter = &state.limiter;
     if admitted.status_only {
-        return limiter.peek(&admitted.caller, now).await;
+        return limiter.peek(&admitted.account, now).await;
     }
     let key_bans = StoredBans { state, credentials };
-    let verdict = limiter.check(&admitted.caller, now, &key_bans).await;
-    count_decision(state, &verdict, &admitted.caller, admitted.client.as_ref());
+    let verdict = limiter.check(&admitted.account, now, &key_bans).await;
+    count_decision(state, &verdict, &admitted.account, admitted.client.as_ref());
     verdict
 }
 
@@ -156,7 +157,7 @@ async fn annotate<B: MessageBody>(
     verdict: Result<Verdict, LimitError>,
     now: u64,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    let limits = state.limiter.limit_headers(admitted.caller.limits);
+    let limits = state.limiter.limit_headers(admitted.account.limits);
     // For the handlers, and the access log (refusals included).
     if let Some(client) = admitted.client {
         req.extensions_mut().insert(client);
@@ -166,16 +167,20 @@ async fn annotate<B: MessageBody>(
             if admitted.status_only {
                 req.extensions_mut().insert(RateStatus {
                     decision,
-                    limits: admitted.caller.limits,
+                    limits: admitted.account.limits,
                 });
             }
-            let mut response = next.call(req).await?;
+            let mut response = if admitted.unauthorized {
+                refuse(req, &ApiError::Unauthorized, |_| {})
+            } else {
+                next.call(req).await?.map_into_left_body()
+            };
             headers::write(response.headers_mut(), &decision, &limits, now);
-            return Ok(response.map_into_left_body());
+            return Ok(response);
         }
         Ok(Verdict::Limited(decision)) => (
             ApiError::RateLimited {
-                limits: admitted.caller.limits,
+                limits: admitted.account.limits,
                 retry_after: decision.retry_after(now),
             },
             Standing::Counted(decision),
@@ -217,11 +222,6 @@ impl Standing {
     }
 }
 
-/// `{base}/rate_limit`, as routing sees the path (percent-decoded, as the router matches it).
-fn is_rate_limit_status(path: &str, state: &AppState) -> bool {
-    path.strip_prefix(state.links.settings().base_path()) == Some(RATE_LIMIT_PATH)
-}
-
 /// Records the key's use, at most once a minute per key on this instance, in the background
 /// (the request does not wait for it; a failure is logged).
 fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
@@ -246,7 +246,7 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
 fn count_decision(
     state: &AppState,
     verdict: &Result<Verdict, LimitError>,
-    caller: &Caller,
+    account: &Account,
     client: Option<&ApiClient>,
 ) {
     let outcome = match verdict {
@@ -258,7 +258,7 @@ fn count_decision(
     state.request_metrics.decision(
         outcome,
         client.map_or("anonymous", |client| client.key().plan.as_str()),
-        caller.subject.kind(),
+        account.subject.kind(),
     );
 }
 

@@ -181,9 +181,6 @@ impl AddressPolicy {
     }
 }
 
-/// The rate-limit status resource, under the base path: read without being counted.
-pub const RATE_LIMIT_PATH: &str = "/rate_limit";
-
 /// A caller's standing, read without counting, for the rate-limit status response (put in the
 /// request's extensions by admission).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,7 +193,7 @@ pub struct RateStatus {
 
 /// Who is asking, as the limiter sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Caller {
+pub struct Account {
     /// Whom the request is counted against.
     pub subject: Subject,
     /// The subject's limits.
@@ -342,7 +339,7 @@ impl Limiter {
     /// threshold starts a ban: an address's in the counter store, a key's through `key_bans`.
     pub async fn check(
         &self,
-        caller: &Caller,
+        caller: &Account,
         now: u64,
         key_bans: &dyn KeyBans,
     ) -> Result<Verdict, LimitError> {
@@ -405,7 +402,7 @@ impl Limiter {
     /// The caller's standing at `now` without counting the request: `Banned` when banned (so a
     /// banned caller still gets its `429`), else `Allowed` with the current counts (whether or
     /// not a window is used up). For `GET {base}/rate_limit`.
-    pub async fn peek(&self, caller: &Caller, now: u64) -> Result<Verdict, LimitError> {
+    pub async fn peek(&self, caller: &Account, now: u64) -> Result<Verdict, LimitError> {
         if let Some(ban) = caller.ban.filter(|ban| ban.until > now) {
             return Ok(Verdict::Banned(ban));
         }

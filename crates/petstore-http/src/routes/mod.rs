@@ -10,91 +10,118 @@ mod pets;
 mod rate_limit;
 pub(crate) mod respond;
 
+use actix_web::dev::HttpServiceFactory;
 use actix_web::middleware::from_fn;
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, Route, web};
 
 use crate::error::ApiError;
-use crate::middleware::{Marks, require_key_and_mark};
-use crate::ratelimit::RATE_LIMIT_PATH;
+use crate::middleware::{Access, Counting, Marks, admission};
 
-/// Registers the API's resources under `base` (the base path, e.g. `/v1`), and its description
-/// (`openapi.json`, which needs no key). Each API resource requires a key (so `401` precedes
-/// `405`), answers `HEAD` like `GET` without the body (RFC 9110 9.3.2: the HTTP layer
-/// leaves the body out), and a wrong method with `405` and `Allow`.
+/// The API's resources under `base` (the base path, e.g. `/v1`), each declared once: its path
+/// and name, who may call it and how its requests count ([`Access`]), and its operations, whose
+/// handlers state the scope they need in their signatures. Each answers `HEAD` like `GET`
+/// without the body (RFC 9110 9.3.2: the HTTP layer leaves the body out), and a wrong method
+/// with `405` and `Allow` (after admission: `429` and `401` come first).
 /// They are registered with their full paths rather than in a `/v1` scope, which would be one
 /// more service (and boxed future) on every request.
 pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
-    cfg.service(
-        web::resource(format!("{base}/pets"))
-            .name("pets")
-            .route(web::get().to(pets::list_pets))
-            .route(web::head().to(pets::list_pets))
-            .route(web::post().to(pets::create_pet))
-            .default_service(web::to(method_not_allowed("GET, HEAD, POST")))
-            .wrap(from_fn(|req, next| {
-                require_key_and_mark(Marks::None, req, next)
-            })),
-    )
-    .service(
-        #[allow(deprecated)] // the handler is deprecated for clients; it is served to its sunset
-        web::resource(format!("{base}/pets/{{petId}}"))
-            .name("getPet")
-            .route(web::get().to(pets::get_pet))
-            .route(web::head().to(pets::get_pet))
-            .default_service(web::to(method_not_allowed("GET, HEAD")))
-            .wrap(from_fn(|req, next| {
-                require_key_and_mark(Marks::Deprecated, req, next)
-            })),
-    )
-    .service(
-        web::resource(format!("{base}{RATE_LIMIT_PATH}"))
-            .name("getRateLimit")
-            .route(web::get().to(rate_limit::get_rate_limit))
-            .route(web::head().to(rate_limit::get_rate_limit))
-            .default_service(web::to(method_not_allowed("GET, HEAD")))
-            .wrap(from_fn(|req, next| {
-                require_key_and_mark(Marks::None, req, next)
-            })),
-    )
-    .service(
-        web::resource(format!("{base}/openapi.json"))
-            .name("openapi")
-            .route(web::get().to(openapi::openapi_json))
-            .route(web::head().to(openapi::openapi_json))
-            .default_service(web::to(method_not_allowed("GET, HEAD"))),
-    )
-    .service(
-        web::resource(format!("{base}/store/orders"))
-            .name("listOrders")
-            .route(web::get().to(orders::list_orders))
-            .route(web::head().to(orders::list_orders))
-            .route(web::post().to(orders::place_order))
-            .default_service(web::to(method_not_allowed("GET, HEAD, POST")))
-            .wrap(from_fn(|req, next| {
-                require_key_and_mark(Marks::Experimental, req, next)
-            })),
-    )
-    .service(
-        web::resource(format!("{base}/store/orders/{{orderId}}"))
-            .name("getOrder")
-            .route(web::get().to(orders::get_order))
-            .route(web::head().to(orders::get_order))
-            .route(web::delete().to(orders::cancel_order))
-            .default_service(web::to(method_not_allowed("GET, HEAD, DELETE")))
-            .wrap(from_fn(|req, next| {
-                require_key_and_mark(Marks::Experimental, req, next)
-            })),
-    )
-    .service(
-        web::resource(format!("{base}/store/inventory"))
-            .name("getInventory")
-            .route(web::get().to(orders::get_inventory))
-            .route(web::head().to(orders::get_inventory))
-            .default_service(web::to(method_not_allowed("GET, HEAD")))
-            .wrap(from_fn(|req, next| {
-                require_key_and_mark(Marks::Experimental, req, next)
-            })),
-    );
+    let keyed = Access::key(Marks::None);
+    let experimental = Access::key(Marks::Experimental);
+    #[allow(deprecated)] // the handler is deprecated for clients; it is served to its sunset
+    let get_pet = web::get().to(pets::get_pet);
+    #[allow(deprecated)]
+    let head_pet = web::head().to(pets::get_pet);
+    cfg.service(resource(
+        format!("{base}/pets"),
+        "pets",
+        keyed,
+        "GET, HEAD, POST",
+        [
+            web::get().to(pets::list_pets),
+            web::head().to(pets::list_pets),
+            web::post().to(pets::create_pet),
+        ],
+    ))
+    .service(resource(
+        format!("{base}/pets/{{petId}}"),
+        "getPet",
+        Access::key(Marks::Deprecated),
+        "GET, HEAD",
+        [get_pet, head_pet],
+    ))
+    .service(resource(
+        format!("{base}/rate_limit"),
+        "getRateLimit",
+        Access {
+            counting: Counting::StandingRead,
+            ..keyed
+        },
+        "GET, HEAD",
+        [
+            web::get().to(rate_limit::get_rate_limit),
+            web::head().to(rate_limit::get_rate_limit),
+        ],
+    ))
+    .service(resource(
+        format!("{base}/openapi.json"),
+        "openapi",
+        Access::OPEN,
+        "GET, HEAD",
+        [
+            web::get().to(openapi::openapi_json),
+            web::head().to(openapi::openapi_json),
+        ],
+    ))
+    .service(resource(
+        format!("{base}/store/orders"),
+        "listOrders",
+        experimental,
+        "GET, HEAD, POST",
+        [
+            web::get().to(orders::list_orders),
+            web::head().to(orders::list_orders),
+            web::post().to(orders::place_order),
+        ],
+    ))
+    .service(resource(
+        format!("{base}/store/orders/{{orderId}}"),
+        "getOrder",
+        experimental,
+        "GET, HEAD, DELETE",
+        [
+            web::get().to(orders::get_order),
+            web::head().to(orders::get_order),
+            web::delete().to(orders::cancel_order),
+        ],
+    ))
+    .service(resource(
+        format!("{base}/store/inventory"),
+        "getInventory",
+        experimental,
+        "GET, HEAD",
+        [
+            web::get().to(orders::get_inventory),
+            web::head().to(orders::get_inventory),
+        ],
+    ));
+}
+
+/// A resource at `path` named `name`: its `routes`, `405` with `Allow: allow` for any other
+/// method, and admission as `access` declares, before either.
+fn resource<const N: usize>(
+    path: String,
+    name: &'static str,
+    access: Access,
+    allow: &'static str,
+    routes: [Route; N],
+) -> impl HttpServiceFactory {
+    routes
+        .into_iter()
+        .fold(web::resource(path).name(name), |resource, route| {
+            resource.route(route)
+        })
+        .default_service(web::to(method_not_allowed(allow)))
+        .wrap(from_fn(move |req, next| admission(access, req, next)))
 }
 
 /// `405` with `Allow: allow`, for any method a resource does not serve.

@@ -11,7 +11,7 @@ use petstore_domain::{
 
 use super::parse_id;
 use super::respond::json_body;
-use crate::auth::{ApiClient, Writer};
+use crate::auth::{Caller, Write};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, no_query_parameters, parse, query_pairs};
 use crate::idempotency;
@@ -44,12 +44,12 @@ use crate::state::AppState;
 pub async fn list_orders(
     state: web::Data<AppState>,
     req: HttpRequest,
-    client: ApiClient,
+    caller: Caller,
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let mut query =
         OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
-    query.owner = Some(client.key().id);
+    query.owner = Some(caller.key().id);
     let page = state
         .db
         .call("list_orders", |storage| storage.list_orders(&query))
@@ -107,12 +107,12 @@ pub async fn list_orders(
 pub async fn place_order(
     state: web::Data<AppState>,
     req: HttpRequest,
-    Writer(client): Writer,
+    caller: Caller<Write>,
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
     let orders = format!("{}/store/orders", state.links.public_base(&req));
-    let owner = Some(client.key().id);
+    let owner = Some(caller.key().id);
     let respond: idempotency::Respond<Order> = Arc::new(move |order: &Order| {
         // Serialising an order cannot fail (plain fields); an empty body would show it.
         placed_response(&orders, order).unwrap_or_else(|_| StoredResponse {
@@ -124,7 +124,7 @@ pub async fn place_order(
     idempotency::create(
         &state,
         &req,
-        &client,
+        caller.client(),
         key,
         &body,
         respond,
@@ -176,13 +176,13 @@ fn placed_response(orders: &str, order: &Order) -> Result<StoredResponse, ApiErr
 pub async fn get_order(
     state: web::Data<AppState>,
     req: HttpRequest,
-    client: ApiClient,
+    caller: Caller,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_id(
         "orderId",
         req.match_info().get("orderId").unwrap_or_default(),
     )?;
-    let owner = Some(client.key().id);
+    let owner = Some(caller.key().id);
     let order = state
         .db
         .call("find_order", |storage| storage.find_order(id, owner))
@@ -216,13 +216,13 @@ pub async fn get_order(
 pub async fn cancel_order(
     state: web::Data<AppState>,
     req: HttpRequest,
-    Writer(client): Writer,
+    caller: Caller<Write>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_id(
         "orderId",
         req.match_info().get("orderId").unwrap_or_default(),
     )?;
-    let owner = Some(client.key().id);
+    let owner = Some(caller.key().id);
     let order = state
         .db
         .call("cancel_order", |storage| {

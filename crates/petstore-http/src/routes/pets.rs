@@ -8,7 +8,7 @@ use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredRes
 
 use super::parse_id;
 use super::respond::encoded_body;
-use crate::auth::Writer;
+use crate::auth::{Caller, Write};
 use crate::encode::EncodeJson;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
@@ -114,7 +114,7 @@ pub async fn list_pets(
 pub async fn create_pet(
     state: web::Data<AppState>,
     req: HttpRequest,
-    Writer(client): Writer,
+    caller: Caller<Write>,
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
@@ -123,7 +123,7 @@ pub async fn create_pet(
     idempotency::create(
         &state,
         &req,
-        &client,
+        caller.client(),
         key,
         &body,
         respond,

@@ -5,7 +5,7 @@
 use actix_web::{HttpMessage, HttpRequest, HttpResponse};
 use petstore_domain::{RateLimitStatus, WindowStatus};
 
-use crate::auth::ApiClient;
+use crate::auth::Caller;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::no_query_parameters;
 use crate::ratelimit::RateStatus;
@@ -26,7 +26,7 @@ use crate::ratelimit::RateStatus;
             body = ErrorObject),
     ),
 )]
-pub async fn get_rate_limit(req: HttpRequest, client: ApiClient) -> Result<HttpResponse, ApiError> {
+pub async fn get_rate_limit(req: HttpRequest, caller: Caller) -> Result<HttpResponse, ApiError> {
     no_query_parameters(&req)?;
     let status = req
         .extensions()
@@ -36,7 +36,7 @@ pub async fn get_rate_limit(req: HttpRequest, client: ApiClient) -> Result<HttpR
     // (Admission reads the standing for every authenticated GET or HEAD of this route, as the
     // router sees its path: the handler never runs without it.)
     Ok(HttpResponse::Ok().json(RateLimitStatus {
-        plan: client.key().plan,
+        plan: caller.key().plan,
         minute: WindowStatus::from(&status.decision.minute),
         day: WindowStatus::from(&status.decision.day),
     }))

@@ -48,24 +48,23 @@ pub async fn limited_app(redis: Option<TestRedis>) -> TestApp {
     app
 }
 
+/// Runs each scenario named (a plain `async fn name(app: TestApp)`) with counters in memory and
+/// in Redis (skipped loudly when unreachable outside CI).
 macro_rules! limiter_tests {
-    ($(async fn $name:ident($app:ident) $body:block)*) => {
+    ($($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[allow(unused_imports)]
                 use super::*;
-
-                async fn scenario($app: TestApp) $body
 
                 #[actix_web::test]
                 async fn memory() {
-                    scenario(limited_app(None).await).await;
+                    super::$name(limited_app(None).await).await;
                 }
 
                 #[actix_web::test]
                 async fn redis() {
                     if let Some(redis) = TestRedis::new() {
-                        scenario(limited_app(Some(redis)).await).await;
+                        super::$name(limited_app(Some(redis)).await).await;
                     }
                 }
             }
@@ -104,239 +103,355 @@ fn limit_headers(reply: &Reply) -> (u64, u64, u64) {
     )
 }
 
-limiter_tests! {
-    async fn a_free_key_gets_exactly_60_requests_a_minute(app) {
-        let (_, key) = new_key(&app, Plan::Free, None).await;
-        for i in 1..=60u64 {
-            let reply = app.get_as("/v1/pets", &key).await;
-            assert_eq!(reply.status, 200, "request {i}");
-            assert_eq!(limit_headers(&reply), (60, 60 - i, T0 + 60), "request {i}");
-        }
-        let refused = app.get_as("/v1/pets", &key).await;
-        let message = refused.assert_error(429, "rate_limited");
-        assert!(message.contains("60 requests per minute"), "{message}");
-        assert_eq!(limit_headers(&refused), (60, 0, T0 + 60));
-        assert_eq!(refused.header("retry-after"), Some("55"));
-        assert_eq!(
-            refused.header("ratelimit-policy"),
-            Some("\"minute\";q=60;w=60, \"day\";q=1000;w=86400")
-        );
-        assert_eq!(refused.header("ratelimit"), Some("\"minute\";r=0;t=55, \"day\";r=940;t=41155"));
-
-        app.clock.set(T0 + 59);
-        app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
-        app.clock.set(T0 + 60);
-        let next_minute = app.get_as("/v1/pets", &key).await;
-        assert_eq!(next_minute.status, 200, "the window resets on the minute");
-        assert_eq!(limit_headers(&next_minute), (60, 59, T0 + 120));
-    }
-
-    async fn the_day_window_is_enforced_too(app) {
-        let (_, key) = new_key(&app, Plan::Enterprise, Some((5, 7))).await;
-        for _ in 0..5 {
-            assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        }
-        let minute_full = app.get_as("/v1/pets", &key).await;
-        minute_full.assert_error(429, "rate_limited");
-        assert_eq!(minute_full.header("retry-after"), Some("55"));
-
-        app.clock.set(T0 + 65);
-        let first = app.get_as("/v1/pets", &key).await;
-        // 4 left this minute, 1 left today: the day is closest to exhaustion.
-        assert_eq!(limit_headers(&first), (7, 1, MIDNIGHT));
-        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        let day_full = app.get_as("/v1/pets", &key).await;
-        day_full.assert_error(429, "rate_limited");
-        assert_eq!(limit_headers(&day_full), (7, 0, MIDNIGHT));
-        assert_eq!(day_full.header("retry-after"), Some(&*(MIDNIGHT - (T0 + 65)).to_string()));
-
-        app.clock.set(MIDNIGHT);
-        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200, "a new day");
-    }
-
-    async fn every_response_carries_the_headers(app) {
-        let too_big = format!(r#"{{"name":"{}","categoryId":1}}"#, "x".repeat(70 * 1024));
-        let with_key = |request: TestRequest| {
-            request.insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
-        };
-        let cases = [
-            (with_key(TestRequest::get().uri("/v1/pets")), 200),
-            (with_key(TestRequest::get().uri("/v1/pets/999")), 404),
-            (with_key(TestRequest::get().uri("/v1/nowhere")), 404),
-            (with_key(TestRequest::delete().uri("/v1/pets")), 405),
-            (with_key(TestRequest::get().uri("/v1/pets?limit=0")), 400),
-            (
-                with_key(TestRequest::post().uri("/v1/pets"))
-                    .insert_header((header::CONTENT_TYPE, "application/json"))
-                    .set_payload(too_big),
-                413,
-            ),
-            (with_key(TestRequest::post().uri("/v1/pets").set_payload("x")), 415),
-            (TestRequest::get().uri("/v1/pets"), 401),
-        ];
-        for (request, status) in cases {
-            let reply = app.send(request).await;
-            assert_eq!(reply.status.as_u16(), status);
-            let (limit, _, reset) = limit_headers(&reply);
-            let expected = if status == 401 { 60 } else { u32::MAX as u64 };
-            assert_eq!(limit, expected, "{status}");
-            assert!(reset > T0, "{status}");
-        }
-        let health = app.send(TestRequest::get().uri("/healthz")).await;
-        assert_eq!(health.header("x-ratelimit-limit"), None, "health checks are not limited");
-    }
-
-    async fn ipv6_clients_without_a_key_are_counted_per_64_prefix(app) {
-        let from = |addr: &str| TestRequest::get().uri("/v1/pets").peer_addr(addr.parse().expect("addr"));
-        let first = app.send(from("[2001:db8:7:7::1]:1000")).await;
-        let same_host = app.send(from("[2001:db8:7:7:ffff:1:2:3]:1000")).await;
-        let other_host = app.send(from("[2001:db8:7:8::1]:1000")).await;
-        assert_eq!(limit_headers(&first).1, 59);
-        assert_eq!(limit_headers(&same_host).1, 58, "the same /64 shares its count");
-        assert_eq!(limit_headers(&other_host).1, 59, "another /64 has its own");
-    }
-
-    async fn requests_without_a_valid_key_are_limited_per_address(app) {
-        let from = |addr: &str| TestRequest::get().uri("/v1/pets").peer_addr(addr.parse().expect("addr"));
-        for i in 1..=60u64 {
-            let reply = app.send(from("198.51.100.1:1000")).await;
-            reply.assert_error(401, "unauthorized");
-            assert_eq!(limit_headers(&reply).1, 60 - i);
-        }
-        let guessing = app
-            .send(from("198.51.100.1:1001").insert_header((header::AUTHORIZATION, format!("Bearer pst_{}", "0".repeat(64)))))
-            .await;
-        guessing.assert_error(429, "rate_limited");
-        assert!(guessing.header("retry-after").is_some());
-        let other = app.send(from("198.51.100.2:1000")).await;
-        other.assert_error(401, "unauthorized");
-        assert_eq!(limit_headers(&other).1, 59, "another address has its own allowance");
-    }
-
-    async fn enterprise_keys_get_their_custom_limits(app) {
-        let (id, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000_000))).await;
-        for _ in 0..3 {
-            let reply = app.get_as("/v1/pets", &key).await;
-            assert_eq!(reply.status, 200);
-            assert_eq!(limit_headers(&reply).0, 3);
-        }
-        app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
-        // `petstore keys update`: new limits apply from the next lookup.
-        let raised = RateLimits::custom(10, 1_000_000).expect("limits");
-        assert!(app.store.update_key_plan(id, Plan::Enterprise, Some(raised)).await.expect("update"));
+async fn a_free_key_gets_exactly_60_requests_a_minute(app: TestApp) {
+    let (_, key) = new_key(&app, Plan::Free, None).await;
+    for i in 1..=60u64 {
         let reply = app.get_as("/v1/pets", &key).await;
-        assert_eq!(reply.status, 200);
-        assert_eq!(limit_headers(&reply), (10, 6, T0 + 60));
+        assert_eq!(reply.status, 200, "request {i}");
+        assert_eq!(limit_headers(&reply), (60, 60 - i, T0 + 60), "request {i}");
     }
+    let refused = app.get_as("/v1/pets", &key).await;
+    let message = refused.assert_error(429, "rate_limited");
+    assert!(message.contains("60 requests per minute"), "{message}");
+    assert_eq!(limit_headers(&refused), (60, 0, T0 + 60));
+    assert_eq!(refused.header("retry-after"), Some("55"));
+    assert_eq!(
+        refused.header("ratelimit-policy"),
+        Some("\"minute\";q=60;w=60, \"day\";q=1000;w=86400")
+    );
+    assert_eq!(
+        refused.header("ratelimit"),
+        Some("\"minute\";r=0;t=55, \"day\";r=940;t=41155")
+    );
 
-    async fn refused_requests_do_no_work(app) {
-        let (_, key) = new_key(&app, Plan::Enterprise, Some((1, 100))).await;
+    app.clock.set(T0 + 59);
+    app.get_as("/v1/pets", &key)
+        .await
+        .assert_error(429, "rate_limited");
+    app.clock.set(T0 + 60);
+    let next_minute = app.get_as("/v1/pets", &key).await;
+    assert_eq!(next_minute.status, 200, "the window resets on the minute");
+    assert_eq!(limit_headers(&next_minute), (60, 59, T0 + 120));
+}
+
+async fn the_day_window_is_enforced_too(app: TestApp) {
+    let (_, key) = new_key(&app, Plan::Enterprise, Some((5, 7))).await;
+    for _ in 0..5 {
         assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        let post = |body: &str| {
-            TestRequest::post()
-                .uri("/v1/pets")
-                .insert_header((header::AUTHORIZATION, format!("Bearer {key}")))
+    }
+    let minute_full = app.get_as("/v1/pets", &key).await;
+    minute_full.assert_error(429, "rate_limited");
+    assert_eq!(minute_full.header("retry-after"), Some("55"));
+
+    app.clock.set(T0 + 65);
+    let first = app.get_as("/v1/pets", &key).await;
+    // 4 left this minute, 1 left today: the day is closest to exhaustion.
+    assert_eq!(limit_headers(&first), (7, 1, MIDNIGHT));
+    assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    let day_full = app.get_as("/v1/pets", &key).await;
+    day_full.assert_error(429, "rate_limited");
+    assert_eq!(limit_headers(&day_full), (7, 0, MIDNIGHT));
+    assert_eq!(
+        day_full.header("retry-after"),
+        Some(&*(MIDNIGHT - (T0 + 65)).to_string())
+    );
+
+    app.clock.set(MIDNIGHT);
+    assert_eq!(app.get_as("/v1/pets", &key).await.status, 200, "a new day");
+}
+
+async fn every_response_carries_the_headers(app: TestApp) {
+    let too_big = format!(r#"{{"name":"{}","categoryId":1}}"#, "x".repeat(70 * 1024));
+    let with_key = |request: TestRequest| {
+        request.insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
+    };
+    let cases = [
+        (with_key(TestRequest::get().uri("/v1/pets")), 200),
+        (with_key(TestRequest::get().uri("/v1/pets/999")), 404),
+        (with_key(TestRequest::get().uri("/v1/nowhere")), 404),
+        (with_key(TestRequest::delete().uri("/v1/pets")), 405),
+        (with_key(TestRequest::get().uri("/v1/pets?limit=0")), 400),
+        (
+            with_key(TestRequest::post().uri("/v1/pets"))
                 .insert_header((header::CONTENT_TYPE, "application/json"))
-                .set_payload(body.to_owned())
-        };
-        // Not parsed: an invalid body is not a 400 but a 429.
-        app.send(post("{not json")).await.assert_error(429, "rate_limited");
-        // Not stored: a valid body creates nothing.
-        app.send(post(r#"{"name":"Sneaky","categoryId":1}"#)).await.assert_error(429, "rate_limited");
-        assert_eq!(app.get("/v1/pets").await.json(), serde_json::json!([]));
+                .set_payload(too_big),
+            413,
+        ),
+        (
+            with_key(TestRequest::post().uri("/v1/pets").set_payload("x")),
+            415,
+        ),
+        (TestRequest::get().uri("/v1/pets"), 401),
+    ];
+    for (request, status) in cases {
+        let reply = app.send(request).await;
+        assert_eq!(reply.status.as_u16(), status);
+        let (limit, _, reset) = limit_headers(&reply);
+        let expected = if status == 401 { 60 } else { u32::MAX as u64 };
+        assert_eq!(limit, expected, "{status}");
+        assert!(reset > T0, "{status}");
     }
-
-    async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app) {
-        let (id, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000))).await;
-        for _ in 0..2 {
-            assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        }
-        for _ in 0..THRESHOLD {
-            app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
-        }
-        let banned = app.get_as("/v1/pets", &key).await;
-        banned.assert_error(429, "temporarily_banned");
-        assert_eq!(banned.header("retry-after"), Some("300"));
-        assert_eq!(limit_headers(&banned), (2, 0, T0 + 5 + 300));
-        let stored = app.store.list_keys().await.expect("list").into_iter().find(|k| k.id == id).expect("key");
-        assert_eq!(stored.ban.map(|b| (b.until, b.level)), Some((T0 + 305, 1)), "`keys list` sees it");
-
-        app.clock.set(T0 + 200);
-        let still = app.get_as("/v1/pets", &key).await;
-        still.assert_error(429, "temporarily_banned");
-        assert_eq!(still.header("retry-after"), Some("105"));
-
-        // After the ban, the same abuse earns a longer one.
-        app.clock.set(T0 + 305);
-        for _ in 0..2 {
-            assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        }
-        for _ in 0..THRESHOLD {
-            app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
-        }
-        let again = app.get_as("/v1/pets", &key).await;
-        again.assert_error(429, "temporarily_banned");
-        assert_eq!(again.header("retry-after"), Some("600"));
-
-        // `petstore keys unban`: the key works again (within its limits).
-        assert!(app.store.unban_key(id).await.expect("unban"));
-        app.get_as("/v1/pets", &key).await.assert_error(429, "rate_limited");
-        app.clock.set(T0 + 400);
-        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    for uri in ["/healthz", "/readyz"] {
+        let health = app.send(TestRequest::get().uri(uri)).await;
+        assert_eq!(
+            health.header("x-ratelimit-limit"),
+            None,
+            "{uri}: health checks are not limited"
+        );
     }
-
-    async fn the_status_reads_the_counters_without_counting(app) {
-        let (_, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000))).await;
-        let status = |reply: &Reply| {
-            let body = reply.json();
-            (body["minute"]["remaining"].as_u64(), body["day"]["remaining"].as_u64())
-        };
-        let fresh = app.get_as("/v1/rate_limit", &key).await;
-        assert_eq!(fresh.status, 200);
-        assert_eq!(status(&fresh), (Some(3), Some(1_000)));
-        assert_eq!(limit_headers(&fresh), (3, 3, T0 + 60));
-        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        for _ in 0..5 {
-            assert_eq!(status(&app.get_as("/v1/rate_limit", &key).await), (Some(2), Some(999)));
-        }
-        for _ in 0..2 {
-            assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-        }
-        let spent = app.get_as("/v1/rate_limit", &key).await;
-        assert_eq!(spent.status, 200);
-        assert_eq!(status(&spent), (Some(0), Some(997)));
-        // The next minute, the minute's window is whole again.
-        app.clock.set(T0 + 60);
-        assert_eq!(status(&app.get_as("/v1/rate_limit", &key).await), (Some(3), Some(997)));
-        // A banned address gets its 429 from the status too, key or not.
-        let from = || TestRequest::get().uri("/v1/rate_limit").peer_addr("203.0.113.7:5".parse().expect("addr"));
-        let pets = || TestRequest::get().uri("/v1/pets").peer_addr("203.0.113.7:5".parse().expect("addr"));
-        for _ in 0..60 {
-            app.send(pets()).await.assert_error(401, "unauthorized");
-        }
-        for _ in 0..=THRESHOLD {
-            app.send(pets()).await;
-        }
-        app.send(from()).await.assert_error(429, "temporarily_banned");
-    }
-
-    async fn an_address_that_keeps_pushing_is_banned(app) {
-        let from = || TestRequest::get().uri("/v1/pets").peer_addr("203.0.113.9:5".parse().expect("addr"));
-        for _ in 0..60 {
-            app.send(from()).await.assert_error(401, "unauthorized");
-        }
-        for _ in 0..THRESHOLD {
-            app.send(from()).await.assert_error(429, "rate_limited");
-        }
-        let banned = app.send(from()).await;
-        banned.assert_error(429, "temporarily_banned");
-        assert_eq!(banned.header("retry-after"), Some("300"));
-        app.clock.set(T0 + 120);
-        app.send(from()).await.assert_error(429, "temporarily_banned");
-        app.clock.set(T0 + 305);
-        app.send(from()).await.assert_error(401, "unauthorized");
+    // Open to anyone and counted, each request once: the API's description, the docs page
+    // and its redirect, and unknown paths (inside the docs page's prefix too).
+    let anonymous =
+        |request: TestRequest| request.peer_addr("192.0.2.9:1000".parse().expect("addr"));
+    let open = [
+        (TestRequest::get().uri("/v1/openapi.json"), 200),
+        (TestRequest::get().uri("/docs/"), 200),
+        (TestRequest::get().uri("/docs"), 308),
+        (TestRequest::post().uri("/docs/index.html"), 404),
+        (TestRequest::get().uri("/nowhere"), 404),
+    ];
+    for (i, (request, status)) in open.into_iter().enumerate() {
+        let reply = app.send(anonymous(request)).await;
+        assert_eq!(reply.status.as_u16(), status, "request {i}");
+        assert_eq!(limit_headers(&reply).1, 59 - i as u64, "request {i}");
     }
 }
+
+async fn ipv6_clients_without_a_key_are_counted_per_64_prefix(app: TestApp) {
+    let from = |addr: &str| {
+        TestRequest::get()
+            .uri("/v1/pets")
+            .peer_addr(addr.parse().expect("addr"))
+    };
+    let first = app.send(from("[2001:db8:7:7::1]:1000")).await;
+    let same_host = app.send(from("[2001:db8:7:7:ffff:1:2:3]:1000")).await;
+    let other_host = app.send(from("[2001:db8:7:8::1]:1000")).await;
+    assert_eq!(limit_headers(&first).1, 59);
+    assert_eq!(
+        limit_headers(&same_host).1,
+        58,
+        "the same /64 shares its count"
+    );
+    assert_eq!(limit_headers(&other_host).1, 59, "another /64 has its own");
+}
+
+async fn requests_without_a_valid_key_are_limited_per_address(app: TestApp) {
+    let from = |addr: &str| {
+        TestRequest::get()
+            .uri("/v1/pets")
+            .peer_addr(addr.parse().expect("addr"))
+    };
+    for i in 1..=60u64 {
+        let reply = app.send(from("198.51.100.1:1000")).await;
+        reply.assert_error(401, "unauthorized");
+        assert_eq!(limit_headers(&reply).1, 60 - i);
+    }
+    let guessing = app
+        .send(from("198.51.100.1:1001").insert_header((
+            header::AUTHORIZATION,
+            format!("Bearer pst_{}", "0".repeat(64)),
+        )))
+        .await;
+    guessing.assert_error(429, "rate_limited");
+    assert!(guessing.header("retry-after").is_some());
+    let other = app.send(from("198.51.100.2:1000")).await;
+    other.assert_error(401, "unauthorized");
+    assert_eq!(
+        limit_headers(&other).1,
+        59,
+        "another address has its own allowance"
+    );
+}
+
+async fn enterprise_keys_get_their_custom_limits(app: TestApp) {
+    let (id, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000_000))).await;
+    for _ in 0..3 {
+        let reply = app.get_as("/v1/pets", &key).await;
+        assert_eq!(reply.status, 200);
+        assert_eq!(limit_headers(&reply).0, 3);
+    }
+    app.get_as("/v1/pets", &key)
+        .await
+        .assert_error(429, "rate_limited");
+    // `petstore keys update`: new limits apply from the next lookup.
+    let raised = RateLimits::custom(10, 1_000_000).expect("limits");
+    assert!(
+        app.store
+            .update_key_plan(id, Plan::Enterprise, Some(raised))
+            .await
+            .expect("update")
+    );
+    let reply = app.get_as("/v1/pets", &key).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(limit_headers(&reply), (10, 6, T0 + 60));
+}
+
+async fn refused_requests_do_no_work(app: TestApp) {
+    let (_, key) = new_key(&app, Plan::Enterprise, Some((1, 100))).await;
+    assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    let post = |body: &str| {
+        TestRequest::post()
+            .uri("/v1/pets")
+            .insert_header((header::AUTHORIZATION, format!("Bearer {key}")))
+            .insert_header((header::CONTENT_TYPE, "application/json"))
+            .set_payload(body.to_owned())
+    };
+    // Not parsed: an invalid body is not a 400 but a 429.
+    app.send(post("{not json"))
+        .await
+        .assert_error(429, "rate_limited");
+    // Not stored: a valid body creates nothing.
+    app.send(post(r#"{"name":"Sneaky","categoryId":1}"#))
+        .await
+        .assert_error(429, "rate_limited");
+    assert_eq!(app.get("/v1/pets").await.json(), serde_json::json!([]));
+}
+
+async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app: TestApp) {
+    let (id, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000))).await;
+    for _ in 0..2 {
+        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    }
+    for _ in 0..THRESHOLD {
+        app.get_as("/v1/pets", &key)
+            .await
+            .assert_error(429, "rate_limited");
+    }
+    let banned = app.get_as("/v1/pets", &key).await;
+    banned.assert_error(429, "temporarily_banned");
+    assert_eq!(banned.header("retry-after"), Some("300"));
+    assert_eq!(limit_headers(&banned), (2, 0, T0 + 5 + 300));
+    let stored = app
+        .store
+        .list_keys()
+        .await
+        .expect("list")
+        .into_iter()
+        .find(|k| k.id == id)
+        .expect("key");
+    assert_eq!(
+        stored.ban.map(|b| (b.until, b.level)),
+        Some((T0 + 305, 1)),
+        "`keys list` sees it"
+    );
+
+    app.clock.set(T0 + 200);
+    let still = app.get_as("/v1/pets", &key).await;
+    still.assert_error(429, "temporarily_banned");
+    assert_eq!(still.header("retry-after"), Some("105"));
+
+    // After the ban, the same abuse earns a longer one.
+    app.clock.set(T0 + 305);
+    for _ in 0..2 {
+        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    }
+    for _ in 0..THRESHOLD {
+        app.get_as("/v1/pets", &key)
+            .await
+            .assert_error(429, "rate_limited");
+    }
+    let again = app.get_as("/v1/pets", &key).await;
+    again.assert_error(429, "temporarily_banned");
+    assert_eq!(again.header("retry-after"), Some("600"));
+
+    // `petstore keys unban`: the key works again (within its limits).
+    assert!(app.store.unban_key(id).await.expect("unban"));
+    app.get_as("/v1/pets", &key)
+        .await
+        .assert_error(429, "rate_limited");
+    app.clock.set(T0 + 400);
+    assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+}
+
+async fn the_status_reads_the_counters_without_counting(app: TestApp) {
+    let (_, key) = new_key(&app, Plan::Enterprise, Some((3, 1_000))).await;
+    let status = |reply: &Reply| {
+        let body = reply.json();
+        (
+            body["minute"]["remaining"].as_u64(),
+            body["day"]["remaining"].as_u64(),
+        )
+    };
+    let fresh = app.get_as("/v1/rate_limit", &key).await;
+    assert_eq!(fresh.status, 200);
+    assert_eq!(status(&fresh), (Some(3), Some(1_000)));
+    assert_eq!(limit_headers(&fresh), (3, 3, T0 + 60));
+    assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    for _ in 0..5 {
+        assert_eq!(
+            status(&app.get_as("/v1/rate_limit", &key).await),
+            (Some(2), Some(999))
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    }
+    let spent = app.get_as("/v1/rate_limit", &key).await;
+    assert_eq!(spent.status, 200);
+    assert_eq!(status(&spent), (Some(0), Some(997)));
+    // The next minute, the minute's window is whole again.
+    app.clock.set(T0 + 60);
+    assert_eq!(
+        status(&app.get_as("/v1/rate_limit", &key).await),
+        (Some(3), Some(997))
+    );
+    // A banned address gets its 429 from the status too, key or not.
+    let from = || {
+        TestRequest::get()
+            .uri("/v1/rate_limit")
+            .peer_addr("203.0.113.7:5".parse().expect("addr"))
+    };
+    let pets = || {
+        TestRequest::get()
+            .uri("/v1/pets")
+            .peer_addr("203.0.113.7:5".parse().expect("addr"))
+    };
+    for _ in 0..60 {
+        app.send(pets()).await.assert_error(401, "unauthorized");
+    }
+    for _ in 0..=THRESHOLD {
+        app.send(pets()).await;
+    }
+    app.send(from())
+        .await
+        .assert_error(429, "temporarily_banned");
+}
+
+async fn an_address_that_keeps_pushing_is_banned(app: TestApp) {
+    let from = || {
+        TestRequest::get()
+            .uri("/v1/pets")
+            .peer_addr("203.0.113.9:5".parse().expect("addr"))
+    };
+    for _ in 0..60 {
+        app.send(from()).await.assert_error(401, "unauthorized");
+    }
+    for _ in 0..THRESHOLD {
+        app.send(from()).await.assert_error(429, "rate_limited");
+    }
+    let banned = app.send(from()).await;
+    banned.assert_error(429, "temporarily_banned");
+    assert_eq!(banned.header("retry-after"), Some("300"));
+    app.clock.set(T0 + 120);
+    app.send(from())
+        .await
+        .assert_error(429, "temporarily_banned");
+    app.clock.set(T0 + 305);
+    app.send(from()).await.assert_error(401, "unauthorized");
+}
+
+limiter_tests!(
+    a_free_key_gets_exactly_60_requests_a_minute,
+    the_day_window_is_enforced_too,
+    every_response_carries_the_headers,
+    ipv6_clients_without_a_key_are_counted_per_64_prefix,
+    requests_without_a_valid_key_are_limited_per_address,
+    enterprise_keys_get_their_custom_limits,
+    refused_requests_do_no_work,
+    a_key_that_keeps_pushing_is_banned_escalating_until_unbanned,
+    the_status_reads_the_counters_without_counting,
+    an_address_that_keeps_pushing_is_banned,
+);
 
 #[actix_web::test]
 async fn redis_keys_expire_by_themselves() {
