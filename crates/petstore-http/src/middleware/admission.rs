@@ -9,7 +9,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
 use futures_util::future::LocalBoxFuture;
-use petstore_domain::{Ban, RateDecision};
+use petstore_domain::{Ban, RateDecision, RateLimits};
 
 use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials};
@@ -162,30 +162,47 @@ async fn annotate<B: MessageBody>(
     if let Some(client) = admitted.client {
         req.extensions_mut().insert(client);
     }
-    let (error, standing) = match verdict {
-        Ok(Verdict::Allowed(decision)) => {
-            if admitted.status_only {
-                req.extensions_mut().insert(RateStatus {
-                    decision,
-                    limits: admitted.account.limits,
-                });
-            }
-            let mut response = if admitted.unauthorized {
-                refuse(req, &ApiError::Unauthorized, |_| {})
-            } else {
-                next.call(req).await?.map_into_left_body()
-            };
-            headers::write(response.headers_mut(), &decision, &limits, now);
-            return Ok(response);
+    let decision = match outcome(verdict, admitted.account.limits, now) {
+        Outcome::Allowed(decision) => decision,
+        Outcome::Refused(error, standing) => {
+            return Ok(refuse(req, &error, |h| standing.write(h, &limits, now)));
         }
-        Ok(Verdict::Limited(decision)) => (
+    };
+    if admitted.status_only {
+        req.extensions_mut().insert(RateStatus {
+            decision,
+            limits: admitted.account.limits,
+        });
+    }
+    let mut response = if admitted.unauthorized {
+        refuse(req, &ApiError::Unauthorized, |_| {})
+    } else {
+        next.call(req).await?.map_into_left_body()
+    };
+    headers::write(response.headers_mut(), &decision, &limits, now);
+    Ok(response)
+}
+
+/// What becomes of a request.
+enum Outcome {
+    /// Handed on, with its counts.
+    Allowed(RateDecision),
+    /// Refused: the error answered, and what its rate-limit headers describe.
+    Refused(ApiError, Standing),
+}
+
+/// The verdict on a request of a caller with `limits`, as what becomes of it.
+fn outcome(verdict: Result<Verdict, LimitError>, limits: RateLimits, now: u64) -> Outcome {
+    match verdict {
+        Ok(Verdict::Allowed(decision)) => Outcome::Allowed(decision),
+        Ok(Verdict::Limited(decision)) => Outcome::Refused(
             ApiError::RateLimited {
-                limits: admitted.account.limits,
+                limits,
                 retry_after: decision.retry_after(now),
             },
             Standing::Counted(decision),
         ),
-        Ok(Verdict::Banned(ban)) => (
+        Ok(Verdict::Banned(ban)) => Outcome::Refused(
             ApiError::TemporarilyBanned {
                 retry_after: ban.until.saturating_sub(now).max(1),
             },
@@ -196,10 +213,9 @@ async fn annotate<B: MessageBody>(
                 LimitError::BanNotRecorded { decision, .. } => Standing::Counted(*decision),
                 LimitError::Counters(_) => Standing::Unknown,
             };
-            (ApiError::from(error), standing)
+            Outcome::Refused(ApiError::from(error), standing)
         }
-    };
-    Ok(refuse(req, &error, |h| standing.write(h, &limits, now)))
+    }
 }
 
 /// What a refusal's rate-limit headers describe.
