@@ -269,31 +269,25 @@ impl Drop for RawPostgres {
     }
 }
 
-/// Runs an async test body once per backend, each on its own database, on a current-thread
-/// tokio runtime (the test crate depends on `tokio` with `macros` and `rt`). A backend that is unavailable
-/// outside CI is skipped loudly (see the module docs).
+/// Runs each scenario named (`for_each_backend!(a, b)`, each a plain
+/// `async fn a(db: &TestDatabase)` that rustfmt formats) once per backend, each on its own
+/// database, on a current-thread tokio runtime (the test crate depends on `tokio` with `macros`
+/// and `rt`). A backend that is unavailable outside CI is skipped loudly (see the module docs).
 #[macro_export]
 macro_rules! for_each_backend {
-    ($($(#[$attr:meta])* fn $name:ident($db:ident) $body:block)*) => {
+    ($($name:ident),* $(,)?) => {
         $(
             mod $name {
-                #[allow(unused_imports)]
-                use super::*;
-
-                async fn scenario($db: &$crate::testing::TestDatabase) $body
-
                 #[tokio::test]
-                $(#[$attr])*
                 async fn sqlite() {
                     let db = $crate::testing::TestDatabase::sqlite();
-                    scenario(&db).await;
+                    super::$name(&db).await;
                 }
 
                 #[tokio::test]
-                $(#[$attr])*
                 async fn postgres() {
                     if let Some(db) = $crate::testing::TestDatabase::postgres() {
-                        scenario(&db).await;
+                        super::$name(&db).await;
                     }
                 }
             }

@@ -9,7 +9,7 @@ use petstore_domain::{
     StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
-use petstore_store::testing::RawPostgres;
+use petstore_store::testing::{RawPostgres, TestDatabase};
 use petstore_store::{Store, StoreConfig, StoreError};
 
 #[derive(diesel::QueryableByName)]
@@ -113,340 +113,639 @@ async fn walk(store: &Store, limit: u32, status: Option<PetStatus>) -> Vec<i64> 
     }
 }
 
-for_each_backend! {
-    fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db) {
-        let store = db.store().await;
-        let good = store.create_pet(&draft("Good", PetStatus::Sold)).await.expect("create");
-        // The schema's CHECK refuses such a row; step around it as a hand edit might.
-        let bypass_check = if db.url().starts_with("postgres") {
-            "ALTER TABLE pets DROP CONSTRAINT pets_status_check;"
-        } else {
-            "PRAGMA ignore_check_constraints = ON;"
-        };
-        raw_execute(
-            db.url(),
-            &format!(
-                "{bypass_check} INSERT INTO pets (name, category_id, status, created_at) \
-                 VALUES ('Odd', 1, 'adopted', 0)"
-            ),
-        );
-        let odd = good.id + 1;
-        for result in [
-            store.find_pet(odd).await.map(|_| ()),
-            store.list_pets(&page(10, None, None)).await.map(|_| ()),
-        ] {
-            match result.as_ref().map_err(store_error) {
-                Err(StoreError::Corrupt { table: "pets", reason }) => {
-                    assert!(reason.contains(&format!("pet {odd}")), "{reason}");
-                    assert!(reason.contains("\"adopted\""), "{reason}");
-                }
-                other => panic!("expected a corrupt-row error, got {other:?}"),
+async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDatabase) {
+    let store = db.store().await;
+    let good = store
+        .create_pet(&draft("Good", PetStatus::Sold))
+        .await
+        .expect("create");
+    // The schema's CHECK refuses such a row; step around it as a hand edit might.
+    let bypass_check = if db.url().starts_with("postgres") {
+        "ALTER TABLE pets DROP CONSTRAINT pets_status_check;"
+    } else {
+        "PRAGMA ignore_check_constraints = ON;"
+    };
+    raw_execute(
+        db.url(),
+        &format!(
+            "{bypass_check} INSERT INTO pets (name, category_id, status, created_at) \
+             VALUES ('Odd', 1, 'adopted', 0)"
+        ),
+    );
+    let odd = good.id + 1;
+    for result in [
+        store.find_pet(odd).await.map(|_| ()),
+        store.list_pets(&page(10, None, None)).await.map(|_| ()),
+    ] {
+        match result.as_ref().map_err(store_error) {
+            Err(StoreError::Corrupt {
+                table: "pets",
+                reason,
+            }) => {
+                assert!(reason.contains(&format!("pet {odd}")), "{reason}");
+                assert!(reason.contains("\"adopted\""), "{reason}");
             }
+            other => panic!("expected a corrupt-row error, got {other:?}"),
         }
-        assert_eq!(store.find_pet(good.id).await.expect("find"), Some(good), "other rows still read");
     }
+    assert_eq!(
+        store.find_pet(good.id).await.expect("find"),
+        Some(good),
+        "other rows still read"
+    );
+}
 
-    fn a_created_pet_reads_back_with_its_new_id(db) {
-        let store = db.store().await;
-        let created = store.create_pet(&draft("Rex", PetStatus::Pending)).await.expect("create");
-        assert!(created.id >= 1);
-        assert_eq!(created.name, "Rex");
-        assert_eq!(created.status, PetStatus::Pending);
-        assert_eq!(store.find_pet(created.id).await.expect("find"), Some(created));
-    }
+async fn a_created_pet_reads_back_with_its_new_id(db: &TestDatabase) {
+    let store = db.store().await;
+    let created = store
+        .create_pet(&draft("Rex", PetStatus::Pending))
+        .await
+        .expect("create");
+    assert!(created.id >= 1);
+    assert_eq!(created.name, "Rex");
+    assert_eq!(created.status, PetStatus::Pending);
+    assert_eq!(
+        store.find_pet(created.id).await.expect("find"),
+        Some(created)
+    );
+}
 
-    fn concurrent_creates_all_commit_with_distinct_ids(db) {
-        db.store().await;
-        // 16 threads, each with a runtime of its own (as 16 server workers): on PostgreSQL each
-        // thread has its own pool, of one connection here.
-        let mut config = StoreConfig::new(db.url());
-        config.workers = 16;
-        config.pool_size = 16;
-        let store = Store::open(&config).expect("open");
-        let threads: Vec<_> = (0..16)
-            .map(|t| {
-                let store = store.clone();
-                std::thread::spawn(move || {
-                    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
-                    runtime.block_on(async {
-                        let mut ids = Vec::new();
-                        for i in 0..50 {
-                            let pet = draft(&format!("t{t} p{i}"), PetStatus::Pending);
-                            ids.push(store.create_pet(&pet).await.expect("create").id);
-                        }
-                        ids
-                    })
+async fn concurrent_creates_all_commit_with_distinct_ids(db: &TestDatabase) {
+    db.store().await;
+    // 16 threads, each with a runtime of its own (as 16 server workers): on PostgreSQL each
+    // thread has its own pool, of one connection here.
+    let mut config = StoreConfig::new(db.url());
+    config.workers = 16;
+    config.pool_size = 16;
+    let store = Store::open(&config).expect("open");
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let store = store.clone();
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("runtime");
+                runtime.block_on(async {
+                    let mut ids = Vec::new();
+                    for i in 0..50 {
+                        let pet = draft(&format!("t{t} p{i}"), PetStatus::Pending);
+                        ids.push(store.create_pet(&pet).await.expect("create").id);
+                    }
+                    ids
                 })
             })
-            .collect();
-        let ids: Vec<i64> = threads.into_iter().flat_map(|t| t.join().expect("thread")).collect();
-        let unique: HashSet<i64> = ids.iter().copied().collect();
-        assert_eq!(unique.len(), 800);
-        let mut expected: Vec<i64> = unique.into_iter().collect();
-        expected.sort_unstable();
-        assert_eq!(walk(&store, 100, None).await, expected, "every acknowledged pet is stored");
-    }
-
-    fn a_missing_pet_is_none(db) {
-        let store = db.store().await;
-        assert_eq!(store.find_pet(424_242).await.expect("find"), None);
-        assert_eq!(store.find_pet(-1).await.expect("find"), None);
-    }
-
-    fn names_are_stored_exactly(db) {
-        let store = db.store().await;
-        let long = "ü".repeat(255);
-        for name in ["Mötley 🐶", " padded ", long.as_str(), "quote ' and \" and ;--"] {
-            let created = store.create_pet(&draft(name, PetStatus::Sold)).await.expect("create");
-            let found = store.find_pet(created.id).await.expect("find").expect("present");
-            assert_eq!(found.name, name);
-        }
-    }
-
-    fn paging_visits_every_pet_once_in_ascending_order(db) {
-        let store = db.store().await;
-        let statuses = [PetStatus::Available, PetStatus::Sold, PetStatus::Pending];
-        let mut all = Vec::new();
-        for i in 0..23 {
-            let status = statuses[i % 3];
-            all.push((store.create_pet(&draft(&format!("pet {i}"), status)).await.expect("create").id, status));
-        }
-        let every: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
-        assert_eq!(walk(&store, 5, None).await, every);
-        assert_eq!(walk(&store, 100, None).await, every);
-        for status in statuses {
-            let expected: Vec<i64> = all.iter().filter(|(_, s)| *s == status).map(|(id, _)| *id).collect();
-            assert_eq!(walk(&store, 2, Some(status)).await, expected, "{status}");
-        }
-        let exact = store.list_pets(&page(23, None, None)).await.expect("list");
-        assert_eq!(exact.items.len(), 23);
-        assert_eq!(exact.next_after, None, "no next page when the page is exactly full");
-    }
-
-    fn an_empty_catalogue_lists_nothing(db) {
-        let store = db.store().await;
-        let empty = store.list_pets(&PetListQuery::default()).await.expect("list");
-        assert!(empty.items.is_empty());
-        assert_eq!(empty.next_after, None);
-    }
-
-    fn orders_list_in_id_order_with_paging_and_by_owner(db) {
-        let store = db.store().await;
-        let (owner, _) = store.create_key(&KeySpec::new(Plan::Pro, "customer", None).expect("spec")).await.expect("key");
-        let mut ids = Vec::new();
-        for i in 0..4 {
-            let pet = store.create_pet(&draft(&format!("pet {i}"), PetStatus::Available)).await.expect("create");
-            // Every other order is the customer's; the rest an operator's.
-            let owner = (i % 2 == 0).then_some(owner.id);
-            let order = store
-                .place_order(&PlaceOrder { pet_id: pet.id, owner, completion: None }).await
-                .expect("place");
-            assert_eq!((order.status, order.owner, order.quantity), (OrderStatus::Placed, owner, 1));
-            assert!(order.created_at > 1_700_000_000);
-            ids.push(order.id);
-        }
-        let page = |after, owner| OrderListQuery { page: PageRequest { limit: Limit::new(2).expect("limit"), after }, owner };
-        let first = store.list_orders(&page(None, None)).await.expect("list");
-        assert_eq!(first.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[..2]);
-        let rest = store.list_orders(&page(first.next_after, None)).await.expect("list");
-        assert_eq!(rest.items.iter().map(|o| o.id).collect::<Vec<_>>(), ids[2..]);
-        assert_eq!(rest.next_after, None);
-        let mine = store.list_orders(&page(None, Some(owner.id))).await.expect("list");
-        assert_eq!(mine.items.iter().map(|o| o.id).collect::<Vec<_>>(), vec![ids[0], ids[2]]);
-        assert_eq!(store.find_order(ids[1], Some(owner.id)).await.expect("find"), None, "not theirs");
-        assert!(store.find_order(ids[1], None).await.expect("find").is_some(), "operators see all");
-    }
-
-    fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db) {
-        let store = db.store().await;
-        let pet = store.create_pet(&draft("Rex", PetStatus::Available)).await.expect("create");
-        let place = |pet_id| PlaceOrder { pet_id, owner: None, completion: None };
-        let order = store.place_order(&place(pet.id)).await.expect("place");
-        let status = async |id| store.find_pet(id).await.expect("find").expect("pet").status;
-        assert_eq!(status(pet.id).await, PetStatus::Pending);
-        assert!(matches!(
-            store.place_order(&place(pet.id)).await,
-            Err(OrderError::Refused(LifecycleError::PetNotAvailable(PetStatus::Pending)))
-        ));
-        assert!(matches!(store.place_order(&place(999)).await, Err(OrderError::PetNotFound(999))));
-        assert!(matches!(
-            store.change_order(order.id, None, OrderAction::Deliver).await,
-            Err(OrderError::Refused(LifecycleError::Transition { from: OrderStatus::Placed, .. }))
-        ));
-        store.change_order(order.id, None, OrderAction::Approve).await.expect("approve");
-        assert_eq!(status(pet.id).await, PetStatus::Pending);
-        store.change_order(order.id, None, OrderAction::Deliver).await.expect("deliver");
-        assert_eq!(status(pet.id).await, PetStatus::Sold);
-        assert_eq!(store.inventory().await.expect("inventory"), Inventory { available: 0, pending: 0, sold: 1 });
-        assert!(matches!(store.change_order(4242, None, OrderAction::Cancel).await, Err(OrderError::OrderNotFound(4242))));
-    }
-
-    fn keys_are_found_by_secret_until_revoked(db) {
-        let store = db.store().await;
-        let spec = KeySpec::new(Plan::Pro, "ci", None).expect("spec");
-        let (key, secret) = store.create_key(&spec).await.expect("create");
-        assert_eq!(key.plan, Plan::Pro);
-        assert_eq!(key.label, "ci");
-        assert_eq!(key.display_prefix, secret.display_prefix());
-        assert_eq!(store.find_active_key(&secret.hash()).await.expect("find"), Some(KeyMatch::current(key.clone())));
-
-        assert!(store.revoke_key(key.id).await.expect("revoke"));
-        assert_eq!(store.find_active_key(&secret.hash()).await.expect("find"), None);
-        let listed = store.list_keys().await.expect("list");
-        let revoked_at = listed[0].revoked_at.expect("revoked");
-        assert!(store.revoke_key(key.id).await.expect("revoke again"), "revoking twice still finds the key");
-        assert_eq!(store.list_keys().await.expect("list")[0].revoked_at, Some(revoked_at));
-        assert!(!store.revoke_key(key.id + 1000).await.expect("revoke unknown"));
-    }
-
-    fn keys_are_stored_only_as_hashes(db) {
-        let store = db.store().await;
-        let (_, secret) = store.create_key(&KeySpec::new(Plan::Free, "", None).expect("spec")).await.expect("create");
-        let unknown = ApiKeySecret::from_random_bytes([9; 32]);
-        assert_eq!(store.find_active_key(&unknown.hash()).await.expect("find"), None);
-        let rows = raw_key_rows(db.url());
-        assert_eq!(rows.len(), 1);
-        let row = &rows[0];
-        assert_eq!(row.key_hash, secret.hash().as_str(), "the stored value is the hash");
-        assert_eq!(row.display_prefix, &secret.expose()[..12]);
-        // Past the display prefix (kept in clear on purpose), no run of 8 of the secret's
-        // characters is stored anywhere: a column holding the secret, or part of it, fails.
-        let hidden = &secret.expose()[petstore_domain::key::DISPLAY_PREFIX_LEN..];
-        for column in [&row.key_hash, &row.display_prefix, &row.label] {
-            for start in 0..=hidden.len() - 8 {
-                let run = &hidden[start..start + 8];
-                assert!(!column.contains(run), "a column holds part of the secret: {column}");
-            }
-        }
-    }
-
-    fn every_key_is_distinct_and_enterprise_limits_persist(db) {
-        let store = db.store().await;
-        let limits = RateLimits::custom(5_000, 2_000_000).expect("limits");
-        let spec = KeySpec::new(Plan::Enterprise, "big", Some(limits)).expect("spec");
-        let mut secrets = HashSet::new();
-        for _ in 0..20 {
-            let (key, secret) = store.create_key(&spec).await.expect("create");
-            assert_eq!(key.custom_limits, Some(limits));
-            assert_eq!(key.limits(), limits);
-            assert!(secrets.insert(secret.expose().to_owned()));
-        }
-        assert_eq!(store.list_keys().await.expect("list").len(), 20);
-    }
-
-    fn a_ban_is_imposed_once_and_can_be_lifted(db) {
-        let store = db.store().await;
-        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec")).await.expect("create");
-        assert_eq!(key.ban, None);
-        let ban = Ban { until: 2_000, level: 1 };
-        assert!(store.ban_key(key.id, ban, 1_000).await.expect("ban"));
-        let other = Ban { until: 3_000, level: 2 };
-        assert!(!store.ban_key(key.id, other, 1_500).await.expect("ban again"), "a ban is in force");
-        let found = store.find_active_key(&secret.hash()).await.expect("find").expect("banned keys still authenticate").key;
-        assert_eq!(found.ban, Some(ban));
-        assert!(store.ban_key(key.id, other, 2_000).await.expect("escalate"), "the first ban has ended");
-        assert_eq!(store.list_keys().await.expect("list")[0].ban, Some(other));
-        assert!(store.unban_key(key.id).await.expect("unban"));
-        assert_eq!(store.list_keys().await.expect("list")[0].ban, None);
-        assert!(!store.unban_key(key.id + 99).await.expect("unban unknown"));
-    }
-
-    fn a_keys_plan_and_limits_can_change(db) {
-        let store = db.store().await;
-        let (key, secret) = store.create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec")).await.expect("create");
-        let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
-        assert!(store.update_key_plan(key.id, Plan::Enterprise, Some(limits)).await.expect("update"));
-        let found = store.find_active_key(&secret.hash()).await.expect("find").expect("key").key;
-        assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
-        assert!(store.update_key_plan(key.id, Plan::Pro, None).await.expect("update"));
-        let found = store.find_active_key(&secret.hash()).await.expect("find").expect("key").key;
-        assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
-        assert!(!store.update_key_plan(key.id + 99, Plan::Pro, None).await.expect("update unknown"));
-    }
-
-    fn migrating_twice_applies_nothing_the_second_time(db) {
-        let store = db.store().await;
-        assert_eq!(store.migrate().await.expect("migrate"), Vec::<String>::new());
-        store.check_ready().await.expect("ready");
-    }
-
-    fn data_survives_reopening_the_store(db) {
-        let id = db.store().await.create_pet(&draft("Rex", PetStatus::Sold)).await.expect("create").id;
-        let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
-        assert_eq!(reopened.find_pet(id).await.expect("find").map(|p| p.name), Some("Rex".into()));
-    }
+        })
+        .collect();
+    let ids: Vec<i64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().expect("thread"))
+        .collect();
+    let unique: HashSet<i64> = ids.iter().copied().collect();
+    assert_eq!(unique.len(), 800);
+    let mut expected: Vec<i64> = unique.into_iter().collect();
+    expected.sort_unstable();
+    assert_eq!(
+        walk(&store, 100, None).await,
+        expected,
+        "every acknowledged pet is stored"
+    );
 }
 
-for_each_backend! {
-    fn a_fresh_database_is_not_ready_until_migrated(db) {
-        let store = Store::open(&StoreConfig::new(db.url())).expect("open");
-        let error = store.check_ready().await.expect_err("not migrated");
-        assert_eq!(error.kind(), StorageErrorKind::Failed);
-        match store_error(&error) {
-            StoreError::Migration(message, _) => {
-                assert!(message.contains("run `petstore migrate`"), "{message}");
-                assert!(message.contains("create_catalogue"), "names the pending ones: {message}");
-            }
-            other => panic!("expected a migration error, got {other:?}"),
-        }
-        assert_eq!(store.pending_migrations().await.expect("pending").len(), MIGRATIONS);
-        let before = store.migration_status().await.expect("status");
-        assert_eq!((before.applied.len(), before.pending.len()), (0, MIGRATIONS), "{before:?}");
-        assert_eq!(store.migrate().await.expect("migrate").len(), MIGRATIONS);
-        assert!(store.pending_migrations().await.expect("pending").is_empty());
-        store.check_ready().await.expect("ready");
-        let after = store.migration_status().await.expect("status");
-        assert_eq!(after.applied, before.pending, "the same names, oldest first");
-        assert!(after.pending.is_empty() && after.unknown.is_empty(), "{after:?}");
-        // A version a newer build applied is reported, not taken for one of ours.
-        raw_execute(
-            db.url(),
-            "INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000000')",
-        );
-        let newer = store.migration_status().await.expect("status");
-        assert_eq!(newer.unknown, vec!["29991231000000".to_owned()], "{newer:?}");
-        assert_eq!(newer.applied, after.applied);
-    }
+async fn a_missing_pet_is_none(db: &TestDatabase) {
+    let store = db.store().await;
+    assert_eq!(store.find_pet(424_242).await.expect("find"), None);
+    assert_eq!(store.find_pet(-1).await.expect("find"), None);
+}
 
-    fn reads_are_answered_whether_or_not_a_connection_is_idle(db) {
-        let pet = db.store().await.create_pet(&draft("Inline", PetStatus::Sold)).await.expect("create");
-        // One connection, none opened ahead of time: the first read finds none idle (on SQLite
-        // it runs on a blocking thread and opens one), the next finds it idle (on SQLite it runs
-        // on this thread).
-        let mut config = StoreConfig::new(db.url());
-        config.pool_size = 1;
-        config.keep_warm = false;
-        let store = Store::open(&config).expect("open");
-        for _ in 0..3 {
-            assert_eq!(store.find_pet(pet.id).await.expect("find"), Some(pet.clone()));
-        }
-        // Concurrent reads beyond the one connection wait for it, and are all answered.
-        let query = PetListQuery::default();
-        let reads = (0..8).map(|_| store.list_pets(&query));
-        for page in futures_util::future::join_all(reads).await {
-            assert_eq!(page.expect("list").items, vec![pet.clone()]);
-        }
-    }
-
-    fn closing_the_store_keeps_what_it_acknowledged_and_refuses_what_follows(db) {
-        let store = db.store().await;
-        let creates = (0..20).map(|i| {
-            let store = store.clone();
-            tokio::spawn(async move { store.create_pet(&draft(&format!("pet {i}"), PetStatus::Available)).await })
-        });
-        let created: Vec<Pet> = futures_util::future::join_all(creates)
+async fn names_are_stored_exactly(db: &TestDatabase) {
+    let store = db.store().await;
+    let long = "ü".repeat(255);
+    for name in [
+        "Mötley 🐶",
+        " padded ",
+        long.as_str(),
+        "quote ' and \" and ;--",
+    ] {
+        let created = store
+            .create_pet(&draft(name, PetStatus::Sold))
             .await
-            .into_iter()
-            .map(|task| task.expect("task").expect("created before the close"))
-            .collect();
-        store.close();
-        let refused = store.find_pet(created[0].id).await;
-        assert!(unavailable(&refused), "{refused:?}");
-        assert!(matches!(store_error(refused.as_ref().expect_err("closed")), StoreError::Closed | StoreError::WriterStopped | StoreError::Connect(_)), "{refused:?}");
-        let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
-        assert_eq!(walk(&reopened, 100, None).await.len(), 20, "every acknowledged pet is stored");
+            .expect("create");
+        let found = store
+            .find_pet(created.id)
+            .await
+            .expect("find")
+            .expect("present");
+        assert_eq!(found.name, name);
     }
 }
+
+async fn paging_visits_every_pet_once_in_ascending_order(db: &TestDatabase) {
+    let store = db.store().await;
+    let statuses = [PetStatus::Available, PetStatus::Sold, PetStatus::Pending];
+    let mut all = Vec::new();
+    for i in 0..23 {
+        let status = statuses[i % 3];
+        all.push((
+            store
+                .create_pet(&draft(&format!("pet {i}"), status))
+                .await
+                .expect("create")
+                .id,
+            status,
+        ));
+    }
+    let every: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
+    assert_eq!(walk(&store, 5, None).await, every);
+    assert_eq!(walk(&store, 100, None).await, every);
+    for status in statuses {
+        let expected: Vec<i64> = all
+            .iter()
+            .filter(|(_, s)| *s == status)
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(walk(&store, 2, Some(status)).await, expected, "{status}");
+    }
+    let exact = store.list_pets(&page(23, None, None)).await.expect("list");
+    assert_eq!(exact.items.len(), 23);
+    assert_eq!(
+        exact.next_after, None,
+        "no next page when the page is exactly full"
+    );
+}
+
+async fn an_empty_catalogue_lists_nothing(db: &TestDatabase) {
+    let store = db.store().await;
+    let empty = store
+        .list_pets(&PetListQuery::default())
+        .await
+        .expect("list");
+    assert!(empty.items.is_empty());
+    assert_eq!(empty.next_after, None);
+}
+
+async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
+    let store = db.store().await;
+    let (owner, _) = store
+        .create_key(&KeySpec::new(Plan::Pro, "customer", None).expect("spec"))
+        .await
+        .expect("key");
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let pet = store
+            .create_pet(&draft(&format!("pet {i}"), PetStatus::Available))
+            .await
+            .expect("create");
+        // Every other order is the customer's; the rest an operator's.
+        let owner = (i % 2 == 0).then_some(owner.id);
+        let order = store
+            .place_order(&PlaceOrder {
+                pet_id: pet.id,
+                owner,
+                completion: None,
+            })
+            .await
+            .expect("place");
+        assert_eq!(
+            (order.status, order.owner, order.quantity),
+            (OrderStatus::Placed, owner, 1)
+        );
+        assert!(order.created_at > 1_700_000_000);
+        ids.push(order.id);
+    }
+    let page = |after, owner| OrderListQuery {
+        page: PageRequest {
+            limit: Limit::new(2).expect("limit"),
+            after,
+        },
+        owner,
+    };
+    let first = store.list_orders(&page(None, None)).await.expect("list");
+    assert_eq!(
+        first.items.iter().map(|o| o.id).collect::<Vec<_>>(),
+        ids[..2]
+    );
+    let rest = store
+        .list_orders(&page(first.next_after, None))
+        .await
+        .expect("list");
+    assert_eq!(
+        rest.items.iter().map(|o| o.id).collect::<Vec<_>>(),
+        ids[2..]
+    );
+    assert_eq!(rest.next_after, None);
+    let mine = store
+        .list_orders(&page(None, Some(owner.id)))
+        .await
+        .expect("list");
+    assert_eq!(
+        mine.items.iter().map(|o| o.id).collect::<Vec<_>>(),
+        vec![ids[0], ids[2]]
+    );
+    assert_eq!(
+        store
+            .find_order(ids[1], Some(owner.id))
+            .await
+            .expect("find"),
+        None,
+        "not theirs"
+    );
+    assert!(
+        store
+            .find_order(ids[1], None)
+            .await
+            .expect("find")
+            .is_some(),
+        "operators see all"
+    );
+}
+
+async fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db: &TestDatabase) {
+    let store = db.store().await;
+    let pet = store
+        .create_pet(&draft("Rex", PetStatus::Available))
+        .await
+        .expect("create");
+    let place = |pet_id| PlaceOrder {
+        pet_id,
+        owner: None,
+        completion: None,
+    };
+    let order = store.place_order(&place(pet.id)).await.expect("place");
+    let status = async |id| store.find_pet(id).await.expect("find").expect("pet").status;
+    assert_eq!(status(pet.id).await, PetStatus::Pending);
+    assert!(matches!(
+        store.place_order(&place(pet.id)).await,
+        Err(OrderError::Refused(LifecycleError::PetNotAvailable(
+            PetStatus::Pending
+        )))
+    ));
+    assert!(matches!(
+        store.place_order(&place(999)).await,
+        Err(OrderError::PetNotFound(999))
+    ));
+    assert!(matches!(
+        store
+            .change_order(order.id, None, OrderAction::Deliver)
+            .await,
+        Err(OrderError::Refused(LifecycleError::Transition {
+            from: OrderStatus::Placed,
+            ..
+        }))
+    ));
+    store
+        .change_order(order.id, None, OrderAction::Approve)
+        .await
+        .expect("approve");
+    assert_eq!(status(pet.id).await, PetStatus::Pending);
+    store
+        .change_order(order.id, None, OrderAction::Deliver)
+        .await
+        .expect("deliver");
+    assert_eq!(status(pet.id).await, PetStatus::Sold);
+    assert_eq!(
+        store.inventory().await.expect("inventory"),
+        Inventory {
+            available: 0,
+            pending: 0,
+            sold: 1
+        }
+    );
+    assert!(matches!(
+        store.change_order(4242, None, OrderAction::Cancel).await,
+        Err(OrderError::OrderNotFound(4242))
+    ));
+}
+
+async fn keys_are_found_by_secret_until_revoked(db: &TestDatabase) {
+    let store = db.store().await;
+    let spec = KeySpec::new(Plan::Pro, "ci", None).expect("spec");
+    let (key, secret) = store.create_key(&spec).await.expect("create");
+    assert_eq!(key.plan, Plan::Pro);
+    assert_eq!(key.label, "ci");
+    assert_eq!(key.display_prefix, secret.display_prefix());
+    assert_eq!(
+        store.find_active_key(&secret.hash()).await.expect("find"),
+        Some(KeyMatch::current(key.clone()))
+    );
+
+    assert!(store.revoke_key(key.id).await.expect("revoke"));
+    assert_eq!(
+        store.find_active_key(&secret.hash()).await.expect("find"),
+        None
+    );
+    let listed = store.list_keys().await.expect("list");
+    let revoked_at = listed[0].revoked_at.expect("revoked");
+    assert!(
+        store.revoke_key(key.id).await.expect("revoke again"),
+        "revoking twice still finds the key"
+    );
+    assert_eq!(
+        store.list_keys().await.expect("list")[0].revoked_at,
+        Some(revoked_at)
+    );
+    assert!(
+        !store
+            .revoke_key(key.id + 1000)
+            .await
+            .expect("revoke unknown")
+    );
+}
+
+async fn keys_are_stored_only_as_hashes(db: &TestDatabase) {
+    let store = db.store().await;
+    let (_, secret) = store
+        .create_key(&KeySpec::new(Plan::Free, "", None).expect("spec"))
+        .await
+        .expect("create");
+    let unknown = ApiKeySecret::from_random_bytes([9; 32]);
+    assert_eq!(
+        store.find_active_key(&unknown.hash()).await.expect("find"),
+        None
+    );
+    let rows = raw_key_rows(db.url());
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(
+        row.key_hash,
+        secret.hash().as_str(),
+        "the stored value is the hash"
+    );
+    assert_eq!(row.display_prefix, &secret.expose()[..12]);
+    // Past the display prefix (kept in clear on purpose), no run of 8 of the secret's
+    // characters is stored anywhere: a column holding the secret, or part of it, fails.
+    let hidden = &secret.expose()[petstore_domain::key::DISPLAY_PREFIX_LEN..];
+    for column in [&row.key_hash, &row.display_prefix, &row.label] {
+        for start in 0..=hidden.len() - 8 {
+            let run = &hidden[start..start + 8];
+            assert!(
+                !column.contains(run),
+                "a column holds part of the secret: {column}"
+            );
+        }
+    }
+}
+
+async fn every_key_is_distinct_and_enterprise_limits_persist(db: &TestDatabase) {
+    let store = db.store().await;
+    let limits = RateLimits::custom(5_000, 2_000_000).expect("limits");
+    let spec = KeySpec::new(Plan::Enterprise, "big", Some(limits)).expect("spec");
+    let mut secrets = HashSet::new();
+    for _ in 0..20 {
+        let (key, secret) = store.create_key(&spec).await.expect("create");
+        assert_eq!(key.custom_limits, Some(limits));
+        assert_eq!(key.limits(), limits);
+        assert!(secrets.insert(secret.expose().to_owned()));
+    }
+    assert_eq!(store.list_keys().await.expect("list").len(), 20);
+}
+
+async fn a_ban_is_imposed_once_and_can_be_lifted(db: &TestDatabase) {
+    let store = db.store().await;
+    let (key, secret) = store
+        .create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec"))
+        .await
+        .expect("create");
+    assert_eq!(key.ban, None);
+    let ban = Ban {
+        until: 2_000,
+        level: 1,
+    };
+    assert!(store.ban_key(key.id, ban, 1_000).await.expect("ban"));
+    let other = Ban {
+        until: 3_000,
+        level: 2,
+    };
+    assert!(
+        !store
+            .ban_key(key.id, other, 1_500)
+            .await
+            .expect("ban again"),
+        "a ban is in force"
+    );
+    let found = store
+        .find_active_key(&secret.hash())
+        .await
+        .expect("find")
+        .expect("banned keys still authenticate")
+        .key;
+    assert_eq!(found.ban, Some(ban));
+    assert!(
+        store.ban_key(key.id, other, 2_000).await.expect("escalate"),
+        "the first ban has ended"
+    );
+    assert_eq!(store.list_keys().await.expect("list")[0].ban, Some(other));
+    assert!(store.unban_key(key.id).await.expect("unban"));
+    assert_eq!(store.list_keys().await.expect("list")[0].ban, None);
+    assert!(!store.unban_key(key.id + 99).await.expect("unban unknown"));
+}
+
+async fn a_keys_plan_and_limits_can_change(db: &TestDatabase) {
+    let store = db.store().await;
+    let (key, secret) = store
+        .create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec"))
+        .await
+        .expect("create");
+    let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
+    assert!(
+        store
+            .update_key_plan(key.id, Plan::Enterprise, Some(limits))
+            .await
+            .expect("update")
+    );
+    let found = store
+        .find_active_key(&secret.hash())
+        .await
+        .expect("find")
+        .expect("key")
+        .key;
+    assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
+    assert!(
+        store
+            .update_key_plan(key.id, Plan::Pro, None)
+            .await
+            .expect("update")
+    );
+    let found = store
+        .find_active_key(&secret.hash())
+        .await
+        .expect("find")
+        .expect("key")
+        .key;
+    assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
+    assert!(
+        !store
+            .update_key_plan(key.id + 99, Plan::Pro, None)
+            .await
+            .expect("update unknown")
+    );
+}
+
+async fn migrating_twice_applies_nothing_the_second_time(db: &TestDatabase) {
+    let store = db.store().await;
+    assert_eq!(
+        store.migrate().await.expect("migrate"),
+        Vec::<String>::new()
+    );
+    store.check_ready().await.expect("ready");
+}
+
+async fn data_survives_reopening_the_store(db: &TestDatabase) {
+    let id = db
+        .store()
+        .await
+        .create_pet(&draft("Rex", PetStatus::Sold))
+        .await
+        .expect("create")
+        .id;
+    let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
+    assert_eq!(
+        reopened.find_pet(id).await.expect("find").map(|p| p.name),
+        Some("Rex".into())
+    );
+}
+
+for_each_backend!(
+    a_pet_stored_with_an_unknown_status_is_reported_as_corrupt,
+    a_created_pet_reads_back_with_its_new_id,
+    concurrent_creates_all_commit_with_distinct_ids,
+    a_missing_pet_is_none,
+    names_are_stored_exactly,
+    paging_visits_every_pet_once_in_ascending_order,
+    an_empty_catalogue_lists_nothing,
+    orders_list_in_id_order_with_paging_and_by_owner,
+    the_order_lifecycle_moves_the_pet_in_the_same_transaction,
+    keys_are_found_by_secret_until_revoked,
+    keys_are_stored_only_as_hashes,
+    every_key_is_distinct_and_enterprise_limits_persist,
+    a_ban_is_imposed_once_and_can_be_lifted,
+    a_keys_plan_and_limits_can_change,
+    migrating_twice_applies_nothing_the_second_time,
+    data_survives_reopening_the_store,
+);
+
+async fn a_fresh_database_is_not_ready_until_migrated(db: &TestDatabase) {
+    let store = Store::open(&StoreConfig::new(db.url())).expect("open");
+    let error = store.check_ready().await.expect_err("not migrated");
+    assert_eq!(error.kind(), StorageErrorKind::Failed);
+    match store_error(&error) {
+        StoreError::Migration(message, _) => {
+            assert!(message.contains("run `petstore migrate`"), "{message}");
+            assert!(
+                message.contains("create_catalogue"),
+                "names the pending ones: {message}"
+            );
+        }
+        other => panic!("expected a migration error, got {other:?}"),
+    }
+    assert_eq!(
+        store.pending_migrations().await.expect("pending").len(),
+        MIGRATIONS
+    );
+    let before = store.migration_status().await.expect("status");
+    assert_eq!(
+        (before.applied.len(), before.pending.len()),
+        (0, MIGRATIONS),
+        "{before:?}"
+    );
+    assert_eq!(store.migrate().await.expect("migrate").len(), MIGRATIONS);
+    assert!(
+        store
+            .pending_migrations()
+            .await
+            .expect("pending")
+            .is_empty()
+    );
+    store.check_ready().await.expect("ready");
+    let after = store.migration_status().await.expect("status");
+    assert_eq!(
+        after.applied, before.pending,
+        "the same names, oldest first"
+    );
+    assert!(
+        after.pending.is_empty() && after.unknown.is_empty(),
+        "{after:?}"
+    );
+    // A version a newer build applied is reported, not taken for one of ours.
+    raw_execute(
+        db.url(),
+        "INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000000')",
+    );
+    let newer = store.migration_status().await.expect("status");
+    assert_eq!(
+        newer.unknown,
+        vec!["29991231000000".to_owned()],
+        "{newer:?}"
+    );
+    assert_eq!(newer.applied, after.applied);
+}
+
+async fn reads_are_answered_whether_or_not_a_connection_is_idle(db: &TestDatabase) {
+    let pet = db
+        .store()
+        .await
+        .create_pet(&draft("Inline", PetStatus::Sold))
+        .await
+        .expect("create");
+    // One connection, none opened ahead of time: the first read finds none idle (on SQLite
+    // it runs on a blocking thread and opens one), the next finds it idle (on SQLite it runs
+    // on this thread).
+    let mut config = StoreConfig::new(db.url());
+    config.pool_size = 1;
+    config.keep_warm = false;
+    let store = Store::open(&config).expect("open");
+    for _ in 0..3 {
+        assert_eq!(
+            store.find_pet(pet.id).await.expect("find"),
+            Some(pet.clone())
+        );
+    }
+    // Concurrent reads beyond the one connection wait for it, and are all answered.
+    let query = PetListQuery::default();
+    let reads = (0..8).map(|_| store.list_pets(&query));
+    for page in futures_util::future::join_all(reads).await {
+        assert_eq!(page.expect("list").items, vec![pet.clone()]);
+    }
+}
+
+async fn closing_the_store_keeps_what_it_acknowledged_and_refuses_what_follows(db: &TestDatabase) {
+    let store = db.store().await;
+    let creates = (0..20).map(|i| {
+        let store = store.clone();
+        tokio::spawn(async move {
+            store
+                .create_pet(&draft(&format!("pet {i}"), PetStatus::Available))
+                .await
+        })
+    });
+    let created: Vec<Pet> = futures_util::future::join_all(creates)
+        .await
+        .into_iter()
+        .map(|task| task.expect("task").expect("created before the close"))
+        .collect();
+    store.close();
+    let refused = store.find_pet(created[0].id).await;
+    assert!(unavailable(&refused), "{refused:?}");
+    assert!(
+        matches!(
+            store_error(refused.as_ref().expect_err("closed")),
+            StoreError::Closed | StoreError::WriterStopped | StoreError::Connect(_)
+        ),
+        "{refused:?}"
+    );
+    let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
+    assert_eq!(
+        walk(&reopened, 100, None).await.len(),
+        20,
+        "every acknowledged pet is stored"
+    );
+}
+
+for_each_backend!(
+    a_fresh_database_is_not_ready_until_migrated,
+    reads_are_answered_whether_or_not_a_connection_is_idle,
+    closing_the_store_keeps_what_it_acknowledged_and_refuses_what_follows,
+);
 
 #[tokio::test]
 async fn an_unreachable_postgres_is_unavailable_not_a_hang() {
