@@ -6,7 +6,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{HttpServiceFactory, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::{Condition, from_fn};
-use actix_web::{App, HttpResponse, web};
+use actix_web::{App, HttpResponse, Resource, Route, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::config::CorsOrigins;
@@ -40,16 +40,24 @@ pub fn app(
         // at a root base path), so the order changes no match.
         .configure(|cfg| routes::configure(cfg, &base_path))
         // Health and metrics have no admission: load balancers and Prometheus poll them,
-        // uncounted.
-        .configure(|cfg| {
-            if let Some(exporter) = metrics {
-                metrics_route(cfg, exporter);
+        // uncounted, whatever the method (another one is answered as an unknown path, and so
+        // is `/metrics` where it is not served).
+        .configure(|cfg| match metrics {
+            Some(exporter) => metrics_route(cfg, exporter),
+            None => {
+                cfg.service(web::resource("/metrics").default_service(web::to(routes::not_found)));
             }
         })
-        .route("/healthz", web::get().to(routes::health::healthz))
-        .route("/healthz", web::head().to(routes::health::healthz))
-        .route("/readyz", web::get().to(routes::health::readyz))
-        .route("/readyz", web::head().to(routes::health::readyz))
+        .service(unlimited(
+            "/healthz",
+            web::get().to(routes::health::healthz),
+            web::head().to(routes::health::healthz),
+        ))
+        .service(unlimited(
+            "/readyz",
+            web::get().to(routes::health::readyz),
+            web::head().to(routes::health::readyz),
+        ))
         .service(docs_page(&base_path))
         // Unknown paths are counted like any request (`429` before `404`).
         .default_service(web::to(routes::not_found).wrap(from_fn(|req, next| {
@@ -111,6 +119,15 @@ pub fn admin_app(
         .default_service(web::to(routes::not_found))
         .wrap(from_fn(middleware::error_objects))
         .wrap(from_fn(middleware::observe))
+}
+
+/// A resource outside admission: `get` and `head`, and any other method answered as an unknown
+/// path.
+fn unlimited(path: &str, get: Route, head: Route) -> Resource {
+    web::resource(path)
+        .route(get)
+        .route(head)
+        .default_service(web::to(routes::not_found))
 }
 
 fn metrics_route(cfg: &mut web::ServiceConfig, exporter: Exporter) {

@@ -52,7 +52,9 @@ impl ApiClient {
 /// The caller of an operation, as its handler's signature states it: `Caller<Read>` for any
 /// valid key, `Caller<Write>` for a read-write key (a read-only key gets `403
 /// insufficient_scope`). Whether a resource needs a key at all is declared with the resource
-/// (`routes`), since its `401` precedes the `405` of a method it does not serve.
+/// (`routes`), since its `401` precedes the `405` of a method it does not serve: a handler that
+/// does not use the caller (listing pets, say) takes none, and its key requirement is that
+/// declaration alone.
 #[derive(Debug, Clone)]
 pub struct Caller<S: Scope = Read> {
     client: ApiClient,

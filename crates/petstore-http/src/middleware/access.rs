@@ -1,5 +1,5 @@
 //! What a resource declares about its callers, once, where it is registered (`routes`): whether
-//! it needs a key, how its requests count, and what goes on every one of its responses.
+//! it needs a key, how its requests count, and what goes on every answer of its own.
 //! Admission enforces it; the scope an operation needs is in its handler's signature
 //! ([`Caller<Write>`](crate::auth::Caller)).
 
@@ -15,7 +15,8 @@ pub struct Access {
     pub key_required: bool,
     /// How its requests count against the caller's limits.
     pub counting: Counting,
-    /// What it adds to every one of its responses, errors included.
+    /// What it adds to every answer of its own, errors included (its `401` and `405`; not
+    /// admission's refusals).
     pub marks: Marks,
 }
 
@@ -48,7 +49,7 @@ pub enum Counting {
     StandingRead,
 }
 
-/// What a resource adds to every one of its responses.
+/// What a resource adds to every answer of its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Marks {
     /// Nothing.

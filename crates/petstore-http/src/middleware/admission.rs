@@ -4,7 +4,7 @@
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::http::header::HeaderMap;
+use actix_web::http::header::{HeaderMap, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
@@ -22,7 +22,8 @@ use crate::state::AppState;
 /// Identifies the caller (a valid key, else the client address), counts the request as the
 /// resource's `access` says, refuses it with `429` when over a limit or banned, or with `401`
 /// when the resource needs a key and none valid was presented, and writes the rate-limit
-/// headers and the resource's marks on the response. A refused request does no further work:
+/// headers on the response, and the resource's marks on whatever the resource answers (its
+/// `401` included; a refusal is admission's, not the resource's). A refused request does no further work:
 /// no body is read, nothing is written. The only storage read on the way is the key lookup,
 /// once per key-cache period per key (unknown keys are cached too).
 pub async fn admission(
@@ -34,13 +35,7 @@ pub async fn admission(
         .app_data::<web::Data<AppState>>()
         .expect("BUG: AppState is registered by app()")
         .clone();
-    let successor = match access.marks {
-        Marks::Deprecated => state.links.successor_link(req.request()),
-        Marks::None | Marks::Experimental => None,
-    };
-    let mut response = gate(access, &state, req, next).await?;
-    access.marks.write(response.headers_mut(), successor);
-    Ok(response)
+    gate(access, &state, req, next).await
 }
 
 /// The steps: identify the caller, decide on the request, then answer or hand it on with the
@@ -93,6 +88,9 @@ struct Admitted {
     status_only: bool,
     /// The resource needs a key and none valid was presented: `401` (when not refused first).
     unauthorized: bool,
+    /// What the resource adds to its answers, and the `Link` of a deprecated one.
+    marks: Marks,
+    successor: Option<HeaderValue>,
 }
 
 impl Admitted {
@@ -121,8 +119,14 @@ impl Admitted {
         let status_only = access.counting == Counting::StandingRead
             && client.is_some()
             && matches!(*req.method(), Method::GET | Method::HEAD);
+        let successor = match access.marks {
+            Marks::Deprecated => state.links.successor_link(req.request()),
+            Marks::None | Marks::Experimental => None,
+        };
         Self {
             unauthorized: access.key_required && client.is_none(),
+            marks: access.marks,
+            successor,
             client,
             account,
             status_only,
@@ -179,6 +183,9 @@ async fn annotate<B: MessageBody>(
     } else {
         next.call(req).await?.map_into_left_body()
     };
+    admitted
+        .marks
+        .write(response.headers_mut(), admitted.successor);
     headers::write(response.headers_mut(), &decision, &limits, now);
     Ok(response)
 }

@@ -10,7 +10,7 @@ use crate::error::{ErrorCode, error_response};
 
 /// Replaces any error response that is not already JSON (one produced by actix itself, say) by
 /// the Error object for its status. Headers the original carried (`Allow`, ...) are kept.
-pub fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
@@ -37,9 +37,9 @@ pub fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBod
     ServiceResponse::new(request, replacement)
 }
 
-/// [`json_errors`] as a layer of its own, for an application without admission (the admin
-/// listener's), which also stops reading a chunked body an error answer leaves unread (as
-/// admission does: see `connection`).
+/// The application-wide layer around routing (of the API's application and the admin
+/// listener's): every error answer becomes the Error object ([`json_errors`]), and a chunked
+/// body an error answer leaves unread stops being read (see `connection`).
 pub async fn error_objects(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,

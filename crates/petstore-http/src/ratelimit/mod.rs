@@ -335,36 +335,36 @@ impl Limiter {
         self.failures.load(Ordering::Relaxed)
     }
 
-    /// Counts one request of `caller` at `now` and decides. A refusal that crosses the ban
+    /// Counts one request of `account` at `now` and decides. A refusal that crosses the ban
     /// threshold starts a ban: an address's in the counter store, a key's through `key_bans`.
     pub async fn check(
         &self,
-        caller: &Account,
+        account: &Account,
         now: u64,
         key_bans: &dyn KeyBans,
     ) -> Result<Verdict, LimitError> {
-        if let Some(ban) = caller.ban.filter(|ban| ban.until > now) {
+        if let Some(ban) = account.ban.filter(|ban| ban.until > now) {
             return Ok(Verdict::Banned(ban));
         }
-        let (counts, previous_ban) = match self.hit(caller.subject, caller.limits, now).await? {
+        let (counts, previous_ban) = match self.hit(account.subject, account.limits, now).await? {
             Hit::Banned(ban) => return Ok(Verdict::Banned(ban)),
             Hit::Counted {
                 counts,
                 previous_ban,
             } => (counts, previous_ban),
         };
-        let decision = RateDecision::new(counts, caller.limits, now);
+        let decision = RateDecision::new(counts, account.limits, now);
         if decision.allowed {
             return Ok(Verdict::Allowed(decision));
         }
         if !self.bans.triggers(&decision) {
             return Ok(Verdict::Limited(decision));
         }
-        let subject = caller.subject;
+        let subject = account.subject;
         let ban = match subject {
             Subject::Key(id) => {
                 self.start_ban(subject, None, now).await;
-                let ban = self.bans.next_ban(caller.ban, now);
+                let ban = self.bans.next_ban(account.ban, now);
                 match key_bans.ban_key(id, ban, now).await {
                     Ok(Some(ban)) => ban,
                     Ok(None) => {
@@ -402,16 +402,20 @@ impl Limiter {
     /// The caller's standing at `now` without counting the request: `Banned` when banned (so a
     /// banned caller still gets its `429`), else `Allowed` with the current counts (whether or
     /// not a window is used up). For `GET {base}/rate_limit`.
-    pub async fn peek(&self, caller: &Account, now: u64) -> Result<Verdict, LimitError> {
-        if let Some(ban) = caller.ban.filter(|ban| ban.until > now) {
+    pub async fn peek(&self, account: &Account, now: u64) -> Result<Verdict, LimitError> {
+        if let Some(ban) = account.ban.filter(|ban| ban.until > now) {
             return Ok(Verdict::Banned(ban));
         }
-        let hit = match self.counters.peek(caller.subject, caller.limits, now).await {
+        let hit = match self
+            .counters
+            .peek(account.subject, account.limits, now)
+            .await
+        {
             Ok(hit) => hit,
             Err(error) => {
                 self.note_failure(&error, now);
                 match &self.fallback {
-                    Some(fallback) => fallback.peek_now(caller.subject, caller.limits, now),
+                    Some(fallback) => fallback.peek_now(account.subject, account.limits, now),
                     None => return Err(LimitError::Counters(error)),
                 }
             }
@@ -419,7 +423,7 @@ impl Limiter {
         Ok(match hit {
             Hit::Banned(ban) => Verdict::Banned(ban),
             Hit::Counted { counts, .. } => {
-                Verdict::Allowed(RateDecision::new(counts, caller.limits, now))
+                Verdict::Allowed(RateDecision::new(counts, account.limits, now))
             }
         })
     }

@@ -11,7 +11,7 @@ use petstore_domain::{
 
 use super::parse_id;
 use super::respond::json_body;
-use crate::auth::{Caller, Write};
+use crate::auth::{Caller, Read, Write};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, no_query_parameters, parse, query_pairs};
 use crate::idempotency;
@@ -44,7 +44,7 @@ use crate::state::AppState;
 pub async fn list_orders(
     state: web::Data<AppState>,
     req: HttpRequest,
-    caller: Caller,
+    caller: Caller<Read>,
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
     let mut query =
@@ -176,7 +176,7 @@ fn placed_response(orders: &str, order: &Order) -> Result<StoredResponse, ApiErr
 pub async fn get_order(
     state: web::Data<AppState>,
     req: HttpRequest,
-    caller: Caller,
+    caller: Caller<Read>,
 ) -> Result<HttpResponse, ApiError> {
     let id = parse_id(
         "orderId",

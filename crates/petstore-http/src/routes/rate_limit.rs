@@ -1,11 +1,15 @@
 //! `GET /rate_limit`: the caller's plan and both windows, read without spending a request
-//! (GitHub's convention). Admission reads the standing instead of counting for this path; a
-//! banned caller still gets its `429`.
+//! (GitHub's convention). The resource is declared `Counting::StandingRead` (`routes`), so
+//! admission reads a key's standing instead of counting the request; a banned caller still gets
+//! its `429`.
 
-use actix_web::{HttpMessage, HttpRequest, HttpResponse};
+use std::future::{Ready, ready};
+
+use actix_web::dev::Payload;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use petstore_domain::{RateLimitStatus, WindowStatus};
 
-use crate::auth::Caller;
+use crate::auth::{Caller, Read};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::no_query_parameters;
 use crate::ratelimit::RateStatus;
@@ -26,18 +30,31 @@ use crate::ratelimit::RateStatus;
             body = ErrorObject),
     ),
 )]
-pub async fn get_rate_limit(req: HttpRequest, caller: Caller) -> Result<HttpResponse, ApiError> {
+pub async fn get_rate_limit(
+    req: HttpRequest,
+    caller: Caller<Read>,
+    status: RateStatus,
+) -> Result<HttpResponse, ApiError> {
     no_query_parameters(&req)?;
-    let status = req
-        .extensions()
-        .get::<RateStatus>()
-        .copied()
-        .ok_or_else(|| ApiError::internal("admission left no rate-limit standing"))?;
-    // (Admission reads the standing for every authenticated GET or HEAD of this route, as the
-    // router sees its path: the handler never runs without it.)
     Ok(HttpResponse::Ok().json(RateLimitStatus {
         plan: caller.key().plan,
         minute: WindowStatus::from(&status.decision.minute),
         day: WindowStatus::from(&status.decision.day),
     }))
+}
+
+/// The caller's standing, as admission read it for a resource declared
+/// `Counting::StandingRead` (a handler elsewhere would get a `500`: a declaration missing).
+impl FromRequest for RateStatus {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            req.extensions()
+                .get::<RateStatus>()
+                .copied()
+                .ok_or_else(|| ApiError::internal("admission left no rate-limit standing")),
+        )
+    }
 }

@@ -191,12 +191,22 @@ async fn every_response_carries_the_headers(app: TestApp) {
         assert_eq!(limit, expected, "{status}");
         assert!(reset > T0, "{status}");
     }
-    for uri in ["/healthz", "/readyz"] {
-        let health = app.send(TestRequest::get().uri(uri)).await;
+    // Health checks and metrics are never limited, whatever the method (and `/metrics` where
+    // it is not served: this app has no exporter).
+    let unlimited = [
+        (TestRequest::get().uri("/healthz"), 200),
+        (TestRequest::get().uri("/readyz"), 200),
+        (TestRequest::post().uri("/healthz"), 404),
+        (TestRequest::delete().uri("/readyz"), 404),
+        (TestRequest::get().uri("/metrics"), 404),
+    ];
+    for (request, status) in unlimited {
+        let reply = app.send(request).await;
+        assert_eq!(reply.status.as_u16(), status);
         assert_eq!(
-            health.header("x-ratelimit-limit"),
+            reply.header("x-ratelimit-limit"),
             None,
-            "{uri}: health checks are not limited"
+            "{status}: not limited"
         );
     }
     // Open to anyone and counted, each request once: the API's description, the docs page
