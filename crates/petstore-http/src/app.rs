@@ -63,13 +63,11 @@ pub fn app(
         .default_service(web::to(routes::not_found).wrap(from_fn(|req, next| {
             middleware::admission(Access::OPEN, req, next)
         })))
-        // Around routing: every error answer becomes the Error object.
-        .wrap(from_fn(middleware::error_objects))
-        // Outside admission and the safety net: a preflight needs no key and counts against no
-        // limit.
+        // Outside admission: a preflight needs no key and counts against no limit.
         .wrap(cors(&state_cors))
-        // Outermost (wrapped last): every response gets its request id, and the access log and
-        // the metrics see the final response, preflights and error bodies included.
+        // Outermost (wrapped last): every response gets its request id, every error the Error
+        // object (CORS's refusals too), and the access log and the metrics see the final
+        // response, preflights and error bodies included.
         .wrap(from_fn(middleware::observe))
 }
 
@@ -117,7 +115,6 @@ pub fn admin_app(
         })
         .configure(admin::configure)
         .default_service(web::to(routes::not_found))
-        .wrap(from_fn(middleware::error_objects))
         .wrap(from_fn(middleware::observe))
 }
 

@@ -1,16 +1,14 @@
 //! The safety net behind "every error is an Error object".
 
-use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::body::BoxBody;
+use actix_web::dev::ServiceResponse;
 use actix_web::http::header;
-use actix_web::middleware::Next;
 
-use crate::connection::Connection;
 use crate::error::{ErrorCode, error_response};
 
 /// Replaces any error response that is not already JSON (one produced by actix itself, say) by
 /// the Error object for its status. Headers the original carried (`Allow`, ...) are kept.
-fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+pub(super) fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
     if !(status.is_client_error() || status.is_server_error()) {
         return response;
@@ -35,19 +33,4 @@ fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
         }
     }
     ServiceResponse::new(request, replacement)
-}
-
-/// The application-wide layer around routing (of the API's application and the admin
-/// listener's): every error answer becomes the Error object ([`json_errors`]), and a chunked
-/// body an error answer leaves unread stops being read (see `connection`).
-pub async fn error_objects(
-    req: ServiceRequest,
-    next: Next<impl MessageBody + 'static>,
-) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
-    let connection = Connection::of_chunked(&req);
-    let response = next.call(req).await?.map_into_boxed_body();
-    if let Some(connection) = connection {
-        connection.answered(response.status());
-    }
-    Ok(json_errors(response))
 }

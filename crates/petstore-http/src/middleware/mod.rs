@@ -1,6 +1,5 @@
-//! The middleware: [`observe`] (outermost: the request id, its log span, the access log and
-//! the request metrics), [`error_objects`] (application-wide: the JSON-error safety net) and
-//! [`admission`] (per resource, as the resource's [`Access`] declares: who is calling, within
+//! The middleware: [`observe`] (outermost: the request id, its log span, the access log, the
+//! request metrics and the JSON-error safety net) and [`admission`] (per resource, as the resource's [`Access`] declares: who is calling, within
 //! their limits, `401` without a key where one is needed, the rate-limit headers and the
 //! resource's [`Marks`]). Each layer costs a boxed future per request, so each concern is a
 //! function and the layers are few.
@@ -12,5 +11,4 @@ mod observe;
 
 pub use access::{Access, Counting, Marks};
 pub use admission::admission;
-pub use json_errors::error_objects;
 pub use observe::observe;

@@ -1,5 +1,6 @@
 //! The outermost layer: every request gets an id (`X-Request-Id`, on every response), a span
-//! that the log lines written while handling it carry, one access-log line and its metrics.
+//! that the log lines written while handling it carry, one access-log line and its metrics;
+//! and every error answer the Error object ([`json_errors`]: the safety net).
 
 use std::time::Instant;
 
@@ -10,7 +11,9 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, web};
 use tracing::Instrument;
 
+use super::json_errors::json_errors;
 use crate::auth::ApiClient;
+use crate::connection::Connection;
 use crate::error::ErrorCode;
 use crate::state::AppState;
 use crate::telemetry::metric::RequestMetrics;
@@ -20,8 +23,9 @@ use crate::telemetry::{ACCESS_LOG, RequestId};
 /// The `route` label of requests that matched no route (a path is never a label: unbounded).
 const UNMATCHED: &str = "unmatched";
 
-/// Runs the request inside its span, then stamps its id on the response, counts it and writes
-/// its access-log line.
+/// Runs the request inside its span, then makes any error answer the Error object (and stops
+/// reading a chunked body such an answer leaves unread: see `connection`), stamps the request's
+/// id on the response, counts it and writes its access-log line.
 pub async fn observe(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
@@ -46,7 +50,12 @@ pub async fn observe(
         .flatten();
     // Inner layers answer every error as a response (the request is theirs until then: routing
     // needs it unshared, so no copy of it can be kept here for an `Err`).
-    let mut response = next.call(req).instrument(span).await?.map_into_boxed_body();
+    let connection = Connection::of_chunked(&req);
+    let response = next.call(req).instrument(span).await?.map_into_boxed_body();
+    if let Some(connection) = connection {
+        connection.answered(response.status());
+    }
+    let mut response = json_errors(response);
     response
         .headers_mut()
         .insert(X_REQUEST_ID, id.header_value());

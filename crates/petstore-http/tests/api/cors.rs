@@ -111,6 +111,24 @@ async fn allowed_origins_get_preflights_for_free_and_the_headers_they_need() {
     assert_eq!(other.header("access-control-allow-origin"), None);
 }
 
+#[actix_web::test]
+async fn a_refused_preflight_is_an_error_object_too() {
+    let app = TestApp::with_config(|config| {
+        config.cors = CorsOrigins::Only(vec![ORIGIN.to_owned()]);
+    })
+    .await;
+    let other_origin = preflight().insert_header(("origin", "https://evil.example"));
+    let refused = app.send(other_origin).await;
+    let message = refused.assert_error(400, "bad_request");
+    assert!(refused.header("x-request-id").is_some());
+    assert_eq!(refused.header("access-control-allow-origin"), None);
+    assert!(!message.is_empty());
+    let other_method = preflight().insert_header(("access-control-request-method", "PUT"));
+    app.send(other_method)
+        .await
+        .assert_error(400, "bad_request");
+}
+
 #[test]
 fn origins_are_parsed_strictly() {
     assert_eq!("".parse::<CorsOrigins>(), Ok(CorsOrigins::Off));
