@@ -153,6 +153,51 @@ fn the_document_describes_every_operation_completely() {
     );
 }
 
+/// The route table and the document cannot drift apart: every documented path answers another
+/// method with `405` and an `Allow` naming exactly its documented operations (and `HEAD` with
+/// `GET`), and none of those is answered `405`.
+#[actix_web::test]
+async fn every_documented_path_allows_exactly_its_documented_operations() {
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite)
+        .await
+        .expect("sqlite");
+    let with_key = |request: TestRequest| {
+        request.insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
+    };
+    let doc = generated();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        let uri = format!(
+            "/v1{}",
+            path.replace("{petId}", "1").replace("{orderId}", "1")
+        );
+        let mut documented: BTreeSet<String> = item
+            .as_object()
+            .expect("path item")
+            .keys()
+            .map(|method| method.to_uppercase())
+            .collect();
+        if documented.contains("GET") {
+            documented.insert("HEAD".to_owned());
+        }
+        let other = app.send(with_key(TestRequest::put().uri(&uri))).await;
+        other.assert_error(405, "method_not_allowed");
+        let allowed: BTreeSet<String> = other
+            .header("allow")
+            .unwrap_or_default()
+            .split(", ")
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(allowed, documented, "{uri}");
+        for method in &documented {
+            let method = method.parse().expect("a method");
+            let reply = app
+                .send(with_key(TestRequest::default().method(method).uri(&uri)))
+                .await;
+            assert_ne!(reply.status, 405, "{uri}");
+        }
+    }
+}
+
 #[actix_web::test]
 async fn openapi_json_is_served_without_a_key_naming_the_public_base_url() {
     let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite)
