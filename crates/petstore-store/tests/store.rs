@@ -85,6 +85,14 @@ fn draft(name: &str, status: PetStatus) -> CreatePet {
     CreatePet::new(PetDraft::new(name, 1, status).expect("valid draft"))
 }
 
+/// A pet created in `store`.
+async fn add(store: &Store, name: &str, status: PetStatus) -> Pet {
+    store
+        .create_pet(&draft(name, status))
+        .await
+        .expect("create")
+}
+
 fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
     PetListQuery {
         page: PageRequest {
@@ -115,10 +123,7 @@ async fn walk(store: &Store, limit: u32, status: Option<PetStatus>) -> Vec<i64> 
 
 async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDatabase) {
     let store = db.store().await;
-    let good = store
-        .create_pet(&draft("Good", PetStatus::Sold))
-        .await
-        .expect("create");
+    let good = add(&store, "Good", PetStatus::Sold).await;
     // The schema's CHECK refuses such a row; step around it as a hand edit might.
     let bypass_check = if db.url().starts_with("postgres") {
         "ALTER TABLE pets DROP CONSTRAINT pets_status_check;"
@@ -157,10 +162,7 @@ async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDat
 
 async fn a_created_pet_reads_back_with_its_new_id(db: &TestDatabase) {
     let store = db.store().await;
-    let created = store
-        .create_pet(&draft("Rex", PetStatus::Pending))
-        .await
-        .expect("create");
+    let created = add(&store, "Rex", PetStatus::Pending).await;
     assert!(created.id >= 1);
     assert_eq!(created.name, "Rex");
     assert_eq!(created.status, PetStatus::Pending);
@@ -227,10 +229,7 @@ async fn names_are_stored_exactly(db: &TestDatabase) {
         long.as_str(),
         "quote ' and \" and ;--",
     ] {
-        let created = store
-            .create_pet(&draft(name, PetStatus::Sold))
-            .await
-            .expect("create");
+        let created = add(&store, name, PetStatus::Sold).await;
         let found = store
             .find_pet(created.id)
             .await
@@ -246,14 +245,7 @@ async fn paging_visits_every_pet_once_in_ascending_order(db: &TestDatabase) {
     let mut all = Vec::new();
     for i in 0..23 {
         let status = statuses[i % 3];
-        all.push((
-            store
-                .create_pet(&draft(&format!("pet {i}"), status))
-                .await
-                .expect("create")
-                .id,
-            status,
-        ));
+        all.push((add(&store, &format!("pet {i}"), status).await.id, status));
     }
     let every: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
     assert_eq!(walk(&store, 5, None).await, every);
@@ -292,10 +284,7 @@ async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
         .expect("key");
     let mut ids = Vec::new();
     for i in 0..4 {
-        let pet = store
-            .create_pet(&draft(&format!("pet {i}"), PetStatus::Available))
-            .await
-            .expect("create");
+        let pet = add(&store, &format!("pet {i}"), PetStatus::Available).await;
         // Every other order is the customer's; the rest an operator's.
         let owner = (i % 2 == 0).then_some(owner.id);
         let order = store
@@ -362,10 +351,7 @@ async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
 
 async fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db: &TestDatabase) {
     let store = db.store().await;
-    let pet = store
-        .create_pet(&draft("Rex", PetStatus::Available))
-        .await
-        .expect("create");
+    let pet = add(&store, "Rex", PetStatus::Available).await;
     let place = |pet_id| PlaceOrder {
         pet_id,
         owner: None,
@@ -591,13 +577,7 @@ async fn migrating_twice_applies_nothing_the_second_time(db: &TestDatabase) {
 }
 
 async fn data_survives_reopening_the_store(db: &TestDatabase) {
-    let id = db
-        .store()
-        .await
-        .create_pet(&draft("Rex", PetStatus::Sold))
-        .await
-        .expect("create")
-        .id;
+    let id = add(&db.store().await, "Rex", PetStatus::Sold).await.id;
     let reopened = Store::open(&StoreConfig::new(db.url())).expect("open");
     assert_eq!(
         reopened.find_pet(id).await.expect("find").map(|p| p.name),
@@ -681,12 +661,7 @@ async fn a_fresh_database_is_not_ready_until_migrated(db: &TestDatabase) {
 }
 
 async fn reads_are_answered_whether_or_not_a_connection_is_idle(db: &TestDatabase) {
-    let pet = db
-        .store()
-        .await
-        .create_pet(&draft("Inline", PetStatus::Sold))
-        .await
-        .expect("create");
+    let pet = add(&db.store().await, "Inline", PetStatus::Sold).await;
     // One connection, none opened ahead of time: the first read finds none idle (on SQLite
     // it runs on a blocking thread and opens one), the next finds it idle (on SQLite it runs
     // on this thread).
