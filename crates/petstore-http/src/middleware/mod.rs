@@ -1,8 +1,8 @@
 //! The middleware: [`observe`] (outermost: the request id, its log span, the access log, the
-//! request metrics and the JSON-error safety net) and [`admission`] (per resource, as the resource's [`Access`] declares: who is calling, within
-//! their limits, `401` without a key where one is needed, the rate-limit headers and the
-//! resource's [`Marks`]). Each layer costs a boxed future per request, so each concern is a
-//! function and the layers are few.
+//! request metrics and the JSON-error safety net) and [`admission`] (per resource, as the
+//! resource's [`Access`] declares: who is calling, within their limits, `401` without a key
+//! where one is needed, the rate-limit headers and the resource's [`Marks`]). Each layer costs
+//! a boxed future per request, so each concern is a function and the layers are few.
 
 mod access;
 mod admission;

@@ -26,6 +26,19 @@ use tokio::sync::oneshot;
 
 use super::{CounterError, CounterStore, Hit, Subject};
 
+/// `reply(values)`, the scripts' answer: the values as decimal integers, comma-separated. Each is
+/// written with `%.0f`: Lua's own conversion (`%.14g`) would write 10^14 and above with an
+/// exponent.
+macro_rules! reply_function {
+    () => {
+        r"local function reply(values)
+  for i = 1, #values do values[i] = string.format('%.0f', values[i]) end
+  return table.concat(values, ',')
+end
+"
+    };
+}
+
 /// The scripts' common start, for the request whose keys start at `KEYS[k + 1]` and arguments
 /// at `ARGV[a]`: reads its ban and both windows (and, for [`PEEK`], its refusals) in one
 /// `MGET`. A ban in force answers `2, 0, 0, 0, ban_until, ban_level` at once; otherwise
@@ -59,8 +72,9 @@ end
 /// TTL). Returns 6 values per request: state (1 counted, 0 refused, 2 banned), minute, day,
 /// refused, ban_until, ban_level, as one string of comma-separated integers (one bulk reply
 /// rather than an array of integers, each parsed on its own by the client: what that saves,
-/// docs/performance.md; every value is below 2^53, so Lua writes it exactly).
+/// docs/performance.md), written by the scripts' `reply` (`reply_function!`).
 const HIT: &str = concat!(
+    reply_function!(),
     "local function decide(k, a)\n",
     read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2]"),
     r"if minute < tonumber(ARGV[a]) and day < tonumber(ARGV[a + 1]) then
@@ -80,13 +94,14 @@ for i = 0, #KEYS / 4 - 1 do
   replies[at + 1], replies[at + 2], replies[at + 3], replies[at + 4], replies[at + 5],
     replies[at + 6] = decide(4 * i, 5 * i + 1)
 end
-return table.concat(replies, ',')
+return reply(replies)
 "
 );
 
 /// [`HIT`] for one request without counting: the same reply, state 1 when both windows have
 /// room.
 const PEEK: &str = concat!(
+    reply_function!(),
     "local function peek(k, a)\n",
     read_subject!("KEYS[4], KEYS[1], KEYS[2], KEYS[3]"),
     r"local refused = tonumber(values[4] or '0')
@@ -94,12 +109,11 @@ local room = 0
 if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then room = 1 end
 return room, minute, day, refused, ban_until, ban_level
 end
-return table.concat({peek(0, 1)}, ',')
+return reply({peek(0, 1)})
 "
 );
 
-/// The most requests one script call carries: a bound on how long Redis runs one script
-/// (about a microsecond per request).
+/// The most requests one script call carries: a bound on how long Redis runs one script.
 const MAX_BATCH: usize = 256;
 
 /// A ban starts. KEYS: minute refusals, ban. ARGV: the ban (`until:level`, or empty for none
@@ -688,7 +702,7 @@ mod tests {
 
     #[test]
     fn a_reply_holds_six_values_per_request() {
-        let reply = "1,3,40,0,0,0,2,0,0,0,1700000600,2,0,60,90,5,1699990000,1";
+        let reply = "1,3,40,0,0,0,2,0,0,0,1700000600,2,0,60,90,5,100000000000000,1";
         let hits = hits(reply, 3).expect("three hits");
         assert_eq!(
             hits[0],
@@ -716,7 +730,7 @@ mod tests {
         };
         assert!(!counts.allowed);
         assert_eq!((counts.minute_used, counts.rejected), (60, 5));
-        assert_eq!(previous_ban.map(|ban| ban.until), Some(1_699_990_000));
+        assert_eq!(previous_ban.map(|ban| ban.until), Some(100_000_000_000_000));
     }
 
     #[test]
@@ -728,6 +742,7 @@ mod tests {
             ("1,3,x,0,0,0", 1),
             ("", 1),
             ("1,3,40,0,0,-1", 1),
+            ("1,3,40,0,1e+14,1", 1),
         ] {
             assert!(
                 matches!(hits(reply, requests), Err(RoundTripError::Reply(_))),
