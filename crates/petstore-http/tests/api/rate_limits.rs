@@ -450,6 +450,31 @@ async fn an_address_that_keeps_pushing_is_banned(app: TestApp) {
     app.send(from()).await.assert_error(401, "unauthorized");
 }
 
+/// A ban whose end is past 10^14 seconds (a very long `--ban-max-duration`) is read back from
+/// the script exactly (Lua would write such a number with an exponent by itself).
+#[actix_web::test]
+async fn a_far_ban_in_redis_is_read_back_exactly() {
+    let Some(redis) = TestRedis::new() else {
+        return;
+    };
+    let until: u64 = 1_000_000_000_000_000;
+    let client = redis::Client::open(redis.url.as_str()).expect("client");
+    let mut connection = client.get_connection().expect("connection");
+    let () = redis::cmd("SET")
+        .arg(format!("{}:{{addr:203.0.113.77}}:ban", redis.prefix))
+        .arg(format!("{until}:3"))
+        .query(&mut connection)
+        .expect("SET");
+    let app = limited_app(Some(redis)).await;
+    let request = TestRequest::get()
+        .uri("/v1/pets")
+        .peer_addr("203.0.113.77:5".parse().expect("addr"));
+    let banned = app.send(request).await;
+    banned.assert_error(429, "temporarily_banned");
+    let wait = (until - (T0 + 5)).to_string();
+    assert_eq!(banned.header("retry-after"), Some(wait.as_str()));
+}
+
 limiter_tests!(
     a_free_key_gets_exactly_60_requests_a_minute,
     the_day_window_is_enforced_too,
