@@ -257,26 +257,21 @@ async fn approved_and_delivered_orders_cannot_be_cancelled_and_delivery_sells(ap
         .expect("id");
     let id = order(&app, pet).await.json()["id"].as_i64().expect("id");
     // The operator's side (`petstore orders approve|deliver`).
-    let approved = app
-        .store
-        .change_order(id, None, OrderAction::Approve)
-        .await
-        .expect("approve");
-    assert_eq!(approved.status.as_str(), "approved");
-    assert_eq!(pet_status(&app, pet).await, "pending");
-    cancel_as(&app, &app.key, id)
-        .await
-        .assert_error(409, "order_not_cancellable");
-    let delivered = app
-        .store
-        .change_order(id, None, OrderAction::Deliver)
-        .await
-        .expect("deliver");
-    assert_eq!(delivered.status.as_str(), "delivered");
-    assert_eq!(pet_status(&app, pet).await, "sold");
-    cancel_as(&app, &app.key, id)
-        .await
-        .assert_error(409, "order_not_cancellable");
+    for (action, order_status, pet_now) in [
+        (OrderAction::Approve, "approved", "pending"),
+        (OrderAction::Deliver, "delivered", "sold"),
+    ] {
+        let changed = app
+            .store
+            .change_order(id, None, action)
+            .await
+            .expect(order_status);
+        assert_eq!(changed.status.as_str(), order_status);
+        assert_eq!(pet_status(&app, pet).await, pet_now);
+        cancel_as(&app, &app.key, id)
+            .await
+            .assert_error(409, "order_not_cancellable");
+    }
     assert_eq!(
         app.get(&format!("/v1/store/orders/{id}")).await.json()["status"],
         "delivered"

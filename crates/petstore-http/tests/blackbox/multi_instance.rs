@@ -52,21 +52,7 @@ fn two_instances_on_one_database_lose_and_duplicate_nothing() {
         return;
     };
     let url = db.url().to_owned();
-    run(&url, &["migrate"]);
-    let key = run(
-        &url,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "1000000",
-            "--per-day",
-            "100000000",
-        ],
-    );
-    let key = key.trim().to_owned();
+    let key = crate::common::enterprise_key(&url, 1_000_000, 100_000_000);
     let first = TestServer::start(&url, &["--bootstrap-key=false"]);
     let second = TestServer::start(&url, &["--bootstrap-key=false"]);
     let bases = [first.base.clone(), second.base.clone()];
