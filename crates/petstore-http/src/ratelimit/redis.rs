@@ -490,13 +490,6 @@ impl Counting {
         format!("{}:{{{subject}}}:", self.prefix)
     }
 
-    /// `{prefix}:{subject}:{suffix}`.
-    fn key(&self, subject: Subject, suffix: &str) -> String {
-        let mut key = self.key_base(subject);
-        key.push_str(suffix);
-        key
-    }
-
     /// Adds one request's 4 keys and 5 arguments to a [`HIT`] or [`PEEK`] call.
     fn add_request(
         &self,
@@ -549,8 +542,8 @@ impl Counting {
             Link::Cluster(_) => {
                 let mut groups: HashMap<Slot, Vec<Pending>> = HashMap::new();
                 for pending in batch {
-                    // Every key of a subject hashes by the same tag: any one names the slot.
-                    let slot = Slot::for_key(self.key(pending.subject, "ban"));
+                    // Every key of a subject hashes by the tag in its beginning.
+                    let slot = Slot::for_key(self.key_base(pending.subject));
                     groups.entry(slot).or_default().push(pending);
                 }
                 join_all(groups.into_values().map(|group| self.call(group))).await;
