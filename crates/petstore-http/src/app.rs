@@ -6,7 +6,7 @@ use actix_web::body::MessageBody;
 use actix_web::dev::{HttpServiceFactory, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
 use actix_web::middleware::{Condition, from_fn};
-use actix_web::{App, HttpResponse, Resource, Route, web};
+use actix_web::{App, FromRequest, Handler, HttpResponse, Resource, Responder, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::config::CorsOrigins;
@@ -48,16 +48,8 @@ pub fn app(
                 cfg.service(web::resource("/metrics").default_service(web::to(routes::not_found)));
             }
         })
-        .service(unlimited(
-            "/healthz",
-            web::get().to(routes::health::healthz),
-            web::head().to(routes::health::healthz),
-        ))
-        .service(unlimited(
-            "/readyz",
-            web::get().to(routes::health::readyz),
-            web::head().to(routes::health::readyz),
-        ))
+        .service(unlimited("/healthz", routes::health::healthz))
+        .service(unlimited("/readyz", routes::health::readyz))
         .service(docs_page(&base_path))
         // Unknown paths are counted like any request (`429` before `404`).
         .default_service(web::to(routes::not_found).wrap(from_fn(|req, next| {
@@ -118,12 +110,17 @@ pub fn admin_app(
         .wrap(from_fn(middleware::observe))
 }
 
-/// A resource outside admission: `get` and `head`, and any other method answered as an unknown
-/// path.
-fn unlimited(path: &str, get: Route, head: Route) -> Resource {
+/// A resource outside admission: `GET` and `HEAD` to `handler`, and any other method answered
+/// as an unknown path.
+fn unlimited<F, Args>(path: &str, handler: F) -> Resource
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
     web::resource(path)
-        .route(get)
-        .route(head)
+        .route(web::get().to(handler.clone()))
+        .route(web::head().to(handler))
         .default_service(web::to(routes::not_found))
 }
 

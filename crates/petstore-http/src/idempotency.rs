@@ -1,5 +1,5 @@
 //! `Idempotency-Key` on writes (Stripe's semantics, shared by every instance through the
-//! storage): [`run`] claims the key, runs the write once, and answers a retry with the stored
+//! storage): `run` claims the key, runs the write once, and answers a retry with the stored
 //! response. See `petstore_domain::idempotency` for the rules and `docs/errors.md` for the
 //! codes.
 
@@ -26,7 +26,7 @@ pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 pub type Respond<T> = Arc<dyn Fn(&T) -> StoredResponse + Send + Sync>;
 
 /// The one path of a create (`POST /pets`, `POST /store/orders`), with an `Idempotency-Key` or
-/// without: without one, `create` runs and what it made is answered; with one, [`run`] claims
+/// without: without one, `create` runs and what it made is answered; with one, `run` claims
 /// the key first and `create` runs with the claim's completion, which stores the answer with
 /// what it made, in the same transaction.
 pub async fn create<T, F, Fut>(
@@ -44,7 +44,7 @@ where
 {
     let Some(key) = key else {
         let made = create(None).await?;
-        return Ok(self::respond(&respond(&made), false));
+        return Ok(self::respond(respond(&made), false));
     };
     run(state, req, client, key, body, |claim| async move {
         let completion = Completion {
@@ -67,7 +67,7 @@ where
 /// - claimed: `write` runs with the claim, and stores its success response itself, in its own
 ///   transaction (through a `Completion`). A validation error (`400`) it answers is stored here;
 ///   any other failure frees the key, so that a retry runs again.
-pub async fn run<F, Fut>(
+async fn run<F, Fut>(
     state: &AppState,
     req: &HttpRequest,
     client: &ApiClient,
@@ -95,12 +95,12 @@ where
         .await?;
     let claim = match outcome {
         ClaimOutcome::Claimed(claim) => claim,
-        ClaimOutcome::Completed(stored) => return Ok(respond(&stored, true)),
+        ClaimOutcome::Completed(stored) => return Ok(respond(stored, true)),
         ClaimOutcome::InFlight => return Err(ApiError::IdempotencyRequestInProgress),
         ClaimOutcome::Mismatch => return Err(ApiError::IdempotencyKeyReused),
     };
     match write(claim.clone()).await {
-        Ok(stored) => Ok(respond(&stored, false)),
+        Ok(stored) => Ok(respond(stored, false)),
         Err(error) if is_final(&error) => {
             let stored = stored_error(&error).await?;
             let done = state
@@ -116,7 +116,7 @@ where
                     Chain(&failure)
                 );
             }
-            Ok(respond(&stored, false))
+            Ok(respond(stored, false))
         }
         Err(error) => {
             let released = state
@@ -159,17 +159,17 @@ async fn stored_error(error: &ApiError) -> Result<StoredResponse, ApiError> {
 }
 
 /// The HTTP response of `stored`: its status, `Location` and JSON body.
-pub fn respond(stored: &StoredResponse, replayed: bool) -> HttpResponse {
+fn respond(stored: StoredResponse, replayed: bool) -> HttpResponse {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.content_type(ContentType::json());
-    if let Some(location) = &stored.location
-        && let Ok(location) = HeaderValue::from_str(location)
+    if let Some(location) = stored.location
+        && let Ok(location) = HeaderValue::try_from(location)
     {
         response.insert_header((header::LOCATION, location));
     }
     if replayed {
         response.insert_header((REPLAYED, HeaderValue::from_static("true")));
     }
-    response.body(stored.body.clone())
+    response.body(stored.body)
 }

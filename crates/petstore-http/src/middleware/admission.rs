@@ -4,7 +4,7 @@
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::http::header::{HeaderMap, HeaderValue};
+use actix_web::http::header::HeaderMap;
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
@@ -88,9 +88,8 @@ struct Admitted {
     status_only: bool,
     /// The resource needs a key and none valid was presented: `401` (when not refused first).
     unauthorized: bool,
-    /// What the resource adds to its answers, and the `Link` of a deprecated one.
+    /// What the resource adds to its answers.
     marks: Marks,
-    successor: Option<HeaderValue>,
 }
 
 impl Admitted {
@@ -119,14 +118,9 @@ impl Admitted {
         let status_only = access.counting == Counting::StandingRead
             && client.is_some()
             && matches!(*req.method(), Method::GET | Method::HEAD);
-        let successor = match access.marks {
-            Marks::Deprecated => state.links.successor_link(req.request()),
-            Marks::None | Marks::Experimental => None,
-        };
         Self {
             unauthorized: access.key_required && client.is_none(),
             marks: access.marks,
-            successor,
             client,
             account,
             status_only,
@@ -178,14 +172,17 @@ async fn annotate<B: MessageBody>(
             limits: admitted.account.limits,
         });
     }
+    // The `Link` of a deprecated resource, read from the request before it is handed on.
+    let successor = match admitted.marks {
+        Marks::Deprecated => state.links.successor_link(req.request()),
+        Marks::None | Marks::Experimental => None,
+    };
     let mut response = if admitted.unauthorized {
         refuse(req, &ApiError::Unauthorized, |_| {})
     } else {
         next.call(req).await?.map_into_left_body()
     };
-    admitted
-        .marks
-        .write(response.headers_mut(), admitted.successor);
+    admitted.marks.write(response.headers_mut(), successor);
     headers::write(response.headers_mut(), &decision, &limits, now);
     Ok(response)
 }

@@ -22,6 +22,7 @@ use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures_util::future::LocalBoxFuture;
+use ipnet::Ipv6Net;
 use petstore_domain::{Ban, BanPolicy, Counts, RateDecision, RateLimits};
 
 pub use address::TrustedProxies;
@@ -172,11 +173,10 @@ impl AddressPolicy {
         // `::ffff:192.0.2.1` (an IPv4 client on a dual-stack listener) is that IPv4 client.
         Subject::Address(match ip.to_canonical() {
             v4 @ IpAddr::V4(_) => v4,
-            IpAddr::V6(v6) => {
-                let bits = u32::from(self.ipv6_prefix.min(128));
-                let mask = u128::MAX.checked_shl(128 - bits).unwrap_or(0);
-                IpAddr::V6((u128::from(v6) & mask).into())
-            }
+            // The prefix is at most 128 (clamped): `new` cannot refuse it.
+            IpAddr::V6(v6) => Ipv6Net::new(v6, self.ipv6_prefix.min(128))
+                .map_or(v6, |block| block.network())
+                .into(),
         })
     }
 }

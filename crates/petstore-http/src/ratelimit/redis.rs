@@ -103,10 +103,10 @@ return reply(replies)
 const PEEK: &str = concat!(
     reply_function!(),
     "local function peek(k, a)\n",
-    read_subject!("KEYS[4], KEYS[1], KEYS[2], KEYS[3]"),
+    read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]"),
     r"local refused = tonumber(values[4] or '0')
 local room = 0
-if minute < tonumber(ARGV[1]) and day < tonumber(ARGV[2]) then room = 1 end
+if minute < tonumber(ARGV[a]) and day < tonumber(ARGV[a + 1]) then room = 1 end
 return room, minute, day, refused, ban_until, ban_level
 end
 return reply({peek(0, 1)})

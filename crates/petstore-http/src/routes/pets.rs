@@ -146,12 +146,13 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
 fn created(pets: &str, pet: &Pet) -> StoredResponse {
     let mut body = Vec::with_capacity(96);
     // A pet's JSON is written by hand (`encode`), from strings serde_json escapes: it cannot
-    // fail, and is UTF-8.
+    // fail, and is UTF-8 (the fallback never runs).
     let _ = pet.encode_json(&mut body);
     StoredResponse {
         status: 201,
         location: Some(format!("{pets}/{}", pet.id)),
-        body: String::from_utf8_lossy(&body).into_owned(),
+        body: String::from_utf8(body)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
     }
 }
 

@@ -90,9 +90,9 @@ where
         event.record(&mut JsonVisitor(&mut line));
         // Serialised into bytes and handed over whole (`Value`'s `Display` goes through
         // `fmt::Write` a piece at a time).
-        let mut bytes = serde_json::to_vec(&line).map_err(|_| fmt::Error)?;
-        bytes.push(b'\n');
-        writer.write_str(std::str::from_utf8(&bytes).map_err(|_| fmt::Error)?)
+        let mut text = serde_json::to_string(&line).map_err(|_| fmt::Error)?;
+        text.push('\n');
+        writer.write_str(&text)
     }
 }
 
