@@ -11,8 +11,10 @@
 # Writes a markdown table (see docs/performance.md).
 #
 #   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
-#   scripts/bench.sh --redis-cost [--runs N] [--duration S]   (the Redis limiter against counters
-#     in memory, alternating runs on the same database: target/bench/redis-cost.md)
+#   scripts/bench.sh --redis-cost [--runs N] [--duration S] [--keys N]   (the Redis limiter
+#     against counters in memory, alternating runs on the same database:
+#     target/bench/redis-cost.md; with --keys N > 1, the requests take N keys in turn, so that
+#     the requests of a batch are each another subject's)
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
 #   scripts/bench.sh --instructions [--out FILE]
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
@@ -45,6 +47,7 @@ OUT=""
 INSTRUCTIONS=0
 METRICS_COST=0
 REDIS_COST=0
+KEYS=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --pets) PETS=$2; shift 2 ;;
@@ -57,6 +60,7 @@ while [ $# -gt 0 ]; do
     --instructions) INSTRUCTIONS=1; shift ;;
     --metrics-cost) METRICS_COST=1; shift ;;
     --redis-cost) REDIS_COST=1; shift ;;
+    --keys) KEYS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -321,6 +325,15 @@ paired() {
   local db=$WORK/$name.db
   seed sqlite "$db" 1000
   local auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  if [ "$KEYS" -gt 1 ]; then
+    {
+      echo "keys = {"
+      for _ in $(seq 1 "$KEYS"); do echo "  \"$(bench_key "$db")\","; done
+      echo "}"
+      cat scripts/bench/keys.lua
+    } >"$WORK/keys.lua"
+    auth=(-s "$WORK/keys.lua")
+  fi
   local serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
   start_server "$name-base" env RUST_LOG=warn "${serve[@]}" "${base_args[@]}"
   local base_pid=$SERVER_PID base_url=$BASE
@@ -357,7 +370,7 @@ fi
 # The same route with the limiter's counters in Redis and in memory.
 if [ "$REDIS_COST" = 1 ]; then
   reachable "${REDIS_URL##*:}" || { echo "bench: Redis is unreachable at $REDIS_URL" >&2; exit 1; }
-  paired redis-cost "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, Redis on the same machine ($REDIS_URL)" \
+  paired redis-cost "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections and $KEYS key(s) in turn, Redis on the same machine ($REDIS_URL)" \
     "Counters in memory (median req/s)" "In Redis (median req/s)" \
     "Redis / memory (median of pairs)" \
     -- -- --rate-limit-store "$REDIS_URL" --rate-limit-prefix "petstore-bench-$$"

@@ -4,7 +4,9 @@
 //! Decisions are batched: a request's hit joins a queue, and whatever is pending when the
 //! connection is free goes to Redis in one script call (one per cluster slot), each request
 //! getting its own answer. No request waits for a batch to fill: the first one goes at once,
-//! and the ones that arrive while it is out make up the next.
+//! and the ones that arrive while it is out make up the next. A batch's requests of one subject
+//! are counted together, in the order they came: their ban and windows are read once, and each
+//! request's own counts follow from how many of them fitted.
 //!
 //! The counters live on one Redis server (`redis://`, or `rediss://` over TLS) or in a Redis
 //! Cluster (`redis+cluster://` or `rediss+cluster://` and seed nodes). Every key of one subject
@@ -26,25 +28,16 @@ use tokio::sync::oneshot;
 
 use super::{CounterError, CounterStore, Hit, Subject};
 
-/// `reply(values)`, the scripts' answer: the values as decimal integers, comma-separated. Each is
-/// written with `%.0f`: Lua's own conversion (`%.14g`) would write 10^14 and above with an
-/// exponent.
-macro_rules! reply_function {
-    () => {
-        r"local function reply(values)
-  for i = 1, #values do values[i] = string.format('%.0f', values[i]) end
-  return table.concat(values, ',')
-end
-"
-    };
-}
-
-/// The scripts' common start, for the request whose keys start at `KEYS[k + 1]` and arguments
+/// The scripts' common start, for the subject whose keys start at `KEYS[k + 1]` and arguments
 /// at `ARGV[a]`: reads its ban and both windows (and, for [`PEEK`], its refusals) in one
-/// `MGET`. A ban in force answers `2, 0, 0, 0, ban_until, ban_level` at once; otherwise
-/// `ban_until` and `ban_level` hold the last ban, if any (for escalation).
+/// `MGET`. A ban in force answers `2`, then `$zeros` zeros, then `ban_until, ban_level` at
+/// once; otherwise `ban_until` and `ban_level` hold the last ban, if any (for escalation).
+///
+/// The scripts answer their values as one string, comma-separated. Counts are below 2^32, which
+/// Lua writes as plain integers; a ban's values are answered as stored, never converted to Lua's
+/// numbers and back (which writes 10^14 and above with an exponent).
 macro_rules! read_subject {
-    ($keys:literal) => {
+    ($keys:literal, $zeros:literal) => {
         concat!(
             r"local now = tonumber(ARGV[a + 2])
 local values = redis.call('MGET', ",
@@ -56,10 +49,12 @@ local ban_until, ban_level = 0, 0
 local ban = values[1]
 if ban then
   local sep = string.find(ban, ':', 1, true)
-  ban_until = tonumber(string.sub(ban, 1, sep - 1))
-  ban_level = tonumber(string.sub(ban, sep + 1))
-  if ban_until > now then
-    return 2, 0, 0, 0, ban_until, ban_level
+  ban_until = string.sub(ban, 1, sep - 1)
+  ban_level = string.sub(ban, sep + 1)
+  if tonumber(ban_until) > now then
+    return 2, ",
+            $zeros,
+            r" ban_until, ban_level
   end
 end
 "
@@ -67,49 +62,58 @@ end
     };
 }
 
-/// Counts a batch of requests, in order. Per request, 4 KEYS (minute count, day count, minute
-/// refusals, ban) and 5 ARGV (per-minute limit, per-day limit, now, minute-key TTL, day-key
-/// TTL). Returns 6 values per request: state (1 counted, 0 refused, 2 banned), minute, day,
-/// refused, ban_until, ban_level, as one string of comma-separated integers (one bulk reply
-/// rather than an array of integers, each parsed on its own by the client: what that saves,
-/// docs/performance.md), written by the scripts' `reply` (`reply_function!`).
+/// Counts a batch of requests, grouped by subject (each group's requests in order, one after
+/// the other, as if each had been counted alone). Per group, 4 KEYS (minute count, day count,
+/// minute refusals, ban) and 6 ARGV (per-minute limit, per-day limit, now, minute-key TTL,
+/// day-key TTL, the group's number of requests). Returns 7 values per group: state (1 counted,
+/// 2 banned), how many of its requests fitted (the first ones: counted, the others refused),
+/// then minute, day and refused as they were before the group, ban_until, ban_level; as one
+/// string of comma-separated integers (one bulk reply rather than an array of integers, each
+/// parsed on its own by the client: what that saves, docs/performance.md).
 const HIT: &str = concat!(
-    reply_function!(),
     "local function decide(k, a)\n",
-    read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2]"),
-    r"if minute < tonumber(ARGV[a]) and day < tonumber(ARGV[a + 1]) then
-  minute = redis.call('INCR', KEYS[k + 1])
-  if minute == 1 then redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 3]) end
-  day = redis.call('INCR', KEYS[k + 2])
-  if day == 1 then redis.call('EXPIRE', KEYS[k + 2], ARGV[a + 4]) end
-  return 1, minute, day, 0, ban_until, ban_level
+    read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2]", "0, 0, 0, 0,"),
+    r"local n = tonumber(ARGV[a + 5])
+local fitted = math.max(0, math.min(n, tonumber(ARGV[a]) - minute, tonumber(ARGV[a + 1]) - day))
+if fitted > 0 then
+  if redis.call('INCRBY', KEYS[k + 1], fitted) == fitted then
+    redis.call('EXPIRE', KEYS[k + 1], ARGV[a + 3])
+  end
+  if redis.call('INCRBY', KEYS[k + 2], fitted) == fitted then
+    redis.call('EXPIRE', KEYS[k + 2], ARGV[a + 4])
+  end
 end
-local refused = redis.call('INCR', KEYS[k + 3])
-if refused == 1 then redis.call('EXPIRE', KEYS[k + 3], ARGV[a + 3]) end
-return 0, minute, day, refused, ban_until, ban_level
+local refused = 0
+if fitted < n then
+  refused = redis.call('INCRBY', KEYS[k + 3], n - fitted) - (n - fitted)
+  if refused == 0 then redis.call('EXPIRE', KEYS[k + 3], ARGV[a + 3]) end
+end
+return 1, fitted, minute, day, refused, ban_until, ban_level
 end
 local replies = {}
 for i = 0, #KEYS / 4 - 1 do
-  local at = 6 * i
+  local at = 7 * i
   replies[at + 1], replies[at + 2], replies[at + 3], replies[at + 4], replies[at + 5],
-    replies[at + 6] = decide(4 * i, 5 * i + 1)
+    replies[at + 6], replies[at + 7] = decide(4 * i, 6 * i + 1)
 end
-return reply(replies)
+return table.concat(replies, ',')
 "
 );
 
 /// [`HIT`] for one request without counting: the same reply, state 1 when both windows have
 /// room.
 const PEEK: &str = concat!(
-    reply_function!(),
     "local function peek(k, a)\n",
-    read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]"),
+    read_subject!(
+        "KEYS[k + 4], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]",
+        "0, 0, 0,"
+    ),
     r"local refused = tonumber(values[4] or '0')
 local room = 0
 if minute < tonumber(ARGV[a]) and day < tonumber(ARGV[a + 1]) then room = 1 end
 return room, minute, day, refused, ban_until, ban_level
 end
-return reply({peek(0, 1)})
+return table.concat({peek(0, 1)}, ',')
 "
 );
 
@@ -435,7 +439,7 @@ impl RedisCounters {
     ) -> Result<Hit, CounterError> {
         let mut invocation = self.peek.prepare_invoke();
         self.counting
-            .add_request(&mut invocation, subject, limits, now);
+            .add_subject(&mut invocation, subject, limits, now, 1);
         let mut connection = self.counting.connection.clone();
         let reply: String = bounded(
             self.counting.timeout,
@@ -443,10 +447,7 @@ impl RedisCounters {
         )
         .await
         .map_err(CounterError::new)?;
-        match hits(&reply, 1) {
-            Ok(mut hits) => Ok(hits.remove(0)),
-            Err(error) => Err(CounterError::new(error)),
-        }
+        peeked(&reply).map_err(CounterError::new)
     }
 
     async fn start_ban_inner(
@@ -490,13 +491,15 @@ impl Counting {
         format!("{}:{{{subject}}}:", self.prefix)
     }
 
-    /// Adds one request's 4 keys and 5 arguments to a [`HIT`] or [`PEEK`] call.
-    fn add_request(
+    /// Adds one subject's 4 keys and 6 arguments to a [`HIT`] call for `requests` requests, or
+    /// to a [`PEEK`] call (which has no use for the last).
+    fn add_subject(
         &self,
         invocation: &mut redis::ScriptInvocation<'_>,
         subject: Subject,
         limits: RateLimits,
         now: u64,
+        requests: usize,
     ) {
         let minute = Window::Minute.index(now);
         let day = Window::Day.index(now);
@@ -511,7 +514,8 @@ impl Counting {
             .arg(limits.per_day)
             .arg(now)
             .arg(Window::Minute.reset_at(now) - now + MINUTE_SLACK)
-            .arg(Window::Day.reset_at(now) - now + DAY_SLACK);
+            .arg(Window::Day.reset_at(now) - now + DAY_SLACK)
+            .arg(requests);
     }
 
     /// Sends what is pending, batch after batch, until nothing is; the only task doing so.
@@ -553,32 +557,68 @@ impl Counting {
 
     /// One [`HIT`] call for `batch` (one slot), each request answered.
     async fn call(&self, batch: Vec<Pending>) {
+        let groups = Group::of(batch);
         let mut invocation = self.hit.prepare_invoke();
-        for pending in &batch {
-            self.add_request(
+        for group in &groups {
+            self.add_subject(
                 &mut invocation,
-                pending.subject,
-                pending.limits,
-                pending.now,
+                group.subject,
+                group.limits,
+                group.now,
+                group.answers.len(),
             );
         }
         let mut connection = self.connection.clone();
         let reply = bounded::<String>(self.timeout, invocation.invoke_async(&mut connection))
             .await
-            .and_then(|reply| hits(&reply, batch.len()));
+            .and_then(|reply| group_hits(&reply, groups.len()));
         match reply {
             Ok(hits) => {
-                for (pending, hit) in batch.into_iter().zip(hits) {
-                    // The request may have given up meanwhile: nobody to tell.
-                    let _ = pending.answer.send(Ok(hit));
+                for (group, hit) in groups.into_iter().zip(hits) {
+                    for (nth, answer) in (0..).zip(group.answers) {
+                        // The request may have given up meanwhile: nobody to tell.
+                        let _ = answer.send(Ok(hit.nth(nth)));
+                    }
                 }
             }
             Err(error) => {
-                for pending in batch {
-                    let _ = pending.answer.send(Err(error.clone()));
+                for answer in groups.into_iter().flat_map(|group| group.answers) {
+                    let _ = answer.send(Err(error.clone()));
                 }
             }
         }
+    }
+}
+
+/// A batch's requests of one subject, with the same limits and at the same second: counted
+/// together, in the order they came.
+struct Group {
+    subject: Subject,
+    limits: RateLimits,
+    now: u64,
+    answers: Vec<oneshot::Sender<Result<Hit, RoundTripError>>>,
+}
+
+impl Group {
+    /// `batch` grouped, the groups in the order of their first request.
+    fn of(batch: Vec<Pending>) -> Vec<Self> {
+        let mut groups: Vec<Self> = Vec::new();
+        let mut index = HashMap::new();
+        for pending in batch {
+            let at = *index
+                .entry((pending.subject, pending.limits, pending.now))
+                .or_insert_with(|| {
+                    groups.push(Self {
+                        subject: pending.subject,
+                        limits: pending.limits,
+                        now: pending.now,
+                        answers: Vec::new(),
+                    });
+                    groups.len() - 1
+                });
+            groups[at].answers.push(pending.answer);
+        }
+        groups
     }
 }
 
@@ -608,42 +648,128 @@ impl Drop for Sending<'_> {
     }
 }
 
-/// The hits in a script's reply for `requests` requests (6 comma-separated values each).
-fn hits(reply: &str, requests: usize) -> Result<Vec<Hit>, RoundTripError> {
-    let reply: Vec<u64> = reply
+/// A script's reply: comma-separated integers, `width` for each of `count` subjects.
+fn values(reply: &str, width: usize, count: usize) -> Result<Vec<u64>, RoundTripError> {
+    let values: Vec<u64> = reply
         .split(',')
         .map(str::parse)
         .collect::<Result<_, _>>()
         .map_err(|_| RoundTripError::Reply(format!("not integers: {reply:.100}")))?;
-    let (values, rest) = reply.as_chunks::<6>();
-    if values.len() != requests || !rest.is_empty() {
+    if values.len() != width * count {
         return Err(RoundTripError::Reply(format!(
-            "{} values for {requests} requests",
-            reply.len()
+            "{} values for {count} subjects",
+            values.len()
         )));
     }
-    let narrow = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-    let hits = values.iter().map(
-        |&[state, minute_used, day_used, rejected, ban_until, ban_level]| {
-            let ban = (ban_until > 0).then(|| Ban {
-                until: ban_until,
-                level: narrow(ban_level),
-            });
-            match (state, ban) {
-                (2, Some(ban)) => Hit::Banned(ban),
-                _ => Hit::Counted {
-                    counts: Counts {
-                        allowed: state == 1,
-                        minute_used: narrow(minute_used),
-                        day_used: narrow(day_used),
-                        rejected: narrow(rejected),
-                    },
-                    previous_ban: ban,
+    Ok(values)
+}
+
+fn narrow(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
+}
+
+/// The last ban in a reply, if any (`ban_until` 0 for none).
+fn ban(until: u64, level: u64) -> Option<Ban> {
+    (until > 0).then(|| Ban {
+        until,
+        level: narrow(level),
+    })
+}
+
+/// What [`HIT`] answers for a group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GroupHit {
+    /// A ban in force: every request of the group is refused by it.
+    Banned(Ban),
+    /// The first `fitted` requests counted, the others refused.
+    Counted {
+        fitted: u32,
+        /// Minute, day and refused counts before the group.
+        before: Counts,
+        previous_ban: Option<Ban>,
+    },
+}
+
+impl GroupHit {
+    /// The hit of the group's `nth` request (from 0), as if it had been counted alone, after
+    /// the ones before it.
+    fn nth(&self, nth: u32) -> Hit {
+        let (fitted, before, previous_ban) = match *self {
+            Self::Banned(ban) => return Hit::Banned(ban),
+            Self::Counted {
+                fitted,
+                before,
+                previous_ban,
+            } => (fitted, before, previous_ban),
+        };
+        let allowed = nth < fitted;
+        let counted = if allowed { nth + 1 } else { fitted };
+        Hit::Counted {
+            counts: Counts {
+                allowed,
+                minute_used: before.minute_used.saturating_add(counted),
+                day_used: before.day_used.saturating_add(counted),
+                rejected: if allowed {
+                    0
+                } else {
+                    before.rejected.saturating_add(nth - fitted + 1)
                 },
-            }
+            },
+            previous_ban,
+        }
+    }
+}
+
+/// [`HIT`]'s reply for `groups` groups (7 values each).
+fn group_hits(reply: &str, groups: usize) -> Result<Vec<GroupHit>, RoundTripError> {
+    let values = values(reply, 7, groups)?;
+    let (values, _) = values.as_chunks::<7>();
+    values
+        .iter()
+        .map(
+            |&[state, fitted, minute, day, refused, ban_until, ban_level]| match (
+                state,
+                ban(ban_until, ban_level),
+            ) {
+                (2, Some(ban)) => Ok(GroupHit::Banned(ban)),
+                (1, previous_ban) => Ok(GroupHit::Counted {
+                    fitted: narrow(fitted),
+                    before: Counts {
+                        allowed: false,
+                        minute_used: narrow(minute),
+                        day_used: narrow(day),
+                        rejected: narrow(refused),
+                    },
+                    previous_ban,
+                }),
+                _ => Err(RoundTripError::Reply(format!(
+                    "unknown state in {reply:.100}"
+                ))),
+            },
+        )
+        .collect()
+}
+
+/// [`PEEK`]'s reply (6 values: state, 1 when both windows have room, 2 banned; minute, day,
+/// refused, ban_until, ban_level).
+fn peeked(reply: &str) -> Result<Hit, RoundTripError> {
+    let values = values(reply, 6, 1)?;
+    let Some(&[state, minute, day, refused, ban_until, ban_level]) = values.as_chunks().0.first()
+    else {
+        return Err(RoundTripError::Reply(format!("no values: {reply:.100}")));
+    };
+    Ok(match (state, ban(ban_until, ban_level)) {
+        (2, Some(ban)) => Hit::Banned(ban),
+        (_, previous_ban) => Hit::Counted {
+            counts: Counts {
+                allowed: state == 1,
+                minute_used: narrow(minute),
+                day_used: narrow(day),
+                rejected: narrow(refused),
+            },
+            previous_ban,
         },
-    );
-    Ok(hits.collect())
+    })
 }
 
 async fn bounded<T>(
@@ -693,53 +819,107 @@ impl CounterStore for RedisCounters {
 mod tests {
     use super::*;
 
+    fn counts(allowed: bool, minute_used: u32, day_used: u32, rejected: u32) -> Counts {
+        Counts {
+            allowed,
+            minute_used,
+            day_used,
+            rejected,
+        }
+    }
+
     #[test]
-    fn a_reply_holds_six_values_per_request() {
-        let reply = "1,3,40,0,0,0,2,0,0,0,1700000600,2,0,60,90,5,100000000000000,1";
-        let hits = hits(reply, 3).expect("three hits");
-        assert_eq!(
-            hits[0],
-            Hit::Counted {
-                counts: Counts {
-                    allowed: true,
-                    minute_used: 3,
-                    day_used: 40,
-                    rejected: 0,
-                },
-                previous_ban: None,
-            }
-        );
+    fn a_reply_holds_seven_values_per_group() {
+        let reply = "1,2,3,40,0,0,0,2,0,0,0,0,1700000600,2,1,0,60,90,5,100000000000000,1";
+        let groups = group_hits(reply, 3).expect("three groups");
         let ban = Ban {
             until: 1_700_000_600,
             level: 2,
         };
-        assert_eq!(hits[1], Hit::Banned(ban));
-        let Hit::Counted {
-            counts,
-            previous_ban,
-        } = hits[2]
-        else {
-            panic!("counted: {:?}", hits[2]);
+        assert_eq!(
+            groups,
+            [
+                GroupHit::Counted {
+                    fitted: 2,
+                    before: counts(false, 3, 40, 0),
+                    previous_ban: None,
+                },
+                GroupHit::Banned(ban),
+                GroupHit::Counted {
+                    fitted: 0,
+                    before: counts(false, 60, 90, 5),
+                    previous_ban: Some(Ban {
+                        until: 100_000_000_000_000,
+                        level: 1,
+                    }),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn each_request_of_a_group_gets_the_counts_it_would_have_got_alone() {
+        let group = GroupHit::Counted {
+            fitted: 2,
+            before: counts(false, 3, 40, 7),
+            previous_ban: None,
         };
-        assert!(!counts.allowed);
-        assert_eq!((counts.minute_used, counts.rejected), (60, 5));
-        assert_eq!(previous_ban.map(|ban| ban.until), Some(100_000_000_000_000));
+        let hits: Vec<Hit> = (0..4).map(|nth| group.nth(nth)).collect();
+        let expected = [
+            counts(true, 4, 41, 0),
+            counts(true, 5, 42, 0),
+            counts(false, 5, 42, 8),
+            counts(false, 5, 42, 9),
+        ];
+        for (hit, counts) in hits.into_iter().zip(expected) {
+            assert_eq!(
+                hit,
+                Hit::Counted {
+                    counts,
+                    previous_ban: None
+                }
+            );
+        }
+        let ban = Ban {
+            until: 1_700_000_600,
+            level: 2,
+        };
+        assert_eq!(GroupHit::Banned(ban).nth(5), Hit::Banned(ban));
+    }
+
+    #[test]
+    fn a_peek_reply_holds_six_values() {
+        assert_eq!(
+            peeked("0,60,90,5,0,0").expect("a hit"),
+            Hit::Counted {
+                counts: counts(false, 60, 90, 5),
+                previous_ban: None,
+            }
+        );
     }
 
     #[test]
     fn a_malformed_reply_is_an_error_not_a_guess() {
-        for (reply, requests) in [
-            ("1,3,40,0,0,0", 2),
-            ("1,3,40,0,0", 1),
-            ("1,3,40,0,0,0,1", 1),
-            ("1,3,x,0,0,0", 1),
+        for (reply, groups) in [
+            ("1,0,3,40,0,0,0", 2),
+            ("1,0,3,40,0,0", 1),
+            ("1,0,3,40,0,0,0,1", 1),
+            ("1,0,3,x,0,0,0", 1),
             ("", 1),
-            ("1,3,40,0,0,-1", 1),
-            ("1,3,40,0,1e+14,1", 1),
+            ("1,0,3,40,0,0,-1", 1),
+            ("1,0,3,40,0,1e+14,1", 1),
+            ("0,0,3,40,0,0,0", 1),
+            ("2,0,0,0,0,0,0", 1),
         ] {
             assert!(
-                matches!(hits(reply, requests), Err(RoundTripError::Reply(_))),
-                "{reply:?} for {requests}"
+                matches!(group_hits(reply, groups), Err(RoundTripError::Reply(_))),
+                "{reply:?} for {groups}"
+            );
+        }
+        for reply in ["1,3,40,0,0", "1,3,40,0,0,0,1", ""] {
+            assert!(
+                matches!(peeked(reply), Err(RoundTripError::Reply(_))),
+                "{reply:?}"
             );
         }
     }

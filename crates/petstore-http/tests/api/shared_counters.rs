@@ -264,6 +264,39 @@ async fn concurrent_decisions_go_to_redis_together_each_with_its_own_exact_answe
         "600 concurrent decisions took {calls} script calls"
     );
 
+    // A batch of one subject cut by its day window, then refused whole by a ban.
+    let daily = Subject::Key(5);
+    let day_limits = RateLimits::custom(40, 50).expect("limits");
+    let earlier = (0..30).map(|_| counters.hit(daily, day_limits, NOW - 60));
+    futures_util::future::join_all(earlier).await;
+    let hits = (0..60).map(|_| counters.hit(daily, day_limits, NOW));
+    let hits = futures_util::future::join_all(hits).await;
+    let (used, refused) = tallies(&hits);
+    assert_eq!(used, (1..=20).collect::<Vec<u32>>());
+    assert_eq!(refused, (1..=40).collect::<Vec<u32>>());
+    for hit in &hits {
+        if let Ok(Hit::Counted { counts, .. }) = hit {
+            let counted = if counts.allowed {
+                counts.minute_used
+            } else {
+                20
+            };
+            assert_eq!(counts.day_used, 30 + counted, "{hit:?}");
+        }
+    }
+    let ban = Ban {
+        until: NOW + 600,
+        level: 1,
+    };
+    counters
+        .start_ban(daily, Some(ban), NOW)
+        .await
+        .expect("ban recorded");
+    let hits = (0..30).map(|_| counters.hit(daily, day_limits, NOW));
+    for hit in futures_util::future::join_all(hits).await {
+        assert_eq!(hit.expect("hit"), Hit::Banned(ban));
+    }
+
     // One request alone does not wait for company.
     let alone = actix_web::rt::time::timeout(
         Duration::from_secs(1),
