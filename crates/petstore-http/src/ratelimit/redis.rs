@@ -30,29 +30,32 @@ use super::{CounterError, CounterStore, Hit, Subject};
 
 /// The scripts' common start, for the subject whose keys start at `KEYS[k + 1]` and arguments
 /// at `ARGV[a]`: reads its ban and both windows (and, for [`PEEK`], its refusals) in one
-/// `MGET`. A ban in force answers `2`, then `$zeros` zeros, then `ban_until, ban_level` at
-/// once; otherwise `ban_until` and `ban_level` hold the last ban, if any (for escalation).
+/// `MGET`. A ban in force answers `'2'`, then `$zeros` zeros, then `ban_until, ban_level` at
+/// once; otherwise `ban_until` and `ban_level` hold the last ban, if any (for escalation), as
+/// text.
 ///
-/// The scripts answer their values as one string, comma-separated. Counts are below 2^32, which
-/// Lua writes as plain integers; a ban's values are answered as stored, never converted to Lua's
-/// numbers and back (which writes 10^14 and above with an exponent).
+/// The scripts answer their values as one string, comma-separated. Where a value is at hand as
+/// text (a count as stored, a group's size as given, a constant) it is answered as such: Lua's
+/// conversion of a number to text is a large part of a script's time (docs/performance.md).
+/// The other values are integers below 2^32, which Lua writes plainly. A ban's values are
+/// answered as stored, never converted to Lua's numbers and back (which writes 10^14 and above
+/// with an exponent).
 macro_rules! read_subject {
     ($keys:literal, $zeros:literal) => {
         concat!(
-            r"local now = tonumber(ARGV[a + 2])
-local values = redis.call('MGET', ",
+            r"local values = redis.call('MGET', ",
             $keys,
             r")
 local minute = tonumber(values[2] or '0')
 local day = tonumber(values[3] or '0')
-local ban_until, ban_level = 0, 0
+local ban_until, ban_level = '0', '0'
 local ban = values[1]
 if ban then
   local sep = string.find(ban, ':', 1, true)
   ban_until = string.sub(ban, 1, sep - 1)
   ban_level = string.sub(ban, sep + 1)
-  if tonumber(ban_until) > now then
-    return 2, ",
+  if tonumber(ban_until) > tonumber(ARGV[a + 2]) then
+    return '2', ",
             $zeros,
             r" ban_until, ban_level
   end
@@ -72,7 +75,10 @@ end
 /// parsed on its own by the client: what that saves, docs/performance.md).
 const HIT: &str = concat!(
     "local function decide(k, a)\n",
-    read_subject!("KEYS[k + 4], KEYS[k + 1], KEYS[k + 2]", "0, 0, 0, 0,"),
+    read_subject!(
+        "KEYS[k + 4], KEYS[k + 1], KEYS[k + 2]",
+        "'0', '0', '0', '0',"
+    ),
     r"local n = tonumber(ARGV[a + 5])
 local fitted = math.max(0, math.min(n, tonumber(ARGV[a]) - minute, tonumber(ARGV[a + 1]) - day))
 if fitted > 0 then
@@ -83,12 +89,14 @@ if fitted > 0 then
     redis.call('EXPIRE', KEYS[k + 2], ARGV[a + 4])
   end
 end
-local refused = 0
+local refused = '0'
 if fitted < n then
   refused = redis.call('INCRBY', KEYS[k + 3], n - fitted) - (n - fitted)
   if refused == 0 then redis.call('EXPIRE', KEYS[k + 3], ARGV[a + 3]) end
+else
+  fitted = ARGV[a + 5]
 end
-return 1, fitted, minute, day, refused, ban_until, ban_level
+return '1', fitted, values[2] or '0', values[3] or '0', refused, ban_until, ban_level
 end
 local replies = {}
 for i = 0, #KEYS / 4 - 1 do
@@ -106,7 +114,7 @@ const PEEK: &str = concat!(
     "local function peek(k, a)\n",
     read_subject!(
         "KEYS[k + 4], KEYS[k + 1], KEYS[k + 2], KEYS[k + 3]",
-        "0, 0, 0,"
+        "'0', '0', '0',"
     ),
     r"local refused = tonumber(values[4] or '0')
 local room = 0
@@ -558,6 +566,7 @@ impl Counting {
     /// One [`HIT`] call for `batch` (one slot), each request answered.
     async fn call(&self, batch: Vec<Pending>) {
         let groups = Group::of(batch);
+        let sizes: Vec<usize> = groups.iter().map(|group| group.answers.len()).collect();
         let mut invocation = self.hit.prepare_invoke();
         for group in &groups {
             self.add_subject(
@@ -571,7 +580,7 @@ impl Counting {
         let mut connection = self.connection.clone();
         let reply = bounded::<String>(self.timeout, invocation.invoke_async(&mut connection))
             .await
-            .and_then(|reply| group_hits(&reply, groups.len()));
+            .and_then(|reply| group_hits(&reply, &sizes));
         match reply {
             Ok(hits) => {
                 for (group, hit) in groups.into_iter().zip(hits) {
@@ -590,8 +599,8 @@ impl Counting {
     }
 }
 
-/// A batch's requests of one subject, with the same limits and at the same second: counted
-/// together, in the order they came.
+/// A batch's requests of one subject that came one after the other for that subject, with the
+/// same limits and at the same second: counted together, in the order they came.
 struct Group {
     subject: Subject,
     limits: RateLimits,
@@ -600,22 +609,27 @@ struct Group {
 }
 
 impl Group {
-    /// `batch` grouped, the groups in the order of their first request.
+    /// `batch` grouped, the groups in the order of their first request. A request joins its
+    /// subject's last group when it has the same limits and second, else starts a group: each
+    /// subject's requests are counted in the order they came, whatever came between them.
     fn of(batch: Vec<Pending>) -> Vec<Self> {
         let mut groups: Vec<Self> = Vec::new();
-        let mut index = HashMap::new();
+        let mut last: HashMap<Subject, usize> = HashMap::new();
         for pending in batch {
-            let at = *index
-                .entry((pending.subject, pending.limits, pending.now))
-                .or_insert_with(|| {
-                    groups.push(Self {
-                        subject: pending.subject,
-                        limits: pending.limits,
-                        now: pending.now,
-                        answers: Vec::new(),
-                    });
-                    groups.len() - 1
+            let joins = last.get(&pending.subject).copied().filter(|&at| {
+                let group = &groups[at];
+                (group.limits, group.now) == (pending.limits, pending.now)
+            });
+            let at = joins.unwrap_or_else(|| {
+                groups.push(Self {
+                    subject: pending.subject,
+                    limits: pending.limits,
+                    now: pending.now,
+                    answers: Vec::new(),
                 });
+                last.insert(pending.subject, groups.len() - 1);
+                groups.len() - 1
+            });
             groups[at].answers.push(pending.answer);
         }
         groups
@@ -720,19 +734,20 @@ impl GroupHit {
     }
 }
 
-/// [`HIT`]'s reply for `groups` groups (7 values each).
-fn group_hits(reply: &str, groups: usize) -> Result<Vec<GroupHit>, RoundTripError> {
-    let values = values(reply, 7, groups)?;
+/// [`HIT`]'s reply for groups of `sizes` requests (7 values each).
+fn group_hits(reply: &str, sizes: &[usize]) -> Result<Vec<GroupHit>, RoundTripError> {
+    let values = values(reply, 7, sizes.len())?;
     let (values, _) = values.as_chunks::<7>();
     values
         .iter()
+        .zip(sizes)
         .map(
-            |&[state, fitted, minute, day, refused, ban_until, ban_level]| match (
+            |(&[state, fitted, minute, day, refused, ban_until, ban_level], &size)| match (
                 state,
                 ban(ban_until, ban_level),
             ) {
                 (2, Some(ban)) => Ok(GroupHit::Banned(ban)),
-                (1, previous_ban) => Ok(GroupHit::Counted {
+                (1, previous_ban) if fitted <= size as u64 => Ok(GroupHit::Counted {
                     fitted: narrow(fitted),
                     before: Counts {
                         allowed: false,
@@ -743,7 +758,7 @@ fn group_hits(reply: &str, groups: usize) -> Result<Vec<GroupHit>, RoundTripErro
                     previous_ban,
                 }),
                 _ => Err(RoundTripError::Reply(format!(
-                    "unknown state in {reply:.100}"
+                    "unknown state, or more fitted than requests, in {reply:.100}"
                 ))),
             },
         )
@@ -831,7 +846,7 @@ mod tests {
     #[test]
     fn a_reply_holds_seven_values_per_group() {
         let reply = "1,2,3,40,0,0,0,2,0,0,0,0,1700000600,2,1,0,60,90,5,100000000000000,1";
-        let groups = group_hits(reply, 3).expect("three groups");
+        let groups = group_hits(reply, &[2, 4, 1]).expect("three groups");
         let ban = Ban {
             until: 1_700_000_600,
             level: 2,
@@ -888,6 +903,45 @@ mod tests {
     }
 
     #[test]
+    fn each_subject_is_counted_in_the_order_its_requests_came() {
+        let limits = RateLimits::custom(10, 100).expect("limits");
+        let other_limits = RateLimits::custom(5, 100).expect("limits");
+        let (a, x) = (Subject::Key(1), Subject::Key(2));
+        let batch = [
+            (a, limits, 100),
+            (x, limits, 100),
+            (a, limits, 100),
+            (a, limits, 101),
+            (a, limits, 100),
+            (a, other_limits, 100),
+            (a, other_limits, 100),
+        ];
+        let batch = batch
+            .into_iter()
+            .map(|(subject, limits, now)| Pending {
+                subject,
+                limits,
+                now,
+                answer: oneshot::channel().0,
+            })
+            .collect();
+        let groups: Vec<_> = Group::of(batch)
+            .into_iter()
+            .map(|group| (group.subject, group.limits, group.now, group.answers.len()))
+            .collect();
+        assert_eq!(
+            groups,
+            [
+                (a, limits, 100, 2),
+                (x, limits, 100, 1),
+                (a, limits, 101, 1),
+                (a, limits, 100, 1),
+                (a, other_limits, 100, 2),
+            ]
+        );
+    }
+
+    #[test]
     fn a_peek_reply_holds_six_values() {
         assert_eq!(
             peeked("0,60,90,5,0,0").expect("a hit"),
@@ -900,20 +954,21 @@ mod tests {
 
     #[test]
     fn a_malformed_reply_is_an_error_not_a_guess() {
-        for (reply, groups) in [
-            ("1,0,3,40,0,0,0", 2),
-            ("1,0,3,40,0,0", 1),
-            ("1,0,3,40,0,0,0,1", 1),
-            ("1,0,3,x,0,0,0", 1),
-            ("", 1),
-            ("1,0,3,40,0,0,-1", 1),
-            ("1,0,3,40,0,1e+14,1", 1),
-            ("0,0,3,40,0,0,0", 1),
-            ("2,0,0,0,0,0,0", 1),
+        for (reply, sizes) in [
+            ("1,0,3,40,0,0,0", &[1, 1][..]),
+            ("1,0,3,40,0,0", &[1]),
+            ("1,0,3,40,0,0,0,1", &[1]),
+            ("1,0,3,x,0,0,0", &[1]),
+            ("", &[1]),
+            ("1,0,3,40,0,0,-1", &[1]),
+            ("1,0,3,40,0,1e+14,1", &[1]),
+            ("0,0,3,40,0,0,0", &[1]),
+            ("2,0,0,0,0,0,0", &[1]),
+            ("1,4,3,40,0,0,0", &[3]),
         ] {
             assert!(
-                matches!(group_hits(reply, groups), Err(RoundTripError::Reply(_))),
-                "{reply:?} for {groups}"
+                matches!(group_hits(reply, sizes), Err(RoundTripError::Reply(_))),
+                "{reply:?} for {sizes:?}"
             );
         }
         for reply in ["1,3,40,0,0", "1,3,40,0,0,0,1", ""] {

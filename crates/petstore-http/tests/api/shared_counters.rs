@@ -284,6 +284,22 @@ async fn concurrent_decisions_go_to_redis_together_each_with_its_own_exact_answe
             assert_eq!(counts.day_used, 30 + counted, "{hit:?}");
         }
     }
+    // Keys a group created (its windows, its refusals) expire like a single request's.
+    let client = redis::Client::open(redis.url()).expect("client");
+    let mut conn = client.get_connection().expect("connection");
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("batch-test:{key:5}:*")
+        .query(&mut conn)
+        .expect("keys");
+    assert_eq!(
+        keys.len(),
+        4,
+        "two minutes, a day, one minute's refusals: {keys:?}"
+    );
+    for key in keys {
+        let ttl: i64 = redis::cmd("TTL").arg(&key).query(&mut conn).expect("ttl");
+        assert!(ttl > 0, "{key} has TTL {ttl}");
+    }
     let ban = Ban {
         until: NOW + 600,
         level: 1,
