@@ -324,7 +324,8 @@ paired() {
   shift
   local db=$WORK/$name.db
   seed sqlite "$db" 1000
-  local auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  # How wrk presents a key: one in a header, or N in turn from a script.
+  local keys=(-H "Authorization: Bearer $(bench_key "$db")")
   if [ "$KEYS" -gt 1 ]; then
     {
       echo "keys = {"
@@ -332,7 +333,7 @@ paired() {
       echo "}"
       cat scripts/bench/keys.lua
     } >"$WORK/keys.lua"
-    auth=(-s "$WORK/keys.lua")
+    keys=(-s "$WORK/keys.lua")
   fi
   local serve=("$BIN" --database-url "$db" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
   start_server "$name-base" env RUST_LOG=warn "${serve[@]}" "${base_args[@]}"
@@ -341,8 +342,8 @@ paired() {
   local other_pid=$SERVER_PID other_url=$BASE
   local ratios=() base=() other=()
   for _ in $(seq 1 "$RUNS"); do
-    base+=("$(wrk_once "${auth[@]}" "$base_url/v1/pets?limit=20" | rps_of)")
-    other+=("$(wrk_once "${auth[@]}" "$other_url/v1/pets?limit=20" | rps_of)")
+    base+=("$(wrk_once "${keys[@]}" "$base_url/v1/pets?limit=20" | rps_of)")
+    other+=("$(wrk_once "${keys[@]}" "$other_url/v1/pets?limit=20" | rps_of)")
     ratios+=("$(awk -v a="${other[-1]}" -v b="${base[-1]}" 'BEGIN { printf "%.4f", a / b }')")
     echo "bench: ${base_heading% (*} ${base[-1]} req/s, ${other_heading% (*} ${other[-1]} req/s" >&2
   done

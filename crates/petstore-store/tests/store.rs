@@ -93,6 +93,16 @@ async fn add(store: &Store, name: &str, status: PetStatus) -> Pet {
         .expect("create")
 }
 
+/// The active key `secret` finds.
+async fn active_key(store: &Store, secret: &ApiKeySecret) -> petstore_domain::ApiKey {
+    store
+        .find_active_key(&secret.hash())
+        .await
+        .expect("find")
+        .expect("key")
+        .key
+}
+
 fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
     PetListQuery {
         page: PageRequest {
@@ -539,12 +549,7 @@ async fn a_keys_plan_and_limits_can_change(db: &TestDatabase) {
             .await
             .expect("update")
     );
-    let found = store
-        .find_active_key(&secret.hash())
-        .await
-        .expect("find")
-        .expect("key")
-        .key;
+    let found = active_key(&store, &secret).await;
     assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
     assert!(
         store
@@ -552,12 +557,7 @@ async fn a_keys_plan_and_limits_can_change(db: &TestDatabase) {
             .await
             .expect("update")
     );
-    let found = store
-        .find_active_key(&secret.hash())
-        .await
-        .expect("find")
-        .expect("key")
-        .key;
+    let found = active_key(&store, &secret).await;
     assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
     assert!(
         !store

@@ -566,7 +566,6 @@ impl Counting {
     /// One [`HIT`] call for `batch` (one slot), each request answered.
     async fn call(&self, batch: Vec<Pending>) {
         let groups = Group::of(batch);
-        let sizes: Vec<usize> = groups.iter().map(|group| group.answers.len()).collect();
         let mut invocation = self.hit.prepare_invoke();
         for group in &groups {
             self.add_subject(
@@ -580,7 +579,7 @@ impl Counting {
         let mut connection = self.connection.clone();
         let reply = bounded::<String>(self.timeout, invocation.invoke_async(&mut connection))
             .await
-            .and_then(|reply| group_hits(&reply, &sizes));
+            .and_then(|reply| group_hits(&reply, groups.iter().map(|group| group.answers.len())));
         match reply {
             Ok(hits) => {
                 for (group, hit) in groups.into_iter().zip(hits) {
@@ -735,14 +734,17 @@ impl GroupHit {
 }
 
 /// [`HIT`]'s reply for groups of `sizes` requests (7 values each).
-fn group_hits(reply: &str, sizes: &[usize]) -> Result<Vec<GroupHit>, RoundTripError> {
+fn group_hits(
+    reply: &str,
+    sizes: impl ExactSizeIterator<Item = usize>,
+) -> Result<Vec<GroupHit>, RoundTripError> {
     let values = values(reply, 7, sizes.len())?;
     let (values, _) = values.as_chunks::<7>();
     values
         .iter()
         .zip(sizes)
         .map(
-            |(&[state, fitted, minute, day, refused, ban_until, ban_level], &size)| match (
+            |(&[state, fitted, minute, day, refused, ban_until, ban_level], size)| match (
                 state,
                 ban(ban_until, ban_level),
             ) {
@@ -846,7 +848,7 @@ mod tests {
     #[test]
     fn a_reply_holds_seven_values_per_group() {
         let reply = "1,2,3,40,0,0,0,2,0,0,0,0,1700000600,2,1,0,60,90,5,100000000000000,1";
-        let groups = group_hits(reply, &[2, 4, 1]).expect("three groups");
+        let groups = group_hits(reply, [2, 4, 1].into_iter()).expect("three groups");
         let ban = Ban {
             until: 1_700_000_600,
             level: 2,
@@ -967,7 +969,10 @@ mod tests {
             ("1,4,3,40,0,0,0", &[3]),
         ] {
             assert!(
-                matches!(group_hits(reply, sizes), Err(RoundTripError::Reply(_))),
+                matches!(
+                    group_hits(reply, sizes.iter().copied()),
+                    Err(RoundTripError::Reply(_))
+                ),
                 "{reply:?} for {sizes:?}"
             );
         }

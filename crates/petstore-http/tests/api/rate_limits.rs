@@ -317,16 +317,22 @@ async fn refused_requests_do_no_work(app: TestApp) {
     assert_eq!(app.get("/v1/pets").await.json(), serde_json::json!([]));
 }
 
-async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app: TestApp) {
-    let (id, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000))).await;
+/// The 2 requests a minute of `key` (an enterprise key limited so), then `THRESHOLD` refused
+/// ones: the next one is banned.
+async fn use_up_and_push_on(app: &TestApp, key: &str) {
     for _ in 0..2 {
-        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+        assert_eq!(app.get_as("/v1/pets", key).await.status, 200);
     }
     for _ in 0..THRESHOLD {
-        app.get_as("/v1/pets", &key)
+        app.get_as("/v1/pets", key)
             .await
             .assert_error(429, "rate_limited");
     }
+}
+
+async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app: TestApp) {
+    let (id, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000))).await;
+    use_up_and_push_on(&app, &key).await;
     let banned = app.get_as("/v1/pets", &key).await;
     banned.assert_error(429, "temporarily_banned");
     assert_eq!(banned.header("retry-after"), Some("300"));
@@ -352,14 +358,7 @@ async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app: TestA
 
     // After the ban, the same abuse earns a longer one.
     app.clock.set(T0 + 305);
-    for _ in 0..2 {
-        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
-    }
-    for _ in 0..THRESHOLD {
-        app.get_as("/v1/pets", &key)
-            .await
-            .assert_error(429, "rate_limited");
-    }
+    use_up_and_push_on(&app, &key).await;
     let again = app.get_as("/v1/pets", &key).await;
     again.assert_error(429, "temporarily_banned");
     assert_eq!(again.header("retry-after"), Some("600"));
