@@ -1,10 +1,12 @@
 //! Pets: create, read one, list a page.
 
-use diesel::deserialize::{self, FromSql, FromSqlRow};
+use diesel::backend::Backend;
+use diesel::deserialize::{self, FromSql, FromSqlRow, FromStaticSqlRow};
 #[cfg(feature = "postgres")]
 use diesel::pg::{Pg, PgValue};
 use diesel::prelude::*;
-use diesel::sql_types::Text;
+use diesel::result::Error as DieselError;
+use diesel::sql_types::{BigInt, Text};
 #[cfg(feature = "sqlite")]
 use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus};
@@ -28,16 +30,34 @@ async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreErr
             pets::created_at.eq(unix_now()),
         ))
         .returning(PET_COLUMNS);
-    let row: PetRow = run!(conn, get_result, insert)?;
-    row.try_into()
+    let PetRow(pet) = run!(conn, get_result, insert).map_err(read_error)?;
+    Ok(pet)
 }
 
-#[derive(Queryable)]
-struct PetRow {
-    id: i64,
-    name: String,
-    category_id: i64,
-    status: StoredStatus,
+/// A pet row, decoded into the domain's [`Pet`] as it is read: a page is loaded into the vector
+/// it is answered from (no second vector, no copy). A row whose status is not one the domain
+/// knows does not decode: [`read_error`] reports it as corrupt.
+#[repr(transparent)]
+struct PetRow(Pet);
+
+impl<DB: Backend> Queryable<(BigInt, Text, BigInt, Text), DB> for PetRow
+where
+    (i64, String, i64, StoredStatus): FromStaticSqlRow<(BigInt, Text, BigInt, Text), DB>,
+{
+    type Row = (i64, String, i64, StoredStatus);
+
+    fn build((id, name, category_id, status): Self::Row) -> deserialize::Result<Self> {
+        let status = match status {
+            StoredStatus::Known(status) => status,
+            StoredStatus::Unknown(text) => return Err(Box::new(UnknownStatus { id, text })),
+        };
+        Ok(Self(Pet {
+            id,
+            name,
+            category_id,
+            status,
+        }))
+    }
 }
 
 /// The `status` column, read in place: a `String` per row would be allocated only to be
@@ -70,25 +90,26 @@ impl FromSql<Text, Pg> for StoredStatus {
     }
 }
 
-impl TryFrom<PetRow> for Pet {
-    type Error = StoreError;
+/// A stored status the domain does not know: why a [`PetRow`] did not decode.
+#[derive(Debug, thiserror::Error)]
+#[error("pet {id} has unknown status {text:?}")]
+struct UnknownStatus {
+    id: i64,
+    text: String,
+}
 
-    fn try_from(row: PetRow) -> Result<Self, StoreError> {
-        let status = match row.status {
-            StoredStatus::Known(status) => status,
-            StoredStatus::Unknown(text) => {
-                return Err(StoreError::Corrupt {
-                    table: "pets",
-                    reason: format!("pet {} has unknown status {text:?}", row.id),
-                });
-            }
-        };
-        Ok(Pet {
-            id: row.id,
-            name: row.name,
-            category_id: row.category_id,
-            status,
-        })
+/// The store's error for a failed read of pets: a row that did not decode for its status is
+/// corrupt; anything else is what Diesel's error is.
+fn read_error(error: DieselError) -> StoreError {
+    let DieselError::DeserializationError(source) = error else {
+        return error.into();
+    };
+    match source.downcast::<UnknownStatus>() {
+        Ok(unknown) => StoreError::Corrupt {
+            table: "pets",
+            reason: unknown.to_string(),
+        },
+        Err(source) => DieselError::DeserializationError(source).into(),
     }
 }
 
@@ -124,8 +145,10 @@ pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet, St
 pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>, StoreError> {
     // `get_result`, not `first`: a primary-key lookup needs no `LIMIT ?` to bind.
     let query = pets::table.select(PET_COLUMNS).find(id);
-    let row: Option<PetRow> = run!(&mut conn, get_result, query).optional()?;
-    row.map(Pet::try_from).transpose()
+    let row: Option<PetRow> = run!(&mut conn, get_result, query)
+        .optional()
+        .map_err(read_error)?;
+    Ok(row.map(|PetRow(pet)| pet))
 }
 
 /// A page of pets in ascending id order, filtered by status when asked.
@@ -137,22 +160,24 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page
         .limit(overfetch(query.page.limit));
     let after = query.page.after;
     let conn = &mut conn;
-    let rows: Vec<PetRow> = match query.status.map(PetStatus::as_str) {
+    let rows: QueryResult<Vec<PetRow>> = match query.status.map(PetStatus::as_str) {
         None => match after {
-            None => run!(conn, load, all)?,
-            Some(after) => run!(conn, load, all.filter(pets::id.gt(after)))?,
+            None => run!(conn, load, all),
+            Some(after) => run!(conn, load, all.filter(pets::id.gt(after))),
         },
         Some(status) => {
             let with_status = all.filter(pets::status.eq(status));
             match after {
-                None => run!(conn, load, with_status)?,
-                Some(after) => run!(conn, load, with_status.filter(pets::id.gt(after)))?,
+                None => run!(conn, load, with_status),
+                Some(after) => run!(conn, load, with_status.filter(pets::id.gt(after))),
             }
         }
     };
+    // In place: a `PetRow` is a `Pet`.
     let pets = rows
+        .map_err(read_error)?
         .into_iter()
-        .map(Pet::try_from)
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|PetRow(pet)| pet)
+        .collect();
     Ok(Page::from_overfetch(pets, query.page.limit, |pet| pet.id))
 }
