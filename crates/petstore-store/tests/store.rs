@@ -148,9 +148,24 @@ async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDat
         ),
     );
     let odd = good.id + 1;
+    // An order reads the pet's status too (its row locked, in the order's transaction).
+    let order = PlaceOrder {
+        pet_id: odd,
+        owner: None,
+        completion: None,
+    };
+    let ordered = store
+        .place_order(&order)
+        .await
+        .map(|_| ())
+        .map_err(|error| match error {
+            OrderError::Storage(error) => error,
+            other => panic!("expected a storage error, got {other:?}"),
+        });
     for result in [
         store.find_pet(odd).await.map(|_| ()),
         store.list_pets(&page(10, None, None)).await.map(|_| ()),
+        ordered,
     ] {
         match result.as_ref().map_err(store_error) {
             Err(StoreError::Corrupt {

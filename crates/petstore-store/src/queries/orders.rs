@@ -14,6 +14,7 @@ use petstore_domain::{
     PlaceOrder, lifecycle,
 };
 
+use super::pets::UnknownStatus;
 use super::{overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
@@ -107,12 +108,8 @@ async fn locked_pet_status(conn: &mut Conn<'_>, id: i64) -> Result<Option<PetSta
     };
     status
         .map(|text| {
-            text.parse().map_err(|_| {
-                Failure::Store(StoreError::Corrupt {
-                    table: "pets",
-                    reason: format!("pet {id} has unknown status {text:?}"),
-                })
-            })
+            text.parse()
+                .map_err(|_| Failure::Store(UnknownStatus { id, text }.corrupt()))
         })
         .transpose()
 }

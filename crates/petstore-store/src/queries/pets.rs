@@ -35,8 +35,9 @@ async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreErr
 }
 
 /// A pet row, decoded into the domain's [`Pet`] as it is read: a page is loaded into the vector
-/// it is answered from (no second vector, no copy). A row whose status is not one the domain
-/// knows does not decode: [`read_error`] reports it as corrupt.
+/// it is answered from, with no second pass to convert rows (which moved every row and resized
+/// the page's buffer). A row whose status is not one the domain knows does not decode:
+/// [`read_error`] reports it as corrupt.
 #[repr(transparent)]
 struct PetRow(Pet);
 
@@ -90,12 +91,24 @@ impl FromSql<Text, Pg> for StoredStatus {
     }
 }
 
-/// A stored status the domain does not know: why a [`PetRow`] did not decode.
+/// A stored status the domain does not know: why a [`PetRow`] did not decode. Raised by
+/// `build`, whose errors Diesel passes on as they are; raised by a `FromSql`, it would come
+/// wrapped (a field error) and [`read_error`] would not find it.
 #[derive(Debug, thiserror::Error)]
 #[error("pet {id} has unknown status {text:?}")]
-struct UnknownStatus {
-    id: i64,
-    text: String,
+pub(super) struct UnknownStatus {
+    pub(super) id: i64,
+    pub(super) text: String,
+}
+
+impl UnknownStatus {
+    /// The store's error for such a row: corrupt.
+    pub(super) fn corrupt(&self) -> StoreError {
+        StoreError::Corrupt {
+            table: "pets",
+            reason: self.to_string(),
+        }
+    }
 }
 
 /// The store's error for a failed read of pets: a row that did not decode for its status is
@@ -105,10 +118,7 @@ fn read_error(error: DieselError) -> StoreError {
         return error.into();
     };
     match source.downcast::<UnknownStatus>() {
-        Ok(unknown) => StoreError::Corrupt {
-            table: "pets",
-            reason: unknown.to_string(),
-        },
+        Ok(unknown) => unknown.corrupt(),
         Err(source) => DieselError::DeserializationError(source).into(),
     }
 }
@@ -173,7 +183,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page
             }
         }
     };
-    // In place: a `PetRow` is a `Pet`.
+    // In place: a `PetRow` is a `Pet` (`repr(transparent)`).
     let pets = rows
         .map_err(read_error)?
         .into_iter()
