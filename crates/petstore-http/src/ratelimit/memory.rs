@@ -1,8 +1,7 @@
 //! In-process counters: exact for one instance, bounded in memory.
 
 use std::collections::HashMap;
-use std::collections::hash_map::DefaultHasher;
-use std::hash::{Hash, Hasher};
+use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -54,6 +53,10 @@ struct Shard {
 #[derive(Debug)]
 pub struct MemoryCounters {
     shards: Box<[Mutex<Shard>]>,
+    /// Picks a subject's shard, keyed at random per process: a client cannot choose addresses
+    /// that all fall into one shard, to fill its share of the address budget with a fraction
+    /// of the addresses.
+    shard_of: RandomState,
     remember_bans_for: u64,
     addresses_per_shard: usize,
     untracked: AtomicU64,
@@ -66,6 +69,7 @@ impl MemoryCounters {
     pub fn new(remember_bans_for: u64, max_addresses: usize) -> Self {
         Self {
             shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            shard_of: RandomState::new(),
             remember_bans_for,
             addresses_per_shard: max_addresses.div_ceil(SHARDS).max(1),
             untracked: AtomicU64::new(0),
@@ -74,9 +78,11 @@ impl MemoryCounters {
     }
 
     fn shard(&self, subject: &Subject) -> &Mutex<Shard> {
-        let mut hasher = DefaultHasher::new();
-        subject.hash(&mut hasher);
-        &self.shards[(hasher.finish() as usize) % SHARDS]
+        &self.shards[self.shard_index(subject)]
+    }
+
+    fn shard_index(&self, subject: &Subject) -> usize {
+        (self.shard_of.hash_one(subject) as usize) % SHARDS
     }
 
     /// The decision of [`CounterStore::hit`], synchronously.
@@ -350,6 +356,19 @@ mod tests {
             Hit::Counted { counts, .. } => counts,
             Hit::Banned(ban) => panic!("unexpected ban {ban:?}"),
         }
+    }
+
+    #[test]
+    fn which_shard_holds_a_subject_differs_between_processes() {
+        let subjects: Vec<Subject> = (0..64).map(Subject::Key).collect();
+        let placement = |counters: &MemoryCounters| -> Vec<usize> {
+            subjects.iter().map(|s| counters.shard_index(s)).collect()
+        };
+        let one = MemoryCounters::new(0, 1_000);
+        assert_eq!(placement(&one), placement(&one), "stable within one");
+        // Two independently keyed placements of 64 subjects over 16 shards agree with a
+        // chance of 16^-64.
+        assert_ne!(placement(&one), placement(&MemoryCounters::new(0, 1_000)));
     }
 
     #[test]
