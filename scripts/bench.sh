@@ -325,8 +325,10 @@ paired() {
   local db=$WORK/$name.db
   seed sqlite "$db" 1000
   # How wrk presents a key: one in a header, or N in turn from a script.
-  local keys=(-H "Authorization: Bearer $(bench_key "$db")")
-  if [ "$KEYS" -gt 1 ]; then
+  local keys
+  if [ "$KEYS" -le 1 ]; then
+    keys=(-H "Authorization: Bearer $(bench_key "$db")")
+  else
     {
       echo "keys = {"
       for _ in $(seq 1 "$KEYS"); do echo "  \"$(bench_key "$db")\","; done

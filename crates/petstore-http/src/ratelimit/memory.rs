@@ -53,7 +53,8 @@ struct Shard {
 #[derive(Debug)]
 pub struct MemoryCounters {
     shards: Box<[Mutex<Shard>]>,
-    /// Picks a subject's shard, keyed at random per process: a client cannot choose addresses
+    /// Picks a subject's shard, keyed at random per instance (one per process): a client cannot
+    /// choose addresses
     /// that all fall into one shard, to fill its share of the address budget with a fraction
     /// of the addresses.
     shard_of: RandomState,
@@ -359,7 +360,7 @@ mod tests {
     }
 
     #[test]
-    fn which_shard_holds_a_subject_differs_between_processes() {
+    fn which_shard_holds_a_subject_is_keyed_per_instance() {
         let subjects: Vec<Subject> = (0..64).map(Subject::Key).collect();
         let placement = |counters: &MemoryCounters| -> Vec<usize> {
             subjects.iter().map(|s| counters.shard_index(s)).collect()

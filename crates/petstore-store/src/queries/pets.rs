@@ -111,8 +111,8 @@ impl UnknownStatus {
     }
 }
 
-/// The store's error for a failed read of pets: a row that did not decode for its status is
-/// corrupt; anything else is what Diesel's error is.
+/// The store's error for a failed query returning pets (a read, or an insert's `RETURNING`): a
+/// row that did not decode for its status is corrupt; anything else is what Diesel's error is.
 fn read_error(error: DieselError) -> StoreError {
     let DieselError::DeserializationError(source) = error else {
         return error.into();
