@@ -110,6 +110,11 @@ cleanup() {
   [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null && wait "$CEILING_PID" 2>/dev/null
   [ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null
   [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
+  # The Redis runs' counters (under this run's prefix), rather than leaving them to expire.
+  if command -v redis-cli >/dev/null; then
+    redis-cli -u "$REDIS_URL" --scan --pattern "petstore-bench-$$*" 2>/dev/null |
+      xargs -r redis-cli -u "$REDIS_URL" DEL >/dev/null 2>&1
+  fi
   rm -rf "$WORK"
 }
 trap cleanup EXIT
