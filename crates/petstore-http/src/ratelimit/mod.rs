@@ -110,7 +110,8 @@ pub trait CounterStore: Send + Sync + 'static {
         now: u64,
     ) -> LocalBoxFuture<'a, Result<Hit, CounterError>>;
 
-    /// Whether the store answers now (a start-up check; in memory, always).
+    /// Whether the store answers now, readying what requests will use (a start-up check; in
+    /// memory, always).
     fn ping(&self) -> LocalBoxFuture<'_, Result<(), CounterError>> {
         Box::pin(std::future::ready(Ok(())))
     }
@@ -288,8 +289,9 @@ impl Limiter {
         Self::with_counters(counters, fallback, on_failure, bans, anonymous, addresses)
     }
 
-    /// Whether the counter store answers now: for a start-up check that tells a configuration
-    /// that cannot work (a certificate refused) from a store that is only down for now.
+    /// Whether the counter store answers now, readying it for requests: for a start-up check
+    /// that tells a configuration that cannot work (a certificate refused) from a store that is
+    /// only down for now.
     pub async fn ping(&self) -> Result<(), CounterError> {
         self.counters.ping().await
     }

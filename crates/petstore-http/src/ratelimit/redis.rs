@@ -242,6 +242,11 @@ impl ConnectionLike for Link {
 /// its own reason rather than a request's short timeout.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How long opening the requests' connection may take (TCP, then a TLS handshake): longer than
+/// one request waits, so that a handshake slowed by load completes for the requests after it
+/// rather than being cut off and begun again; each request still gives up after its own timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A client that opens a connection of its own, for the start-up check.
 #[allow(clippy::large_enum_variant)] // one per process: its size does not matter
 enum Probe {
@@ -336,7 +341,7 @@ impl RedisCounters {
                 }
                 .map_err(CounterError::new)?;
                 let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(timeout))
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
                     .set_response_timeout(Some(timeout))
                     .set_number_of_retries(1)
                     .set_max_delay(timeout);
@@ -350,7 +355,7 @@ impl RedisCounters {
             }
             RedisTarget::Cluster(nodes) => {
                 let mut builder = ClusterClientBuilder::new(nodes)
-                    .connection_timeout(timeout)
+                    .connection_timeout(CONNECT_TIMEOUT)
                     .response_timeout(timeout)
                     .retries(1);
                 if let Some(certificates) = certificates {
@@ -358,7 +363,7 @@ impl RedisCounters {
                 }
                 let client = builder.build().map_err(CounterError::new)?;
                 let config = ClusterConfig::new()
-                    .set_connection_timeout(timeout)
+                    .set_connection_timeout(CONNECT_TIMEOUT)
                     .set_response_timeout(timeout);
                 (
                     Link::Cluster(client.get_pending_async_connection_with_config(config)),
@@ -382,7 +387,10 @@ impl RedisCounters {
     }
 
     /// One `PING` on a connection of its own, within [`PING_TIMEOUT`]: whether Redis answers
-    /// now, and if not, why (a refused certificate says so).
+    /// now, and if not, why (a refused certificate says so). Then the requests' connection is
+    /// opened and the scripts loaded (on every node of a cluster): the first requests, which
+    /// wait for Redis at most the short timeout, pay neither a handshake nor a script's first
+    /// load.
     async fn ping_inner(&self) -> Result<(), CounterError> {
         let ping = async {
             let pong: String = match &self.probe {
@@ -404,7 +412,16 @@ impl RedisCounters {
         };
         bounded::<String>(PING_TIMEOUT, ping)
             .await
-            .map(drop)
+            .map_err(CounterError::new)?;
+        let mut connection = self.counting.connection.clone();
+        let load = async {
+            for script in [&self.counting.hit, &self.peek, &self.start_ban] {
+                script.load_async(&mut connection).await?;
+            }
+            Ok(())
+        };
+        bounded::<()>(PING_TIMEOUT, load)
+            .await
             .map_err(CounterError::new)
     }
 

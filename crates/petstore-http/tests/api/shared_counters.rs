@@ -230,6 +230,32 @@ fn tallies(hits: &[Result<Hit, petstore_http::ratelimit::CounterError>]) -> (Vec
 }
 
 #[actix_web::test]
+async fn the_start_up_check_leaves_the_connection_open_and_the_scripts_loaded() {
+    let Some(redis) = OwnRedis::start() else {
+        return;
+    };
+    let counters = RedisCounters::new(&redis.url(), "ready-test", Duration::from_secs(2), 86_400)
+        .expect("counters");
+    counters.ping().await.expect("ping");
+    // Before any request, the requests' connection is open (its last command a script's load)...
+    let clients: String = redis.query(redis::cmd("CLIENT").arg("LIST"));
+    assert!(
+        clients
+            .lines()
+            .any(|client| client.contains(" cmd=script|load ")),
+        "{clients}"
+    );
+    assert_eq!(redis.calls("script|load"), 3, "hit, peek, start a ban");
+    // ...and the first request finds its script: `EVALSHA` only, never the `EVAL` after a
+    // `NOSCRIPT`.
+    counters
+        .hit(Subject::Key(1), limits(5), NOW)
+        .await
+        .expect("hit");
+    assert_eq!((redis.calls("evalsha"), redis.calls("eval")), (1, 0));
+}
+
+#[actix_web::test]
 async fn concurrent_decisions_go_to_redis_together_each_with_its_own_exact_answer() {
     let Some(redis) = OwnRedis::start() else {
         return;

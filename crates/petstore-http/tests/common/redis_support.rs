@@ -247,24 +247,30 @@ impl OwnRedis {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
-    /// How many scripts the server has run (`EVALSHA` and `EVAL` calls), from `INFO
-    /// commandstats`.
+    /// How many scripts the server has run (`EVALSHA` and `EVAL` calls).
     pub fn script_calls(&self) -> u64 {
-        let client = redis::Client::open(self.url()).expect("client");
-        let mut conn = client.get_connection().expect("connection");
-        let info: String = redis::cmd("INFO")
-            .arg("commandstats")
-            .query(&mut conn)
-            .expect("INFO");
+        self.calls("evalsha") + self.calls("eval")
+    }
+
+    /// How many times the server has run `command` (as `INFO commandstats` names it:
+    /// `evalsha`, `script|load`).
+    pub fn calls(&self, command: &str) -> u64 {
+        let info: String = self.query(redis::cmd("INFO").arg("commandstats"));
+        let name = format!("cmdstat_{command}:");
         info.lines()
-            .filter(|line| {
-                line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:")
-            })
-            .filter_map(|line| {
-                let calls = line.split("calls=").nth(1)?;
+            .filter_map(|line| line.strip_prefix(&name))
+            .filter_map(|stats| {
+                let calls = stats.split("calls=").nth(1)?;
                 calls.split(',').next()?.parse::<u64>().ok()
             })
             .sum()
+    }
+
+    /// The server's answer to `command`, on a connection of the test's own.
+    pub fn query<T: redis::FromRedisValue>(&self, command: &redis::Cmd) -> T {
+        let client = redis::Client::open(self.url()).expect("client");
+        let mut conn = client.get_connection().expect("connection");
+        command.query(&mut conn).expect("query")
     }
 }
 
