@@ -81,9 +81,13 @@ async fn counters_over_tls_trust_only_a_certificate_for_the_host_from_the_ca() {
     }
 }
 
-/// Counters on `cluster`, as one instance of the service holds them.
-fn on_cluster(cluster: &RedisCluster, prefix: &str, timeout: Duration) -> RedisCounters {
-    RedisCounters::new(&cluster.url(), prefix, timeout, 86_400).expect("cluster counters")
+/// Counters on `cluster`, as one instance of the service holds them once started (its start-up
+/// check passed: the cluster answers, every node has the scripts).
+async fn on_cluster(cluster: &RedisCluster, prefix: &str, timeout: Duration) -> RedisCounters {
+    let counters =
+        RedisCounters::new(&cluster.url(), prefix, timeout, 86_400).expect("cluster counters");
+    counters.ping().await.expect("the cluster answers");
+    counters
 }
 
 #[actix_web::test]
@@ -92,8 +96,8 @@ async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
         return;
     };
     let timeout = Duration::from_secs(2);
-    let first = on_cluster(&cluster, "cluster-test", timeout);
-    let second = on_cluster(&cluster, "cluster-test", timeout);
+    let first = on_cluster(&cluster, "cluster-test", timeout).await;
+    let second = on_cluster(&cluster, "cluster-test", timeout).await;
     // Many subjects, so that they land on every master; each one hammered from both
     // instances at once.
     for id in 1..=12 {
@@ -135,7 +139,7 @@ async fn a_failover_keeps_the_failure_policy_hangs_nothing_and_counts_exactly_af
     let db = TestDatabase::sqlite();
     let store = db.store().await;
     let limiter = Limiter::shared(
-        Box::new(on_cluster(&cluster, "failover-test", timeout)),
+        Box::new(on_cluster(&cluster, "failover-test", timeout).await),
         FailurePolicy::Closed,
         petstore_domain::BanPolicy::default(),
         anonymous_limits(),
