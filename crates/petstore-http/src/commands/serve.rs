@@ -203,6 +203,8 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
         }
         Err(error) => {
             let reason = crate::report::Chain(&error).to_string();
+            // Told by its words: `redis`'s cluster client keeps only the text of a node's
+            // error, so rustls's typed error is not there to match for a cluster.
             let lower = reason.to_ascii_lowercase();
             if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
             {
