@@ -4,6 +4,8 @@
 //!
 //! When PostgreSQL is unreachable, [`TestDatabase::new`] returns `None` after printing a loud
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
+//!
+//! For TLS tests, [`Authority`] is a certificate authority made for one test.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
@@ -293,6 +295,39 @@ macro_rules! for_each_backend {
             }
         )*
     };
+}
+
+/// A certificate authority made for one test (its certificate in PEM), which signs server
+/// certificates for the test's own TLS servers.
+pub struct Authority {
+    /// The CA's certificate, PEM: what a client given it trusts.
+    pub ca_pem: String,
+    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+}
+
+impl Authority {
+    /// A new CA named `name`, with a key of its own.
+    pub fn new(name: &str) -> Self {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.distinguished_name.push(DnType::CommonName, name);
+        let issuer =
+            CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA");
+        Self {
+            ca_pem: issuer.pem(),
+            issuer,
+        }
+    }
+
+    /// A certificate for `names` (DNS names or IP addresses), and its key, in PEM.
+    pub fn server_certificate(&self, names: &[&str]) -> (String, String) {
+        let key = rcgen::KeyPair::generate().expect("key");
+        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
+        let params = rcgen::CertificateParams::new(names).expect("params");
+        let certificate = params.signed_by(&key, &self.issuer).expect("signed");
+        (certificate.pem(), key.serialize_pem())
+    }
 }
 
 #[cfg(test)]

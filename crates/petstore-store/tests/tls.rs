@@ -9,9 +9,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use petstore_domain::{PetDraft, PetRepository, PetStatus, Storage, StorageErrorKind};
-use petstore_store::testing::{RawPostgres, TestDatabase, in_ci, loud_skip};
+use petstore_store::testing::{Authority, RawPostgres, TestDatabase, in_ci, loud_skip};
 use petstore_store::{Store, StoreConfig};
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 
 /// Migrates, writes and reads a pet through a store on `url`.
 async fn round_trip(url: &str) -> Result<(), String> {
@@ -74,35 +73,6 @@ async fn sslmode_require_encrypts_the_connection_to_the_local_server() {
         "no plain connection but the watcher's: {rows:?}"
     );
     store.close();
-}
-
-/// A CA made for one test, and the server certificate it signs.
-struct Authority {
-    ca_pem: String,
-    issuer: CertifiedIssuer<'static, KeyPair>,
-}
-
-impl Authority {
-    fn new(name: &str) -> Self {
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        let issuer =
-            CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA");
-        Self {
-            ca_pem: issuer.pem(),
-            issuer,
-        }
-    }
-
-    /// A certificate for `names` (DNS names or IP addresses), and its key, in PEM.
-    fn server_certificate(&self, names: &[&str]) -> (String, String) {
-        let key = KeyPair::generate().expect("key");
-        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
-        let params = CertificateParams::new(names).expect("params");
-        let certificate = params.signed_by(&key, &self.issuer).expect("signed");
-        (certificate.pem(), key.serialize_pem())
-    }
 }
 
 /// A PostgreSQL server of the test's own: `initdb` in a temporary folder, then `postgres` on a

@@ -10,10 +10,10 @@ use petstore_domain::{Ban, Plan, RateLimits};
 use petstore_http::ratelimit::{
     AddressPolicy, CounterStore, FailurePolicy, Hit, Limiter, RedisCounters, Subject,
 };
-use petstore_store::testing::TestDatabase;
+use petstore_store::testing::{Authority, TestDatabase};
 
 use crate::helpers::{TestApp, anonymous_limits};
-use crate::redis_support::{Authority, OwnRedis, RedisCluster, TlsRedis};
+use crate::redis_support::{OwnRedis, RedisCluster, TlsRedis};
 
 const NOW: u64 = 1_800_000_005;
 

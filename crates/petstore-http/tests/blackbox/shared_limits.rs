@@ -62,7 +62,7 @@ fn over_tls_the_start_checks_the_certificate() {
     let other = tls.dir.path().join("other-ca.pem");
     std::fs::write(
         &other,
-        crate::common::redis_support::Authority::new("other").ca_pem,
+        petstore_store::testing::Authority::new("other").ca_pem,
     )
     .expect("write");
     for (url, ca_file, says) in [

@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use petstore_store::testing::in_ci;
+use petstore_store::testing::{Authority, in_ci};
 
 pub struct TestRedis {
     pub url: String,
@@ -132,36 +132,6 @@ impl Drop for RedisProcess {
     fn drop(&mut self) {
         let _ = self.0.kill();
         let _ = self.0.wait();
-    }
-}
-
-/// A CA made for one test, PEM.
-pub struct Authority {
-    pub ca_pem: String,
-    issuer: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
-}
-
-impl Authority {
-    pub fn new(name: &str) -> Self {
-        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-        let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
-        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        params.distinguished_name.push(DnType::CommonName, name);
-        let issuer =
-            CertifiedIssuer::self_signed(params, KeyPair::generate().expect("key")).expect("CA");
-        Self {
-            ca_pem: issuer.pem(),
-            issuer,
-        }
-    }
-
-    /// A certificate for `names` (DNS names or IP addresses) and its key, in PEM.
-    pub fn server_certificate(&self, names: &[&str]) -> (String, String) {
-        let key = rcgen::KeyPair::generate().expect("key");
-        let names: Vec<String> = names.iter().map(|name| (*name).to_owned()).collect();
-        let params = rcgen::CertificateParams::new(names).expect("params");
-        let certificate = params.signed_by(&key, &self.issuer).expect("signed");
-        (certificate.pem(), key.serialize_pem())
     }
 }
 
