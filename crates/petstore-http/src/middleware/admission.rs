@@ -15,7 +15,9 @@ use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials};
 use crate::error::ApiError;
 use crate::ratelimit::headers;
-use crate::ratelimit::{Account, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Verdict};
+use crate::ratelimit::{
+    Account, BanInForce, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Verdict,
+};
 use crate::report::Chain;
 use crate::state::AppState;
 
@@ -307,11 +309,12 @@ impl KeyBans for StoredBans<'_> {
         id: i64,
         ban: Ban,
         now: u64,
-    ) -> LocalBoxFuture<'_, Result<Option<Ban>, Box<dyn std::error::Error + Send + Sync>>> {
+    ) -> LocalBoxFuture<'_, Result<Option<BanInForce>, Box<dyn std::error::Error + Send + Sync>>>
+    {
         async move {
             let state = self.state;
-            // `false` when another instance just imposed one: the key read below has it.
-            state
+            // `false` when another request just imposed one: the key read below has it.
+            let started = state
                 .db
                 .call("ban_key", |storage| storage.ban_key(id, ban, now))
                 .await?;
@@ -319,7 +322,9 @@ impl KeyBans for StoredBans<'_> {
                 return Ok(None);
             };
             let client: Option<ApiClient> = state.auth.look_up(&state.db, credentials).await?;
-            Ok(client.and_then(|client| client.key().ban_at(now)))
+            Ok(client
+                .and_then(|client| client.key().ban_at(now))
+                .map(|ban| BanInForce { ban, started }))
         }
         .boxed_local()
     }

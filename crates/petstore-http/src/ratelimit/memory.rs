@@ -132,7 +132,7 @@ impl MemoryCounters {
     }
 
     /// [`CounterStore::start_ban`], synchronously.
-    pub fn start_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) {
+    pub fn start_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) -> bool {
         let mut shard = self
             .shard(&subject)
             .lock()
@@ -150,14 +150,18 @@ impl MemoryCounters {
                 );
                 shard.addresses += 1;
             }
-            return;
+            return true;
         };
+        if ban.is_some() && entry.ban.is_some_and(|current| current.until > now) {
+            return false;
+        }
         if entry.minute == Window::Minute.index(now) {
             entry.rejected = 0;
         }
         if ban.is_some() {
             entry.ban = ban;
         }
+        true
     }
 
     /// How many subjects are tracked (for tests of the memory bound).
@@ -335,9 +339,8 @@ impl CounterStore for MemoryCounters {
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<(), CounterError>> {
-        self.start_ban_now(subject, ban, now);
-        std::future::ready(Ok(())).boxed_local()
+    ) -> LocalBoxFuture<'a, Result<bool, CounterError>> {
+        std::future::ready(Ok(self.start_ban_now(subject, ban, now))).boxed_local()
     }
 }
 
@@ -433,7 +436,14 @@ mod tests {
             until: T0 + 300,
             level: 1,
         };
-        counters.start_ban_now(key, Some(ban), T0);
+        assert!(counters.start_ban_now(key, Some(ban), T0));
+        assert_eq!(counters.hit_now(key, LIMITS, T0 + 299), Hit::Banned(ban));
+        // Requests counted before it crossed the threshold too: the ban in force stays, once.
+        let again = Ban {
+            until: T0 + 310,
+            level: 1,
+        };
+        assert!(!counters.start_ban_now(key, Some(again), T0 + 10));
         assert_eq!(counters.hit_now(key, LIMITS, T0 + 299), Hit::Banned(ban));
         match counters.hit_now(key, LIMITS, T0 + 300) {
             Hit::Counted {

@@ -118,13 +118,16 @@ pub trait CounterStore: Send + Sync + 'static {
 
     /// A ban of `subject` starts: forgets its refusals in the current minute (so that, once the
     /// ban ends or is lifted, only new refusals count towards the next one) and, for an address,
-    /// records the ban (key bans are kept with the key, in the database).
+    /// records the ban (key bans are kept with the key, in the database). Whether this call
+    /// started it: an address's ban is not started again while one is in force at `now`
+    /// (requests counted together, or on several instances, cross the threshold together), and
+    /// then nothing changes. A key's (`None`) is started by the caller, so `true`.
     fn start_ban<'a>(
         &'a self,
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<(), CounterError>>;
+    ) -> LocalBoxFuture<'a, Result<bool, CounterError>>;
 }
 
 /// What to do when the counter store is unreachable (`--rate-limit-on-failure open|closed`).
@@ -234,16 +237,26 @@ pub enum LimitError {
     },
 }
 
+/// A subject's ban in force once a request crossed the threshold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BanInForce {
+    /// The ban.
+    pub ban: Ban,
+    /// Whether that request started it; not when one was in force already (a request before
+    /// it, on this instance or another, started it).
+    pub started: bool,
+}
+
 /// Where key bans are kept (with the keys, so every instance and the operators see them).
 pub trait KeyBans {
-    /// Records `ban` of key `id`, unless a ban is already in force at `now` (another instance
+    /// Records `ban` of key `id`, unless a ban is already in force at `now` (another request
     /// may just have imposed one), and returns the key's ban in force afterwards.
     fn ban_key(
         &self,
         id: i64,
         ban: Ban,
         now: u64,
-    ) -> LocalBoxFuture<'_, Result<Option<Ban>, BoxError>>;
+    ) -> LocalBoxFuture<'_, Result<Option<BanInForce>, BoxError>>;
 }
 
 /// Counts requests and decides; shared by every worker.
@@ -365,10 +378,14 @@ impl Limiter {
         let subject = account.subject;
         let ban = match subject {
             Subject::Key(id) => {
-                self.start_ban(subject, None, now).await;
                 let ban = self.bans.next_ban(account.ban, now);
                 match key_bans.ban_key(id, ban, now).await {
-                    Ok(Some(ban)) => ban,
+                    Ok(Some(ban)) => {
+                        if ban.started {
+                            self.start_ban(subject, None, now).await;
+                        }
+                        ban
+                    }
                     Ok(None) => {
                         let source = format!("key {id} has no ban in force after recording one");
                         return Err(LimitError::BanNotRecorded {
@@ -388,16 +405,19 @@ impl Limiter {
             }
             Subject::Address(_) => {
                 let ban = self.bans.next_ban(previous_ban, now);
-                self.start_ban(subject, Some(ban), now).await;
-                ban
+                let started = self.start_ban(subject, Some(ban), now).await;
+                BanInForce { ban, started }
             }
         };
-        metrics::counter!(metric::RATE_LIMIT_BANS, "subject" => subject.kind()).increment(1);
-        log::warn!(
-            "{subject} banned until {} (ban #{} in a row) for requests after 429s",
-            ban.until,
-            ban.level
-        );
+        let BanInForce { ban, started } = ban;
+        if started {
+            metrics::counter!(metric::RATE_LIMIT_BANS, "subject" => subject.kind()).increment(1);
+            log::warn!(
+                "{subject} banned until {} (ban #{} in a row) for requests after 429s",
+                ban.until,
+                ban.level
+            );
+        }
         Ok(Verdict::Banned(ban))
     }
 
@@ -453,13 +473,19 @@ impl Limiter {
     }
 
     /// Starts a ban in the counter store (and the fallback, so an address ban holds during an
-    /// outage too); `ban` is `None` for keys, whose bans are kept with the key.
-    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) {
-        if let Some(fallback) = &self.fallback {
-            fallback.start_ban_now(subject, ban, now);
-        }
-        if let Err(error) = self.counters.start_ban(subject, ban, now).await {
-            self.note_failure(&error, now);
+    /// outage too); `ban` is `None` for keys, whose bans are kept with the key. Whether it
+    /// started: the counter store's answer, or while it fails, the fallback's.
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> bool {
+        let in_fallback = self
+            .fallback
+            .as_ref()
+            .map(|fallback| fallback.start_ban_now(subject, ban, now));
+        match self.counters.start_ban(subject, ban, now).await {
+            Ok(started) => started,
+            Err(error) => {
+                self.note_failure(&error, now);
+                in_fallback.unwrap_or(true)
+            }
         }
     }
 

@@ -129,10 +129,18 @@ return table.concat({peek(0, 1)}, ',')
 const MAX_BATCH: usize = 256;
 
 /// A ban starts. KEYS: minute refusals, ban. ARGV: the ban (`until:level`, or empty for none
-/// to record), its lifetime in seconds. One script rather than a MULTI block, which a cluster
-/// client does not route.
-const START_BAN: &str = r"redis.call('DEL', KEYS[1])
-if ARGV[1] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2]) end
+/// to record), its lifetime in seconds, now. Answers 1, or 0 without a change when a ban to
+/// record finds one in force (requests counted together cross the threshold together). One
+/// script rather than a MULTI block, which a cluster client does not route.
+const START_BAN: &str = r"if ARGV[1] ~= '' then
+  local ban = redis.call('GET', KEYS[2])
+  if ban then
+    local sep = string.find(ban, ':', 1, true)
+    if tonumber(string.sub(ban, 1, sep - 1)) > tonumber(ARGV[3]) then return 0 end
+  end
+  redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
+end
+redis.call('DEL', KEYS[1])
 return 1
 ";
 
@@ -480,7 +488,7 @@ impl RedisCounters {
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> Result<(), CounterError> {
+    ) -> Result<bool, CounterError> {
         let counting = &self.counting;
         let mut invocation = self.start_ban.prepare_invoke();
         let base = counting.key_base(subject);
@@ -496,10 +504,11 @@ impl RedisCounters {
             }
             None => invocation.arg("").arg(1),
         };
+        invocation.arg(now);
         let mut connection = counting.connection.clone();
         bounded::<u64>(counting.timeout, invocation.invoke_async(&mut connection))
             .await
-            .map(drop)
+            .map(|started| started == 1)
             .map_err(CounterError::new)
     }
 }
@@ -844,7 +853,7 @@ impl CounterStore for RedisCounters {
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<(), CounterError>> {
+    ) -> LocalBoxFuture<'a, Result<bool, CounterError>> {
         self.start_ban_inner(subject, ban, now).boxed_local()
     }
 }

@@ -449,6 +449,48 @@ async fn an_address_that_keeps_pushing_is_banned(app: TestApp) {
     app.send(from()).await.assert_error(401, "unauthorized");
 }
 
+/// Requests counted together (in one batch to Redis, or while another's ban is being recorded)
+/// cross the threshold together: every one past it is refused, and one ban starts, counted and
+/// logged once, for a key and for an address.
+async fn a_burst_crossing_the_threshold_together_starts_one_ban(app: TestApp) {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let metrics = recorder.handle();
+    let _recording = metrics::set_default_local_recorder(&recorder);
+    let (_, key) = new_key(&app, Plan::Enterprise, Some((2, 1_000))).await;
+    for _ in 0..2 {
+        assert_eq!(app.get_as("/v1/pets", &key).await.status, 200);
+    }
+    let burst = (0..20).map(|_| app.get_as("/v1/pets", &key));
+    for reply in futures_util::future::join_all(burst).await {
+        assert_eq!(reply.status, 429);
+    }
+    app.get_as("/v1/pets", &key)
+        .await
+        .assert_error(429, "temporarily_banned");
+
+    let from = || {
+        TestRequest::get()
+            .uri("/v1/pets")
+            .peer_addr("203.0.113.10:5".parse().expect("addr"))
+    };
+    for _ in 0..60 {
+        app.send(from()).await.assert_error(401, "unauthorized");
+    }
+    let burst = (0..20).map(|_| app.send(from()));
+    for reply in futures_util::future::join_all(burst).await {
+        assert_eq!(reply.status, 429);
+    }
+    app.send(from())
+        .await
+        .assert_error(429, "temporarily_banned");
+
+    let rendered = metrics.render();
+    for subject in ["key", "address"] {
+        let line = format!("petstore_rate_limit_bans_total{{subject=\"{subject}\"}} 1\n");
+        assert!(rendered.contains(&line), "{line} not in {rendered}");
+    }
+}
+
 /// A ban whose end is past 10^14 seconds (a very long `--ban-max-duration`) is read back from
 /// the script exactly (Lua would write such a number with an exponent by itself).
 #[actix_web::test]
@@ -485,6 +527,7 @@ limiter_tests!(
     a_key_that_keeps_pushing_is_banned_escalating_until_unbanned,
     the_status_reads_the_counters_without_counting,
     an_address_that_keeps_pushing_is_banned,
+    a_burst_crossing_the_threshold_together_starts_one_ban,
 );
 
 #[actix_web::test]

@@ -119,14 +119,36 @@ async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
         until: NOW + 300,
         level: 1,
     };
-    first.start_ban(address, Some(ban), NOW).await.expect("ban");
+    assert!(first.start_ban(address, Some(ban), NOW).await.expect("ban"));
     assert_eq!(
         second.hit(address, limits(25), NOW).await.expect("hit"),
+        Hit::Banned(ban)
+    );
+    // The other instance, its requests counted before the ban, does not start it again.
+    let later = Ban {
+        until: NOW + 310,
+        level: 1,
+    };
+    assert!(
+        !second
+            .start_ban(address, Some(later), NOW + 10)
+            .await
+            .expect("ban")
+    );
+    assert_eq!(
+        first.hit(address, limits(25), NOW + 10).await.expect("hit"),
         Hit::Banned(ban)
     );
     assert_eq!(
         second.peek(address, limits(25), NOW).await.expect("peek"),
         Hit::Banned(ban)
+    );
+    // Once it has ended, the next one starts.
+    assert!(
+        second
+            .start_ban(address, Some(later), NOW + 300)
+            .await
+            .expect("ban")
     );
 }
 
