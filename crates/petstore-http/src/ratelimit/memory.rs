@@ -132,7 +132,7 @@ impl MemoryCounters {
     }
 
     /// [`CounterStore::start_ban`], synchronously.
-    pub fn start_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) -> bool {
+    pub fn start_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) -> Option<Ban> {
         let mut shard = self
             .shard(&subject)
             .lock()
@@ -150,10 +150,12 @@ impl MemoryCounters {
                 );
                 shard.addresses += 1;
             }
-            return true;
+            return None;
         };
-        if ban.is_some() && entry.ban.is_some_and(|current| current.until > now) {
-            return false;
+        if let (Some(_), Some(current)) = (ban, entry.ban)
+            && current.until > now
+        {
+            return Some(current);
         }
         if entry.minute == Window::Minute.index(now) {
             entry.rejected = 0;
@@ -161,7 +163,7 @@ impl MemoryCounters {
         if ban.is_some() {
             entry.ban = ban;
         }
-        true
+        None
     }
 
     /// How many subjects are tracked (for tests of the memory bound).
@@ -339,7 +341,7 @@ impl CounterStore for MemoryCounters {
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<bool, CounterError>> {
+    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>> {
         std::future::ready(Ok(self.start_ban_now(subject, ban, now))).boxed_local()
     }
 }
@@ -436,14 +438,14 @@ mod tests {
             until: T0 + 300,
             level: 1,
         };
-        assert!(counters.start_ban_now(key, Some(ban), T0));
+        assert_eq!(counters.start_ban_now(key, Some(ban), T0), None);
         assert_eq!(counters.hit_now(key, LIMITS, T0 + 299), Hit::Banned(ban));
         // Requests counted before it crossed the threshold too: the ban in force stays, once.
         let again = Ban {
             until: T0 + 310,
             level: 1,
         };
-        assert!(!counters.start_ban_now(key, Some(again), T0 + 10));
+        assert_eq!(counters.start_ban_now(key, Some(again), T0 + 10), Some(ban));
         assert_eq!(counters.hit_now(key, LIMITS, T0 + 299), Hit::Banned(ban));
         match counters.hit_now(key, LIMITS, T0 + 300) {
             Hit::Counted {

@@ -118,16 +118,16 @@ pub trait CounterStore: Send + Sync + 'static {
 
     /// A ban of `subject` starts: forgets its refusals in the current minute (so that, once the
     /// ban ends or is lifted, only new refusals count towards the next one) and, for an address,
-    /// records the ban (key bans are kept with the key, in the database). Whether this call
-    /// started it: an address's ban is not started again while one is in force at `now`
-    /// (requests counted together, or on several instances, cross the threshold together), and
-    /// then nothing changes. A key's (`None`) is started by the caller, so `true`.
+    /// records the ban (key bans are kept with the key, in the database). An address's ban is
+    /// not started while one is in force at `now` (requests counted together, or on several
+    /// instances, cross the threshold together): nothing changes, and the ban in force is the
+    /// answer. `None` when this call started it (for a key, always).
     fn start_ban<'a>(
         &'a self,
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<bool, CounterError>>;
+    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>>;
 }
 
 /// What to do when the counter store is unreachable (`--rate-limit-on-failure open|closed`).
@@ -245,6 +245,16 @@ pub struct BanInForce {
     /// Whether that request started it; not when one was in force already (a request before
     /// it, on this instance or another, started it).
     pub started: bool,
+}
+
+/// What starting a ban in the counter store came to.
+enum BanStart {
+    /// This call started it.
+    Started,
+    /// A ban was in force already, and stays as it is.
+    InForce(Ban),
+    /// The counter store failed, and no fallback counts in its place: recorded nowhere.
+    Failed,
 }
 
 /// Where key bans are kept (with the keys, so every instance and the operators see them).
@@ -405,8 +415,18 @@ impl Limiter {
             }
             Subject::Address(_) => {
                 let ban = self.bans.next_ban(previous_ban, now);
-                let started = self.start_ban(subject, Some(ban), now).await;
-                BanInForce { ban, started }
+                match self.start_ban(subject, Some(ban), now).await {
+                    BanStart::Started => BanInForce { ban, started: true },
+                    BanStart::InForce(ban) => BanInForce {
+                        ban,
+                        started: false,
+                    },
+                    // Recorded nowhere: this request is refused, the next ones counted again.
+                    BanStart::Failed => BanInForce {
+                        ban,
+                        started: false,
+                    },
+                }
             }
         };
         let BanInForce { ban, started } = ban;
@@ -473,20 +493,24 @@ impl Limiter {
     }
 
     /// Starts a ban in the counter store (and the fallback, so an address ban holds during an
-    /// outage too); `ban` is `None` for keys, whose bans are kept with the key. Whether it
-    /// started: the counter store's answer, or while it fails, the fallback's.
-    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> bool {
+    /// outage too); `ban` is `None` for keys, whose bans are kept with the key. What came of
+    /// it: the counter store's answer, or while it fails, the fallback's.
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStart {
         let in_fallback = self
             .fallback
             .as_ref()
             .map(|fallback| fallback.start_ban_now(subject, ban, now));
-        match self.counters.start_ban(subject, ban, now).await {
-            Ok(started) => started,
+        let in_force = match self.counters.start_ban(subject, ban, now).await {
+            Ok(in_force) => in_force,
             Err(error) => {
                 self.note_failure(&error, now);
-                in_fallback.unwrap_or(true)
+                match in_fallback {
+                    Some(in_force) => in_force,
+                    None => return BanStart::Failed,
+                }
             }
-        }
+        };
+        in_force.map_or(BanStart::Started, BanStart::InForce)
     }
 
     /// Counts the failure; logs at most one warning every 10 seconds.

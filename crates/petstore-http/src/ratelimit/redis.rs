@@ -129,19 +129,20 @@ return table.concat({peek(0, 1)}, ',')
 const MAX_BATCH: usize = 256;
 
 /// A ban starts. KEYS: minute refusals, ban. ARGV: the ban (`until:level`, or empty for none
-/// to record), its lifetime in seconds, now. Answers 1, or 0 without a change when a ban to
-/// record finds one in force (requests counted together cross the threshold together). One
-/// script rather than a MULTI block, which a cluster client does not route.
+/// to record), its lifetime in seconds, now. Answers `''`, or, without a change, the ban in
+/// force (`until:level`, as stored) that a ban to record finds (requests counted together
+/// cross the threshold together). One script rather than a MULTI block, which a cluster client
+/// does not route.
 const START_BAN: &str = r"if ARGV[1] ~= '' then
   local ban = redis.call('GET', KEYS[2])
   if ban then
     local sep = string.find(ban, ':', 1, true)
-    if tonumber(string.sub(ban, 1, sep - 1)) > tonumber(ARGV[3]) then return 0 end
+    if tonumber(string.sub(ban, 1, sep - 1)) > tonumber(ARGV[3]) then return ban end
   end
   redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2])
 end
 redis.call('DEL', KEYS[1])
-return 1
+return ''
 ";
 
 /// Slack added to key lifetimes, so instances whose clocks differ a little still agree.
@@ -250,10 +251,14 @@ impl ConnectionLike for Link {
 /// its own reason rather than a request's short timeout.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long opening the requests' connection may take (TCP, then a TLS handshake): longer than
-/// one request waits, so that a handshake slowed by load completes for the requests after it
-/// rather than being cut off and begun again; each request still gives up after its own timeout.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long opening the connection to one server may take (TCP, then a TLS handshake): longer
+/// than one request waits, so that a handshake slowed by load completes for the requests after
+/// it rather than being cut off and begun again; each request still gives up after its own
+/// timeout. Short all the same: while an attempt hangs (a host that drops packets), a Redis
+/// that is back goes unnoticed. A cluster's node connections keep the request timeout: the
+/// cluster client sends nothing, to any node, while it connects to nodes after a topology
+/// change.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A client that opens a connection of its own, for the start-up check.
 #[allow(clippy::large_enum_variant)] // one per process: its size does not matter
@@ -305,6 +310,8 @@ enum RoundTripError {
     Timeout(Duration),
     #[error("unexpected script reply: {0}")]
     Reply(String),
+    #[error("it answers, but opening the requests' connection and loading the scripts failed")]
+    Readying(#[source] Box<RoundTripError>),
 }
 
 impl RedisCounters {
@@ -363,7 +370,7 @@ impl RedisCounters {
             }
             RedisTarget::Cluster(nodes) => {
                 let mut builder = ClusterClientBuilder::new(nodes)
-                    .connection_timeout(CONNECT_TIMEOUT)
+                    .connection_timeout(timeout)
                     .response_timeout(timeout)
                     .retries(1);
                 if let Some(certificates) = certificates {
@@ -371,7 +378,7 @@ impl RedisCounters {
                 }
                 let client = builder.build().map_err(CounterError::new)?;
                 let config = ClusterConfig::new()
-                    .set_connection_timeout(CONNECT_TIMEOUT)
+                    .set_connection_timeout(timeout)
                     .set_response_timeout(timeout);
                 (
                     Link::Cluster(client.get_pending_async_connection_with_config(config)),
@@ -395,10 +402,10 @@ impl RedisCounters {
     }
 
     /// One `PING` on a connection of its own, within [`PING_TIMEOUT`]: whether Redis answers
-    /// now, and if not, why (a refused certificate says so). Then the requests' connection is
-    /// opened and the scripts loaded (on every node of a cluster): the first requests, which
-    /// wait for Redis at most the short timeout, pay neither a handshake nor a script's first
-    /// load.
+    /// now, and if not, why (a refused certificate says so). Then, within as long again, the
+    /// requests' connection is opened and the scripts loaded (on every node of a cluster): the
+    /// first requests, which wait for Redis at most the short timeout, pay neither a handshake
+    /// nor a script's first load.
     async fn ping_inner(&self) -> Result<(), CounterError> {
         let ping = async {
             let pong: String = match &self.probe {
@@ -430,7 +437,7 @@ impl RedisCounters {
         };
         bounded::<()>(PING_TIMEOUT, load)
             .await
-            .map_err(CounterError::new)
+            .map_err(|error| CounterError::new(RoundTripError::Readying(Box::new(error))))
     }
 
     /// Queues one request's hit, starting a task to send the queue if none is at it, and waits
@@ -488,7 +495,7 @@ impl RedisCounters {
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> Result<bool, CounterError> {
+    ) -> Result<Option<Ban>, CounterError> {
         let counting = &self.counting;
         let mut invocation = self.start_ban.prepare_invoke();
         let base = counting.key_base(subject);
@@ -506,10 +513,10 @@ impl RedisCounters {
         };
         invocation.arg(now);
         let mut connection = counting.connection.clone();
-        bounded::<u64>(counting.timeout, invocation.invoke_async(&mut connection))
+        let reply = bounded::<String>(counting.timeout, invocation.invoke_async(&mut connection))
             .await
-            .map(|started| started == 1)
-            .map_err(CounterError::new)
+            .map_err(CounterError::new)?;
+        in_force(&reply).map_err(CounterError::new)
     }
 }
 
@@ -815,6 +822,20 @@ fn peeked(reply: &str) -> Result<Hit, RoundTripError> {
     })
 }
 
+/// [`START_BAN`]'s reply: the ban in force it found, if any.
+fn in_force(reply: &str) -> Result<Option<Ban>, RoundTripError> {
+    if reply.is_empty() {
+        return Ok(None);
+    }
+    let parsed = reply
+        .split_once(':')
+        .and_then(|(until, level)| Some((until.parse().ok()?, level.parse().ok()?)));
+    match parsed {
+        Some((until, level)) => Ok(ban(until, level)),
+        None => Err(RoundTripError::Reply(format!("not a ban: {reply:.100}"))),
+    }
+}
+
 async fn bounded<T>(
     timeout: Duration,
     call: impl std::future::Future<Output = redis::RedisResult<T>>,
@@ -853,7 +874,7 @@ impl CounterStore for RedisCounters {
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<bool, CounterError>> {
+    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>> {
         self.start_ban_inner(subject, ban, now).boxed_local()
     }
 }
@@ -978,6 +999,21 @@ mod tests {
                 previous_ban: None,
             }
         );
+    }
+
+    #[test]
+    fn a_ban_start_answers_nothing_or_the_ban_in_force() {
+        assert_eq!(in_force("").expect("started"), None);
+        assert_eq!(
+            in_force("100000000000000:3").expect("in force"),
+            Some(Ban {
+                until: 100_000_000_000_000,
+                level: 3,
+            })
+        );
+        for reply in ["1", "1:", ":1", "1:x", "1e+14:1", "1:2:3"] {
+            assert!(in_force(reply).is_err(), "{reply}");
+        }
     }
 
     #[test]

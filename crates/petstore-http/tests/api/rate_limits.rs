@@ -449,9 +449,10 @@ async fn an_address_that_keeps_pushing_is_banned(app: TestApp) {
     app.send(from()).await.assert_error(401, "unauthorized");
 }
 
-/// Requests counted together (in one batch to Redis, or while another's ban is being recorded)
-/// cross the threshold together: every one past it is refused, and one ban starts, counted and
-/// logged once, for a key and for an address.
+/// Requests counted together (in one batch to Redis) cross the threshold together: every one
+/// past it is refused, and one ban starts, counted and logged once, for a key and for an
+/// address. (With counters in memory these requests do not overlap here, so that run checks
+/// the plain case; `MemoryCounters`' own test starts a ban while one is in force.)
 async fn a_burst_crossing_the_threshold_together_starts_one_ban(app: TestApp) {
     let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
     let metrics = recorder.handle();

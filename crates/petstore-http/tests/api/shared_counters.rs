@@ -119,21 +119,27 @@ async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
         until: NOW + 300,
         level: 1,
     };
-    assert!(first.start_ban(address, Some(ban), NOW).await.expect("ban"));
+    assert_eq!(
+        first.start_ban(address, Some(ban), NOW).await.expect("ban"),
+        None,
+        "started"
+    );
     assert_eq!(
         second.hit(address, limits(25), NOW).await.expect("hit"),
         Hit::Banned(ban)
     );
-    // The other instance, its requests counted before the ban, does not start it again.
+    // The other instance, its requests counted before the ban, does not start one again: the
+    // ban in force is the answer.
     let later = Ban {
         until: NOW + 310,
         level: 1,
     };
-    assert!(
-        !second
+    assert_eq!(
+        second
             .start_ban(address, Some(later), NOW + 10)
             .await
-            .expect("ban")
+            .expect("ban"),
+        Some(ban)
     );
     assert_eq!(
         first.hit(address, limits(25), NOW + 10).await.expect("hit"),
@@ -144,11 +150,13 @@ async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
         Hit::Banned(ban)
     );
     // Once it has ended, the next one starts.
-    assert!(
+    assert_eq!(
         second
             .start_ban(address, Some(later), NOW + 300)
             .await
-            .expect("ban")
+            .expect("ban"),
+        None,
+        "started"
     );
 }
 
@@ -272,13 +280,13 @@ async fn the_start_up_check_leaves_the_connection_open_and_the_scripts_loaded() 
         "{clients}"
     );
     assert_eq!(redis.calls("script|load"), 3, "hit, peek, start a ban");
-    // ...and the first request finds its script: `EVALSHA` only, never the `EVAL` after a
-    // `NOSCRIPT`.
+    // ...and the first request finds its script: one `EVALSHA`, not a `NOSCRIPT` refusal, a
+    // `SCRIPT LOAD` and the `EVALSHA` again.
     counters
         .hit(Subject::Key(1), limits(5), NOW)
         .await
         .expect("hit");
-    assert_eq!((redis.calls("evalsha"), redis.calls("eval")), (1, 0));
+    assert_eq!((redis.calls("script|load"), redis.calls("evalsha")), (3, 1));
 }
 
 #[actix_web::test]
