@@ -215,8 +215,8 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
                 .into());
             }
             log::warn!(
-                "Redis at {shown} does not answer yet ({reason}); rate limits follow \
-                 --rate-limit-on-failure until it does"
+                "Redis at {shown} is not ready yet ({reason}); rate limits follow \
+                 --rate-limit-on-failure while it fails"
             );
             Ok(())
         }
