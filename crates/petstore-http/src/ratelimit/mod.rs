@@ -254,7 +254,7 @@ enum BanStart {
     /// A ban was in force already, and stays as it is.
     InForce(Ban),
     /// The counter store failed, and no fallback counts in its place: recorded nowhere.
-    Failed,
+    Failed(CounterError),
 }
 
 /// Where key bans are kept (with the keys, so every instance and the operators see them).
@@ -421,11 +421,8 @@ impl Limiter {
                         ban,
                         started: false,
                     },
-                    // Recorded nowhere: this request is refused, the next ones counted again.
-                    BanStart::Failed => BanInForce {
-                        ban,
-                        started: false,
-                    },
+                    // Recorded nowhere: the store failed, and the policy is to fail closed.
+                    BanStart::Failed(error) => return Err(LimitError::Counters(error)),
                 }
             }
         };
@@ -492,21 +489,26 @@ impl Limiter {
         }
     }
 
-    /// Starts a ban in the counter store (and the fallback, so an address ban holds during an
-    /// outage too); `ban` is `None` for keys, whose bans are kept with the key. What came of
-    /// it: the counter store's answer, or while it fails, the fallback's.
+    /// Starts a ban in the counter store, then in the fallback (so that an address ban holds
+    /// during an outage too: the store's ban in force where it found one); `ban` is `None` for
+    /// keys, whose bans are kept with the key. What came of it: the counter store's answer, or
+    /// while it fails, the fallback's.
     async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStart {
-        let in_fallback = self
-            .fallback
-            .as_ref()
-            .map(|fallback| fallback.start_ban_now(subject, ban, now));
-        let in_force = match self.counters.start_ban(subject, ban, now).await {
-            Ok(in_force) => in_force,
-            Err(error) => {
+        let stored = self.counters.start_ban(subject, ban, now).await;
+        let in_fallback = self.fallback.as_ref().map(|fallback| {
+            let ban = match &stored {
+                Ok(Some(in_force)) => Some(*in_force),
+                _ => ban,
+            };
+            fallback.start_ban_now(subject, ban, now)
+        });
+        let in_force = match (stored, in_fallback) {
+            (Ok(in_force), _) => in_force,
+            (Err(error), in_fallback) => {
                 self.note_failure(&error, now);
                 match in_fallback {
                     Some(in_force) => in_force,
-                    None => return BanStart::Failed,
+                    None => return BanStart::Failed(error),
                 }
             }
         };

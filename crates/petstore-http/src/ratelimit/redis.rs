@@ -251,8 +251,8 @@ impl ConnectionLike for Link {
 /// its own reason rather than a request's short timeout.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long opening the connection to one server may take (TCP, then a TLS handshake): longer
-/// than one request waits, so that a handshake slowed by load completes for the requests after
+/// How long opening the connection to one server may take (TCP, then a TLS handshake), at least:
+/// longer than one request waits (or as long, with a longer `--rate-limit-timeout`), so that a handshake slowed by load completes for the requests after
 /// it rather than being cut off and begun again; each request still gives up after its own
 /// timeout. Short all the same: while an attempt hangs (a host that drops packets), a Redis
 /// that is back goes unnoticed. A cluster's node connections keep the request timeout: the
@@ -356,7 +356,7 @@ impl RedisCounters {
                 }
                 .map_err(CounterError::new)?;
                 let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(CONNECT_TIMEOUT))
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT.max(timeout)))
                     .set_response_timeout(Some(timeout))
                     .set_number_of_retries(1)
                     .set_max_delay(timeout);
@@ -831,8 +831,11 @@ fn in_force(reply: &str) -> Result<Option<Ban>, RoundTripError> {
         .split_once(':')
         .and_then(|(until, level)| Some((until.parse().ok()?, level.parse().ok()?)));
     match parsed {
-        Some((until, level)) => Ok(ban(until, level)),
-        None => Err(RoundTripError::Reply(format!("not a ban: {reply:.100}"))),
+        Some((until, level)) if until > 0 => Ok(Some(Ban {
+            until,
+            level: narrow(level),
+        })),
+        _ => Err(RoundTripError::Reply(format!("not a ban: {reply:.100}"))),
     }
 }
 
@@ -1011,7 +1014,7 @@ mod tests {
                 level: 3,
             })
         );
-        for reply in ["1", "1:", ":1", "1:x", "1e+14:1", "1:2:3"] {
+        for reply in ["1", "1:", ":1", "1:x", "1e+14:1", "1:2:3", "0:1"] {
             assert!(in_force(reply).is_err(), "{reply}");
         }
     }
