@@ -54,9 +54,8 @@ struct Shard {
 pub struct MemoryCounters {
     shards: Box<[Mutex<Shard>]>,
     /// Picks a subject's shard, keyed at random per instance (one per process): a client cannot
-    /// choose addresses
-    /// that all fall into one shard, to fill its share of the address budget with a fraction
-    /// of the addresses.
+    /// choose addresses that all fall into one shard, to fill its share of the address budget
+    /// with a fraction of the addresses.
     shard_of: RandomState,
     remember_bans_for: u64,
     addresses_per_shard: usize,

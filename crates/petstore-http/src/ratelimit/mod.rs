@@ -247,16 +247,6 @@ pub struct BanInForce {
     pub started: bool,
 }
 
-/// What starting a ban in the counter store came to.
-enum BanStart {
-    /// This call started it.
-    Started,
-    /// A ban was in force already, and stays as it is.
-    InForce(Ban),
-    /// The counter store failed, and no fallback counts in its place: recorded nowhere.
-    Failed(CounterError),
-}
-
 /// Where key bans are kept (with the keys, so every instance and the operators see them).
 pub trait KeyBans {
     /// Records `ban` of key `id`, unless a ban is already in force at `now` (another request
@@ -392,7 +382,8 @@ impl Limiter {
                 match key_bans.ban_key(id, ban, now).await {
                     Ok(Some(ban)) => {
                         if ban.started {
-                            self.start_ban(subject, None, now).await;
+                            // A failure is noted; the ban itself is kept with the key.
+                            let _ = self.start_ban(subject, None, now).await;
                         }
                         ban
                     }
@@ -415,14 +406,13 @@ impl Limiter {
             }
             Subject::Address(_) => {
                 let ban = self.bans.next_ban(previous_ban, now);
-                match self.start_ban(subject, Some(ban), now).await {
-                    BanStart::Started => BanInForce { ban, started: true },
-                    BanStart::InForce(ban) => BanInForce {
-                        ban,
+                // An error: recorded nowhere (the store failed, and the policy is to fail closed).
+                match self.start_ban(subject, Some(ban), now).await? {
+                    None => BanInForce { ban, started: true },
+                    Some(in_force) => BanInForce {
+                        ban: in_force,
                         started: false,
                     },
-                    // Recorded nowhere: the store failed, and the policy is to fail closed.
-                    BanStart::Failed(error) => return Err(LimitError::Counters(error)),
                 }
             }
         };
@@ -491,9 +481,15 @@ impl Limiter {
 
     /// Starts a ban in the counter store, then in the fallback (so that an address ban holds
     /// during an outage too: the store's ban in force where it found one); `ban` is `None` for
-    /// keys, whose bans are kept with the key. What came of it: the counter store's answer, or
-    /// while it fails, the fallback's.
-    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStart {
+    /// keys, whose bans are kept with the key. The ban already in force, if any
+    /// ([`CounterStore::start_ban`]): the counter store's answer, or while it fails, the
+    /// fallback's; an error when it fails and there is no fallback.
+    async fn start_ban(
+        &self,
+        subject: Subject,
+        ban: Option<Ban>,
+        now: u64,
+    ) -> Result<Option<Ban>, CounterError> {
         let stored = self.counters.start_ban(subject, ban, now).await;
         let in_fallback = self.fallback.as_ref().map(|fallback| {
             let ban = match &stored {
@@ -502,17 +498,10 @@ impl Limiter {
             };
             fallback.start_ban_now(subject, ban, now)
         });
-        let in_force = match (stored, in_fallback) {
-            (Ok(in_force), _) => in_force,
-            (Err(error), in_fallback) => {
-                self.note_failure(&error, now);
-                match in_fallback {
-                    Some(in_force) => in_force,
-                    None => return BanStart::Failed(error),
-                }
-            }
-        };
-        in_force.map_or(BanStart::Started, BanStart::InForce)
+        stored.or_else(|error| {
+            self.note_failure(&error, now);
+            in_fallback.ok_or(error)
+        })
     }
 
     /// Counts the failure; logs at most one warning every 10 seconds.

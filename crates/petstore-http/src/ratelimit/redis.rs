@@ -252,9 +252,9 @@ impl ConnectionLike for Link {
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long opening the connection to one server may take (TCP, then a TLS handshake), at least:
-/// longer than one request waits (or as long, with a longer `--rate-limit-timeout`), so that a handshake slowed by load completes for the requests after
-/// it rather than being cut off and begun again; each request still gives up after its own
-/// timeout. Short all the same: while an attempt hangs (a host that drops packets), a Redis
+/// longer than one request waits (or as long, with a longer `--rate-limit-timeout`), so that a
+/// handshake slowed by load completes for the requests after it rather than being cut off and
+/// begun again; each request still gives up after its own timeout. Short all the same: while an attempt hangs (a host that drops packets), a Redis
 /// that is back goes unnoticed. A cluster's node connections keep the request timeout: the
 /// cluster client sends nothing, to any node, while it connects to nodes after a topology
 /// change.
@@ -328,9 +328,9 @@ impl RedisCounters {
 
     /// Counters at `url` under `prefix`; over TLS, the server's certificate must be signed by
     /// `ca_pem` (PEM) when given, else by an authority the system trusts, and name the host.
-    /// Connects lazily (a Redis that is down at start-up does not stop the service) and
-    /// reconnects by itself; every call gives up after `timeout`. Must be called inside the
-    /// async runtime.
+    /// Connects lazily, or at the start-up check ([`CounterStore::ping`]): a Redis that is down
+    /// at start-up does not stop the service. Reconnects by itself; every call gives up after
+    /// `timeout`. Must be called inside the async runtime.
     pub fn with_ca(
         url: &str,
         ca_pem: Option<Vec<u8>>,
