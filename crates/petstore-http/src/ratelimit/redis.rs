@@ -251,13 +251,13 @@ impl ConnectionLike for Link {
 /// its own reason rather than a request's short timeout.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// How long opening the connection to one server may take (TCP, then a TLS handshake), at least:
-/// longer than one request waits (or as long, with a longer `--rate-limit-timeout`), so that a
-/// handshake slowed by load completes for the requests after it rather than being cut off and
-/// begun again; each request still gives up after its own timeout. Short all the same: while an attempt hangs (a host that drops packets), a Redis
-/// that is back goes unnoticed. A cluster's node connections keep the request timeout: the
-/// cluster client sends nothing, to any node, while it connects to nodes after a topology
-/// change.
+/// How long opening the connection to one server may take (TCP, then a TLS handshake), at least
+/// (the request timeout when that is longer): longer than one request waits, so that a handshake
+/// slowed by load completes for the requests after it rather than being cut off and begun again;
+/// each request still gives up after its own timeout. Short all the same: while an attempt hangs (a
+/// host that drops packets), a Redis that is back goes unnoticed. A cluster's node connections keep
+/// the request timeout: the cluster client sends nothing, to any node, while it connects to nodes
+/// after a topology change.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// A client that opens a connection of its own, for the start-up check.
