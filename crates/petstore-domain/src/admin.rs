@@ -4,10 +4,9 @@
 //! the secret is shown once. An API key is never an admin token, nor the reverse: the prefixes
 //! differ and the two are stored apart.
 
-use std::fmt;
-
 use crate::ValidationError;
-use crate::key::{DISPLAY_PREFIX_LEN, KeyHash, secret_from_bytes, validate_label, well_formed};
+use crate::key::validate_label;
+use crate::secret::{Secret, SecretKind};
 
 /// What every admin token starts with (`pst_` is an API key's).
 pub const ADMIN_TOKEN_PREFIX: &str = "psa_";
@@ -54,42 +53,17 @@ impl AdminTokenSpec {
     }
 }
 
-/// An admin token's secret. Its `Debug` output is redacted.
-#[derive(Clone, PartialEq, Eq)]
-pub struct AdminTokenSecret(String);
+/// The kind of an admin token's secret.
+#[derive(Debug)]
+pub enum AdminTokenKind {}
 
-impl AdminTokenSecret {
-    /// Builds a secret from 32 random bytes (the caller supplies the randomness).
-    pub fn from_random_bytes(bytes: [u8; 32]) -> Self {
-        Self(secret_from_bytes(ADMIN_TOKEN_PREFIX, &bytes))
-    }
-
-    /// Accepts a well-formed token (prefix and 64 lowercase hex digits).
-    pub fn parse(candidate: &str) -> Option<Self> {
-        well_formed(ADMIN_TOKEN_PREFIX, candidate).then(|| Self(candidate.to_owned()))
-    }
-
-    /// The hash under which the token is stored.
-    pub fn hash(&self) -> KeyHash {
-        KeyHash::of(&self.0)
-    }
-
-    /// The part kept in clear for listings.
-    pub fn display_prefix(&self) -> &str {
-        &self.0[..DISPLAY_PREFIX_LEN]
-    }
-
-    /// The secret itself, to hand to its holder once.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
+impl SecretKind for AdminTokenKind {
+    const PREFIX: &'static str = ADMIN_TOKEN_PREFIX;
+    const NAME: &'static str = "AdminTokenSecret";
 }
 
-impl fmt::Debug for AdminTokenSecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "AdminTokenSecret({}…)", self.display_prefix())
-    }
-}
+/// An admin token's secret.
+pub type AdminTokenSecret = Secret<AdminTokenKind>;
 
 #[cfg(test)]
 mod tests {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use sha2::{Digest, Sha256};
 
 use crate::ValidationError;
-use crate::key::push_hex;
+use crate::secret::push_hex;
 
 /// The longest accepted `Idempotency-Key`, in characters.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;

@@ -1,20 +1,19 @@
-//! API keys: the key format, how keys are hashed for storage, what a key may do.
+//! API keys: the key's secret, what a key may do.
 //!
-//! A key is `pst_` followed by 64 lowercase hex digits (256 random bits). The service stores
-//! only its SHA-256 hash and a short display prefix; the secret is shown once, at creation.
-//! Generating the random bytes is I/O and happens in the store; everything here is pure.
+//! A key is `pst_` followed by 64 lowercase hex digits (256 random bits), a [`Secret`]: the
+//! service stores only its SHA-256 hash and a short display prefix, and shows the secret once,
+//! at creation.
 
-use std::fmt;
-
-use sha2::{Digest, Sha256};
-
+use crate::secret::{DISPLAY_HEX_LEN, Secret, SecretKind};
 use crate::{Ban, Plan, RateLimits, ValidationError};
+
+/// Where 0.1 had it.
+pub use crate::secret::KeyHash;
 
 /// What every key starts with, so that a leaked key is recognisable (e.g. by secret scanners).
 pub const KEY_PREFIX: &str = "pst_";
-const SECRET_HEX_LEN: usize = 64;
 /// How many characters of a key are kept in clear to tell keys apart in listings.
-pub const DISPLAY_PREFIX_LEN: usize = KEY_PREFIX.len() + 8;
+pub const DISPLAY_PREFIX_LEN: usize = KEY_PREFIX.len() + DISPLAY_HEX_LEN;
 /// Longest accepted key label, in characters.
 pub const MAX_LABEL_CHARS: usize = 100;
 
@@ -273,91 +272,17 @@ impl KeyMatch {
     }
 }
 
-/// The SHA-256 of a key secret (or an admin token), in lowercase hex: what the store keeps and
-/// looks up by.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct KeyHash(String);
+/// The kind of an API key's secret.
+#[derive(Debug)]
+pub enum ApiKeyKind {}
 
-impl KeyHash {
-    /// The hash of a secret.
-    pub(crate) fn of(secret: &str) -> Self {
-        let digest = Sha256::digest(secret.as_bytes());
-        let mut hex = String::with_capacity(64);
-        push_hex(&mut hex, &digest);
-        Self(hex)
-    }
-
-    /// Wraps a hash read back from storage.
-    pub fn from_stored(hex: String) -> Self {
-        Self(hex)
-    }
-
-    /// The hex digest.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
+impl SecretKind for ApiKeyKind {
+    const PREFIX: &'static str = KEY_PREFIX;
+    const NAME: &'static str = "ApiKeySecret";
 }
 
-/// A key secret. Its `Debug` output is redacted so it cannot end up in a log by accident.
-#[derive(Clone, PartialEq, Eq)]
-pub struct ApiKeySecret(String);
-
-impl ApiKeySecret {
-    /// Builds a secret from 32 random bytes (the caller supplies the randomness).
-    pub fn from_random_bytes(bytes: [u8; 32]) -> Self {
-        Self(secret_from_bytes(KEY_PREFIX, &bytes))
-    }
-
-    /// Accepts a well-formed key (prefix and 64 lowercase hex digits), as sent by a client.
-    pub fn parse(candidate: &str) -> Option<Self> {
-        well_formed(KEY_PREFIX, candidate).then(|| Self(candidate.to_owned()))
-    }
-
-    /// The hash under which the key is stored.
-    pub fn hash(&self) -> KeyHash {
-        KeyHash::of(&self.0)
-    }
-
-    /// The part kept in clear for listings.
-    pub fn display_prefix(&self) -> &str {
-        &self.0[..DISPLAY_PREFIX_LEN]
-    }
-
-    /// The secret itself, to hand to its owner once.
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKeySecret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "ApiKeySecret({}…)", self.display_prefix())
-    }
-}
-
-/// `prefix` and 32 random bytes in lowercase hex: the form of every secret the service issues.
-pub(crate) fn secret_from_bytes(prefix: &str, bytes: &[u8; 32]) -> String {
-    let mut secret = String::with_capacity(prefix.len() + SECRET_HEX_LEN);
-    secret.push_str(prefix);
-    push_hex(&mut secret, bytes);
-    secret
-}
-
-/// Whether `candidate` is `prefix` and 64 lowercase hex digits.
-pub(crate) fn well_formed(prefix: &str, candidate: &str) -> bool {
-    candidate.strip_prefix(prefix).is_some_and(|hex| {
-        hex.len() == SECRET_HEX_LEN && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
-    })
-}
-
-/// Appends `bytes` to `out` in lowercase hex.
-pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    for byte in bytes {
-        out.push(DIGITS[usize::from(byte >> 4)] as char);
-        out.push(DIGITS[usize::from(byte & 0x0f)] as char);
-    }
-}
+/// An API key's secret.
+pub type ApiKeySecret = Secret<ApiKeyKind>;
 
 #[cfg(test)]
 mod tests {

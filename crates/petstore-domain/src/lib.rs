@@ -8,7 +8,8 @@
 //! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
 //! backend must agree on are pure functions here: [`order::lifecycle`] and
 //! [`idempotency::decide_claim`]. No module imports one that imports it back: `error`, then
-//! `rate_limit`, `pet`, `key`, `admin`, `query`, `idempotency`, `order`, and `repository` on top.
+//! `rate_limit`, `pet`, `secret`, `key`, `admin`, `query`, `idempotency`, `order`, and
+//! `repository` on top.
 #![deny(missing_docs)]
 
 #[macro_use]
@@ -24,8 +25,9 @@ pub mod pet;
 pub mod query;
 pub mod rate_limit;
 pub mod repository;
+pub mod secret;
 
-pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenSecret, AdminTokenSpec};
+pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenKind, AdminTokenSecret, AdminTokenSpec};
 /// The attribute the storage traits are declared with, for backends implementing them
 /// (`#[petstore_domain::async_trait]`): the same crate, so that the futures match.
 pub use async_trait::async_trait;
@@ -35,7 +37,7 @@ pub use idempotency::{
     ClaimDecision, ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey,
     IdempotencyRecord, IdempotentRequest, RecordState, StoredResponse, decide_claim,
 };
-pub use key::{ApiKey, ApiKeySecret, KeyHash, KeyMatch, KeySpec, KeyState, KeyUpdate, Scope};
+pub use key::{ApiKey, ApiKeyKind, ApiKeySecret, KeyMatch, KeySpec, KeyState, KeyUpdate, Scope};
 pub use order::{
     Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderStatus, PlaceOrder,
     lifecycle,
@@ -50,6 +52,7 @@ pub use repository::{
     AdminTokenRepository, ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository,
     OrderRepository, PetRepository, Storage,
 };
+pub use secret::{KeyHash, Secret, SecretKind};
 
 /// The README's examples, run as documentation tests.
 #[doc = include_str!("../README.md")]
