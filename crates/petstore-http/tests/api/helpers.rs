@@ -103,6 +103,14 @@ async fn reply_of(response: ServiceResponse<impl MessageBody>) -> Reply {
     }
 }
 
+/// `GET uri` from the client address `peer` (`"203.0.113.7:5"`, `"[2001:db8::1]:5"`): a
+/// request without a key is counted against its address.
+pub fn get_from(uri: &str, peer: &str) -> atest::TestRequest {
+    atest::TestRequest::get()
+        .uri(uri)
+        .peer_addr(peer.parse().expect("a socket address"))
+}
+
 pub fn now_unix() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)

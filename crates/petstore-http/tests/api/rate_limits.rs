@@ -8,7 +8,7 @@ use petstore_domain::{BanPolicy, KeySpec, Plan, RateLimits};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, Limiter, RedisCounters};
 use petstore_store::testing::TestDatabase;
 
-use crate::helpers::{Reply, TestApp, anonymous_limits};
+use crate::helpers::{Reply, TestApp, anonymous_limits, get_from};
 use crate::redis_support::TestRedis;
 
 /// 2026-11-21T12:34:00Z, the start of a minute.
@@ -228,11 +228,7 @@ async fn every_response_carries_the_headers(app: TestApp) {
 }
 
 async fn ipv6_clients_without_a_key_are_counted_per_64_prefix(app: TestApp) {
-    let from = |addr: &str| {
-        TestRequest::get()
-            .uri("/v1/pets")
-            .peer_addr(addr.parse().expect("addr"))
-    };
+    let from = |addr: &str| get_from("/v1/pets", addr);
     let first = app.send(from("[2001:db8:7:7::1]:1000")).await;
     let same_host = app.send(from("[2001:db8:7:7:ffff:1:2:3]:1000")).await;
     let other_host = app.send(from("[2001:db8:7:8::1]:1000")).await;
@@ -246,11 +242,7 @@ async fn ipv6_clients_without_a_key_are_counted_per_64_prefix(app: TestApp) {
 }
 
 async fn requests_without_a_valid_key_are_limited_per_address(app: TestApp) {
-    let from = |addr: &str| {
-        TestRequest::get()
-            .uri("/v1/pets")
-            .peer_addr(addr.parse().expect("addr"))
-    };
+    let from = |addr: &str| get_from("/v1/pets", addr);
     for i in 1..=60u64 {
         let reply = app.send(from("198.51.100.1:1000")).await;
         reply.assert_error(401, "unauthorized");
@@ -405,16 +397,8 @@ async fn the_status_reads_the_counters_without_counting(app: TestApp) {
         (Some(3), Some(997))
     );
     // A banned address gets its 429 from the status too, key or not.
-    let from = || {
-        TestRequest::get()
-            .uri("/v1/rate_limit")
-            .peer_addr("203.0.113.7:5".parse().expect("addr"))
-    };
-    let pets = || {
-        TestRequest::get()
-            .uri("/v1/pets")
-            .peer_addr("203.0.113.7:5".parse().expect("addr"))
-    };
+    let from = || get_from("/v1/rate_limit", "203.0.113.7:5");
+    let pets = || get_from("/v1/pets", "203.0.113.7:5");
     for _ in 0..60 {
         app.send(pets()).await.assert_error(401, "unauthorized");
     }
@@ -427,11 +411,7 @@ async fn the_status_reads_the_counters_without_counting(app: TestApp) {
 }
 
 async fn an_address_that_keeps_pushing_is_banned(app: TestApp) {
-    let from = || {
-        TestRequest::get()
-            .uri("/v1/pets")
-            .peer_addr("203.0.113.9:5".parse().expect("addr"))
-    };
+    let from = || get_from("/v1/pets", "203.0.113.9:5");
     for _ in 0..60 {
         app.send(from()).await.assert_error(401, "unauthorized");
     }
@@ -469,11 +449,7 @@ async fn a_burst_crossing_the_threshold_together_starts_one_ban(app: TestApp) {
         .await
         .assert_error(429, "temporarily_banned");
 
-    let from = || {
-        TestRequest::get()
-            .uri("/v1/pets")
-            .peer_addr("203.0.113.10:5".parse().expect("addr"))
-    };
+    let from = || get_from("/v1/pets", "203.0.113.10:5");
     for _ in 0..60 {
         app.send(from()).await.assert_error(401, "unauthorized");
     }
@@ -508,9 +484,7 @@ async fn a_far_ban_in_redis_is_read_back_exactly() {
         .query(&mut connection)
         .expect("SET");
     let app = limited_app(Some(redis)).await;
-    let request = TestRequest::get()
-        .uri("/v1/pets")
-        .peer_addr("203.0.113.77:5".parse().expect("addr"));
+    let request = get_from("/v1/pets", "203.0.113.77:5");
     let banned = app.send(request).await;
     banned.assert_error(429, "temporarily_banned");
     let wait = (until - (T0 + 5)).to_string();
