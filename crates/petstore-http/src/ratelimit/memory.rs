@@ -137,8 +137,13 @@ impl MemoryCounters {
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let Some(entry) = shard.entries.get_mut(&subject) else {
-            // Untracked (the table was full of addresses over their limits): a ban needs a place.
-            if let (Some(ban), Subject::Address(_)) = (ban, subject) {
+            // Untracked: these are the shared store's fallback, which keeps the address bans
+            // started there too (for an outage), or the table was full of addresses over their
+            // limits. A ban needs a place, within the address budget: beyond it, a ban is kept
+            // by the shared store alone (or, in memory alone, the address is served uncounted).
+            if let (Some(ban), Subject::Address(_)) = (ban, subject)
+                && (shard.addresses < self.addresses_per_shard || self.make_room(&mut shard, now))
+            {
                 shard.entries.insert(
                     subject,
                     Entry {
@@ -163,6 +168,19 @@ impl MemoryCounters {
             entry.ban = ban;
         }
         None
+    }
+
+    /// The ban of `subject` in force at `now`, if this instance holds one.
+    pub fn ban_in_force(&self, subject: Subject, now: u64) -> Option<Ban> {
+        let shard = self
+            .shard(&subject)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        shard
+            .entries
+            .get(&subject)
+            .and_then(|entry| entry.ban)
+            .filter(|ban| ban.until > now)
     }
 
     /// How many subjects are tracked (for tests of the memory bound).
@@ -497,6 +515,33 @@ mod tests {
         }
         assert!(counters.len() <= 1_600, "{} tracked", counters.len());
         assert_eq!(counters.untracked(), 0, "there was always someone to evict");
+    }
+
+    #[test]
+    fn bans_kept_beside_a_shared_store_stay_within_the_budget() {
+        // As the shared store's fallback: bans started there, of addresses never counted here.
+        let counters = MemoryCounters::new(0, 1_600);
+        let ban = Ban {
+            until: T0 + 300,
+            level: 1,
+        };
+        for n in 0..10_000 {
+            counters.start_ban_now(address(n), Some(ban), T0);
+        }
+        assert!(counters.len() <= 1_600, "{} tracked", counters.len());
+        assert_eq!(counters.ban_in_force(address(0), T0 + 1), Some(ban));
+        assert_eq!(counters.ban_in_force(address(0), T0 + 300), None);
+        // Once those bans are over (and, here, forgotten at once), new ones find room.
+        let later = Ban {
+            until: T0 + 900,
+            level: 1,
+        };
+        counters.start_ban_now(address(20_000), Some(later), T0 + 600);
+        assert_eq!(
+            counters.ban_in_force(address(20_000), T0 + 601),
+            Some(later)
+        );
+        assert!(counters.len() <= 1_600, "{} tracked", counters.len());
     }
 
     #[test]

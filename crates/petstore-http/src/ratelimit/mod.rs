@@ -457,13 +457,20 @@ impl Limiter {
         })
     }
 
-    /// Counts in the counter store, or in the fallback while it fails (fail open).
+    /// Counts in the counter store, or in the fallback while it fails (fail open). An address
+    /// the fallback holds a ban of is banned, whatever the store says: the store does not know
+    /// of a ban it failed to start (the fallback keeps every address ban it has room for).
     async fn hit(
         &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
     ) -> Result<Hit, CounterError> {
+        if let (Subject::Address(_), Some(fallback)) = (subject, &self.fallback)
+            && let Some(ban) = fallback.ban_in_force(subject, now)
+        {
+            return Ok(Hit::Banned(ban));
+        }
         match self.counters.hit(subject, limits, now).await {
             Ok(hit) => Ok(hit),
             Err(error) => {
@@ -613,8 +620,21 @@ mod tests {
         }
     }
 
-    /// The verdicts on `requests` requests of `account` at [`NOW`] (every future here is ready
-    /// at once: the counters are in memory).
+    /// The verdict on a request of `account` at `now` (every future here is ready at once: the
+    /// counters are in memory).
+    fn verdict(
+        limiter: &Limiter,
+        account: &Account,
+        key_bans: &KeyStorage,
+        now: u64,
+    ) -> Result<Verdict, LimitError> {
+        limiter
+            .check(account, now, key_bans)
+            .now_or_never()
+            .expect("in memory, a decision is ready at once")
+    }
+
+    /// The verdicts on `requests` requests of `account` at [`NOW`].
     fn verdicts(
         limiter: &Limiter,
         account: &Account,
@@ -622,12 +642,7 @@ mod tests {
         requests: usize,
     ) -> Vec<Result<Verdict, LimitError>> {
         (0..requests)
-            .map(|_| {
-                limiter
-                    .check(account, NOW, key_bans)
-                    .now_or_never()
-                    .expect("in memory, a decision is ready at once")
-            })
+            .map(|_| verdict(limiter, account, key_bans, NOW))
             .collect()
     }
 
@@ -679,11 +694,19 @@ mod tests {
         let limiter = limiter(FailurePolicy::Open);
         let verdicts = verdicts(&limiter, &address(), &KeyStorage::Records, 5);
         assert_allowed_then_limited(&verdicts);
-        // Started in this instance's memory, and the same ban (not a longer one) after it.
+        // Started in this instance's memory, and the same ban (not a longer one) after it:
+        // the next request is not counted in the store, which knows of no ban.
         for verdict in &verdicts[3..] {
             assert_eq!(verdict.as_ref().ok(), Some(&Verdict::Banned(FIRST_BAN)));
         }
-        assert_eq!(limiter.failures.load(Ordering::Relaxed), 2);
+        assert_eq!(limiter.failures.load(Ordering::Relaxed), 1);
+        // It holds to its end, in the next minutes too, when the store's counts start afresh.
+        for now in [NOW + 60, FIRST_BAN.until - 1] {
+            let later = verdict(&limiter, &address(), &KeyStorage::Records, now);
+            assert_eq!(later.ok(), Some(Verdict::Banned(FIRST_BAN)), "at {now}");
+        }
+        let after = verdict(&limiter, &address(), &KeyStorage::Records, FIRST_BAN.until);
+        assert!(matches!(after, Ok(Verdict::Allowed(_))), "{after:?}");
     }
 
     #[test]
