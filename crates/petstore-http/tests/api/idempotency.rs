@@ -1,10 +1,14 @@
 //! `Idempotency-Key` on `POST /pets`: replay, mismatch, scope, stored client errors, in-flight
-//! and abandoned claims, expiry and pruning; on every backend.
+//! and abandoned claims (and the late write of a claim lost), expiry and pruning; on every
+//! backend.
 
 use actix_web::http::header;
 use actix_web::test::TestRequest;
+use std::sync::Arc;
+
 use petstore_domain::{
-    ClaimOutcome, Fingerprint, IdempotencyKey, IdempotentRequest, KeySpec, Plan,
+    ClaimOutcome, Completion, CreatePet, Fingerprint, IdempotencyKey, IdempotentRequest, KeySpec,
+    Pet, PetDraft, PetStatus, Plan, StorageErrorKind, StoredResponse,
 };
 
 use petstore_http::Clock;
@@ -165,7 +169,9 @@ async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app
         .claim_idempotency_key(&claim(now))
         .await
         .expect("claim");
-    assert!(matches!(held, ClaimOutcome::Claimed(_)), "{held:?}");
+    let ClaimOutcome::Claimed(abandoned) = held else {
+        panic!("expected a claim, got {held:?}");
+    };
     let reply = app.send(post(&app.key, Some("in-flight"), REX)).await;
     reply.assert_error(409, "idempotency_request_in_progress");
     assert_eq!(reply.header("retry-after"), Some("1"));
@@ -184,6 +190,29 @@ async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app
     assert_eq!(reply.status, 201);
     assert!(!replayed(&reply));
     assert_eq!(pet_count(&app).await, 1);
+    // It was only slow, and now writes its pet under the claim it lost: nothing is stored
+    // (`Unavailable`, a retry of that request gets the answer given since).
+    let late = CreatePet {
+        draft: PetDraft::new("Rex", 1, PetStatus::Available).expect("draft"),
+        completion: Some(Completion {
+            claim: abandoned,
+            respond: Arc::new(|pet: &Pet| StoredResponse {
+                status: 201,
+                location: Some(format!("/v1/pets/{}", pet.id)),
+                body: String::new(),
+            }),
+        }),
+    };
+    let lost = app
+        .store
+        .create_pet(&late)
+        .await
+        .expect_err("the claim was lost");
+    assert_eq!(lost.kind(), StorageErrorKind::Unavailable, "{lost:?}");
+    assert_eq!(pet_count(&app).await, 1);
+    let again = app.send(post(&app.key, Some("in-flight"), REX)).await;
+    assert_eq!((again.status.as_u16(), replayed(&again)), (201, true));
+    assert_eq!(again.json(), reply.json());
 }
 
 async fn records_expire_after_the_retention_and_are_pruned(app: TestApp) {
