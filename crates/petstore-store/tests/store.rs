@@ -463,6 +463,56 @@ async fn keys_are_found_by_secret_until_revoked(db: &TestDatabase) {
     );
 }
 
+/// Whether `secret` authenticates (as the key's current or rotated-out secret).
+async fn authenticates(store: &Store, secret: &ApiKeySecret) -> bool {
+    let found = store.find_active_key(&secret.hash()).await.expect("find");
+    found.is_some_and(|found| found.is_valid_at(0))
+}
+
+async fn rotations_at_once_keep_each_new_secret_and_none_follows_a_revocation(db: &TestDatabase) {
+    let mut config = StoreConfig::new(db.url());
+    config.pool_size = 4;
+    let store = Store::open(&config).expect("open");
+    store.migrate().await.expect("migrate");
+    let spec = KeySpec::new(Plan::Pro, "racing", None).expect("spec");
+    let (key, mut current) = store.create_key(&spec).await.expect("create");
+    let grace_until = i64::MAX;
+    for round in 0..10 {
+        let (a, b) = tokio::join!(
+            store.rotate_key(key.id, grace_until),
+            store.rotate_key(key.id, grace_until)
+        );
+        let (_, a) = a.expect("rotate").expect("a key");
+        let (_, b) = b.expect("rotate").expect("a key");
+        // One after the other: the later one's current secret, the earlier one's in its grace
+        // period, and the secret before them neither.
+        assert!(authenticates(&store, &a).await, "round {round}");
+        assert!(authenticates(&store, &b).await, "round {round}");
+        assert!(!authenticates(&store, &current).await, "round {round}");
+        let newest = store.find_active_key(&a.hash()).await.expect("find");
+        current = if newest.is_some_and(|found| found.valid_until.is_none()) {
+            a
+        } else {
+            b
+        };
+    }
+    let (revoked, rotated) = tokio::join!(
+        store.revoke_key(key.id),
+        store.rotate_key(key.id, grace_until)
+    );
+    assert!(revoked.expect("revoke"));
+    // A rotation answered is one that ran before the revocation, on a key not revoked then.
+    if let Some((rotated, secret)) = rotated.expect("rotate") {
+        assert_eq!(rotated.revoked_at, None);
+        assert!(!authenticates(&store, &secret).await);
+    }
+    assert!(!authenticates(&store, &current).await);
+    assert_eq!(
+        store.rotate_key(key.id, grace_until).await.expect("rotate"),
+        None
+    );
+}
+
 async fn keys_are_stored_only_as_hashes(db: &TestDatabase) {
     let store = db.store().await;
     let (_, secret) = store
@@ -611,6 +661,7 @@ for_each_backend!(
     orders_list_in_id_order_with_paging_and_by_owner,
     the_order_lifecycle_moves_the_pet_in_the_same_transaction,
     keys_are_found_by_secret_until_revoked,
+    rotations_at_once_keep_each_new_secret_and_none_follows_a_revocation,
     keys_are_stored_only_as_hashes,
     every_key_is_distinct_and_enterprise_limits_persist,
     a_ban_is_imposed_once_and_can_be_lifted,

@@ -327,43 +327,31 @@ pub(crate) async fn ban(
 }
 
 /// Gives a non-revoked key `secret` as its new secret, keeping the current one until
-/// `grace_until`; `None` when no non-revoked key has this id.
+/// `grace_until`; `None` when no non-revoked key has this id. One statement, so that the secret
+/// kept is the one replaced whatever runs alongside: of two rotations at once, the second keeps
+/// the first's secret (not the one both found), and a revocation committed first leaves nothing
+/// to rotate.
 pub(crate) async fn rotate(
     mut conn: Conn<'_>,
     id: i64,
     grace_until: i64,
     secret: ApiKeySecret,
 ) -> Result<Option<(ApiKey, ApiKeySecret)>, StoreError> {
-    conn.begin().await?;
-    let rotated = rotate_in(&mut conn, id, grace_until, secret).await;
-    conn.finish(rotated).await
-}
-
-async fn rotate_in(
-    conn: &mut Conn<'_>,
-    id: i64,
-    grace_until: i64,
-    secret: ApiKeySecret,
-) -> Result<Option<(ApiKey, ApiKeySecret)>, StoreError> {
-    let current = api_keys::table
-        .find(id)
-        .filter(api_keys::revoked_at.is_null())
-        .select(api_keys::key_hash);
-    let current: Option<String> = run!(conn, first, current).optional()?;
-    let Some(current) = current else {
-        return Ok(None);
-    };
     let hash = secret.hash();
-    let update = diesel::update(api_keys::table.find(id))
-        .set((
-            api_keys::previous_key_hash.eq(Some(current)),
-            api_keys::previous_secret_until.eq(Some(grace_until)),
-            api_keys::key_hash.eq(hash.as_str()),
-            api_keys::display_prefix.eq(secret.display_prefix()),
-        ))
-        .returning(KEY_COLUMNS);
-    let row: KeyRow = run!(conn, get_result, update)?;
-    Ok(Some((row.try_into()?, secret)))
+    let update = diesel::update(
+        api_keys::table
+            .find(id)
+            .filter(api_keys::revoked_at.is_null()),
+    )
+    .set((
+        api_keys::previous_key_hash.eq(api_keys::key_hash.nullable()),
+        api_keys::previous_secret_until.eq(Some(grace_until)),
+        api_keys::key_hash.eq(hash.as_str()),
+        api_keys::display_prefix.eq(secret.display_prefix()),
+    ))
+    .returning(KEY_COLUMNS);
+    let row: Option<KeyRow> = run!(&mut conn, get_result, update).optional()?;
+    row.map(|row| Ok((row.try_into()?, secret))).transpose()
 }
 
 /// Changes what a key may do; `false` when no key has this id.
