@@ -3,8 +3,9 @@
 //! actix-web keeps reading an abandoned *chunked* request body until the client sends its last
 //! chunk, with no time limit: a client that stalls one would hold its connection (and a file
 //! descriptor) open after its answer, however the answer came. With this handle the service
-//! shuts the connection's read side once it has answered such a request: the HTTP layer then sees
-//! the end of the stream, sends the answer and closes.
+//! shuts the connection's read side once it has answered such a request, unless the body was read
+//! to its end and the answer is a success (the connection then stays open for the next request):
+//! the HTTP layer sees the end of the stream, sends the answer and closes.
 
 use std::any::Any;
 use std::net::Shutdown;
@@ -34,8 +35,8 @@ impl Connection {
         }
     }
 
-    /// The connection of a request whose body is chunked (the only kind an error answer can
-    /// leave being drained for as long as the client stalls it), when recorded.
+    /// The connection of a request whose body is chunked (the only kind an answer can leave
+    /// being drained for as long as the client stalls it), when recorded.
     pub fn of_chunked(req: &ServiceRequest) -> Option<Self> {
         let chunked = req
             .headers()
@@ -48,9 +49,11 @@ impl Connection {
         chunked.then(|| req.conn_data::<Self>().cloned()).flatten()
     }
 
-    /// Once the request is answered with `status`: stops reading when it is an error.
-    pub fn answered(&self, status: StatusCode) {
-        if status.is_client_error() || status.is_server_error() {
+    /// Once the request is answered with `status`: stops reading unless the answer is a
+    /// success and the body was read to its end (`body_read`: [`BodyRead`] is in the request's
+    /// extensions). A resource that takes no body never reads one.
+    pub fn answered(&self, status: StatusCode, body_read: bool) {
+        if !body_read || status.is_client_error() || status.is_server_error() {
             self.stop_reading();
         }
     }
@@ -61,3 +64,7 @@ impl Connection {
         let _ = self.0.shutdown(Shutdown::Read);
     }
 }
+
+/// In a request's extensions once its body was read to its end.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyRead;

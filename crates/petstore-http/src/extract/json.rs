@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use petstore_domain::ValidationError;
 use serde::de::DeserializeOwned;
 
+use crate::connection::BodyRead;
 use crate::error::ApiError;
 
 /// Largest accepted request body.
@@ -59,6 +60,7 @@ impl FromRequest for JsonBytes {
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
         let checked = check_headers(req);
         let BodyTimeout(timeout) = req.app_data::<BodyTimeout>().copied().unwrap_or_default();
+        let req = req.clone();
         let mut payload = payload.take();
         Box::pin(async move {
             checked?;
@@ -78,6 +80,7 @@ impl FromRequest for JsonBytes {
             let body = actix_web::rt::time::timeout(timeout, read)
                 .await
                 .map_err(|_| ApiError::RequestTimeout(timeout))??;
+            req.extensions_mut().insert(BodyRead);
             Ok(JsonBytes(body))
         })
     }

@@ -13,7 +13,7 @@ use tracing::Instrument;
 
 use super::json_errors::json_errors;
 use crate::auth::ApiClient;
-use crate::connection::Connection;
+use crate::connection::{BodyRead, Connection};
 use crate::error::ErrorCode;
 use crate::state::AppState;
 use crate::telemetry::metric::RequestMetrics;
@@ -53,7 +53,8 @@ pub async fn observe(
     let connection = Connection::of_chunked(&req);
     let response = next.call(req).instrument(span).await?.map_into_boxed_body();
     if let Some(connection) = connection {
-        connection.answered(response.status());
+        let body_read = response.request().extensions().contains::<BodyRead>();
+        connection.answered(response.status(), body_read);
     }
     let mut response = json_errors(response);
     response

@@ -66,19 +66,23 @@ fn stalled_request_bodies_time_out_with_408_and_cannot_starve_other_clients() {
     assert!(answer.contains("\"code\":\"request_timeout\""), "{answer}");
 
     // The same with a chunked body, which the HTTP layer would drain for ever once answered:
-    // the answer comes, then the close, whether the body timed out or was never read.
-    for (auth, status) in [
-        (format!("Authorization: Bearer {key}\r\n"), "408"),
-        (String::new(), "401"),
+    // the answer comes, then the close, whether the body timed out or was never read (by an
+    // error, or by a resource that takes no body and answers `200`).
+    let post = "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n";
+    for (head, status) in [
+        (format!("{post}Authorization: Bearer {key}\r\n"), "408"),
+        (post.to_owned(), "401"),
+        ("GET /healthz HTTP/1.1\r\nHost: x\r\n".to_owned(), "200"),
+        (
+            format!("GET /v1/pets?limit=1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"),
+            "200",
+        ),
     ] {
         let mut stream = TcpStream::connect(&addr).expect("connect");
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
-        let head = format!(
-            "POST /v1/pets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{auth}\
-             Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"nam"
-        );
+        let head = format!("{head}Transfer-Encoding: chunked\r\n\r\n5\r\n{{\"nam");
         stream.write_all(head.as_bytes()).expect("send");
         let mut answer = Vec::new();
         stream
@@ -90,6 +94,36 @@ fn stalled_request_bodies_time_out_with_408_and_cannot_starve_other_clients() {
             "{answer}"
         );
     }
+    // A chunked body read to its end leaves the connection open: once its answer has come, the
+    // next request on the connection is answered too (it asks for the close, so that the read
+    // ends).
+    let pet = r#"{"name":"Chunk","categoryId":1}"#;
+    let mut stream = TcpStream::connect(&addr).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    let create = format!(
+        "{post}Authorization: Bearer {key}\r\nTransfer-Encoding: chunked\r\n\r\n\
+         {:x}\r\n{pet}\r\n0\r\n\r\n",
+        pet.len()
+    );
+    stream.write_all(create.as_bytes()).expect("send");
+    let mut created = Vec::new();
+    let mut buffer = [0; 4096];
+    while !created.ends_with(b"}") {
+        let n = stream.read(&mut buffer).expect("the 201");
+        assert!(n > 0, "closed after the 201");
+        created.extend_from_slice(&buffer[..n]);
+    }
+    let created = String::from_utf8_lossy(&created);
+    assert!(created.starts_with("HTTP/1.1 201"), "{created}");
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .expect("send the next request");
+    let mut next = Vec::new();
+    let _ = stream.read_to_end(&mut next);
+    let next = String::from_utf8_lossy(&next);
+    assert!(next.starts_with("HTTP/1.1 200"), "{next:?}");
 
     // Far more stalled bodies than the process may hold descriptors, in waves, while a normal
     // client keeps asking: every one of its requests is answered (each within the agent's
