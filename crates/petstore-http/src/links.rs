@@ -107,7 +107,7 @@ impl Links {
                     .headers()
                     .get(header::HOST)
                     .and_then(|h| h.to_str().ok())
-                    .filter(|h| !h.is_empty() && h.bytes().all(|b| b.is_ascii_graphic()))
+                    .filter(|h| is_plain_host(h))
                     .unwrap_or_else(|| config.host());
                 out.push_str(scheme);
                 out.push_str("://");
@@ -144,6 +144,16 @@ impl Links {
         link.push_str(">; rel=\"next\"");
         link
     }
+}
+
+/// Whether a `Host` header is a host name or address and an optional port as clients send them:
+/// letters, digits, `-`, `.`, `_`, an IPv6 literal's brackets and colons. Nothing else goes
+/// into a link: a `>`, `,` or `;` would end its URI and start a link of the client's choosing.
+fn is_plain_host(host: &str) -> bool {
+    !host.is_empty()
+        && host.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b':' | b'[' | b']')
+        })
 }
 
 /// `<{base}/pets>; rel="successor-version"` (RFC 8288).

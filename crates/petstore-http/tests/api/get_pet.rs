@@ -73,6 +73,52 @@ async fn a_successor_link_built_for_one_host_is_never_sent_to_another() {
     }
 }
 
+#[actix_web::test]
+async fn a_host_header_that_could_end_a_link_is_not_used_in_one() {
+    // Without a public base URL, links are built from `Host`: one holding `>` (or `,`, `;`,
+    // quotes) would end the link's URI and add links of the client's choosing.
+    let app = TestApp::with_settings(HttpSettings::new("/v1", None)).await;
+    app.create_pet("Rex", "available").await;
+    app.create_pet("Max", "available").await;
+    let evil = "a>;rel=preload;as=script,<https://evil.example/x.js";
+    let with_host = |request: TestRequest| {
+        request
+            .insert_header(("authorization", format!("Bearer {}", app.key)))
+            .insert_header(("host", evil))
+    };
+    let deprecated = app
+        .send(with_host(TestRequest::get().uri("/v1/pets/1")))
+        .await;
+    let page = app
+        .send(with_host(TestRequest::get().uri("/v1/pets?limit=1")))
+        .await;
+    let created = app
+        .send(
+            with_host(TestRequest::post().uri("/v1/pets"))
+                .insert_header(("content-type", "application/json"))
+                .set_payload(r#"{"name":"Ace","categoryId":1}"#),
+        )
+        .await;
+    assert_eq!(created.status, 201);
+    let written = [
+        links(&deprecated),
+        links(&page),
+        vec![created.header("location").expect("location")],
+    ];
+    for value in written.iter().flatten() {
+        assert!(
+            !value.contains("evil") && !value.contains("preload"),
+            "{value}"
+        );
+        assert_eq!(
+            value.matches('<').count(),
+            value.matches('>').count(),
+            "{value}"
+        );
+    }
+    assert_eq!(written.iter().flatten().count(), 3, "{written:?}");
+}
+
 async fn get_pet_returns_the_pet_with_deprecation_headers(app: TestApp) {
     let pet = app.create_pet("Rex", "sold").await;
     let reply = app.get(&format!("/v1/pets/{}", pet["id"])).await;
