@@ -91,7 +91,8 @@ pub async fn list_orders(
                     with the same `Idempotency-Key`."),
         )),
         (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
-            `invalid_field`, naming the field; `invalid_header`.", body = ErrorObject),
+            `invalid_field`, naming the field; `invalid_header`; `unknown_query_parameter`.",
+            body = ErrorObject),
         (status = 403, description = "`insufficient_scope`: the key is read-only.",
             body = ErrorObject),
         (status = 404, description = "`pet_not_found`.", body = ErrorObject),
@@ -111,6 +112,7 @@ pub async fn place_order(
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
+    no_query_parameters(&req)?;
     let orders = format!("{}/store/orders", state.links.public_base(&req));
     let owner = Some(caller.key().id);
     let respond: idempotency::Respond<Order> =
@@ -161,7 +163,8 @@ fn placed_response(orders: &str, order: &Order) -> StoredResponse {
     params(("orderId" = i64, Path, description = "The order's id.")),
     responses(
         (status = 200, description = "The order.", body = Order),
-        (status = 400, description = "`invalid_path_parameter`: `orderId` is not an int64.",
+        (status = 400, description = "`invalid_path_parameter`: `orderId` is not an int64; \
+            `unknown_query_parameter`.",
             body = ErrorObject),
         (status = 404, description = "`order_not_found`: no order of this key has the id.",
             body = ErrorObject),
@@ -177,6 +180,7 @@ pub async fn get_order(
         "orderId",
         req.match_info().get("orderId").unwrap_or_default(),
     )?;
+    no_query_parameters(&req)?;
     let owner = Some(caller.key().id);
     let order = state
         .db
@@ -199,7 +203,8 @@ pub async fn get_order(
     params(("orderId" = i64, Path, description = "The order's id.")),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
-        (status = 400, description = "`invalid_path_parameter`.", body = ErrorObject),
+        (status = 400, description = "`invalid_path_parameter` or `unknown_query_parameter`.",
+            body = ErrorObject),
         (status = 403, description = "`insufficient_scope`: the key is read-only.",
             body = ErrorObject),
         (status = 404, description = "`order_not_found`.", body = ErrorObject),
@@ -217,6 +222,7 @@ pub async fn cancel_order(
         "orderId",
         req.match_info().get("orderId").unwrap_or_default(),
     )?;
+    no_query_parameters(&req)?;
     let owner = Some(caller.key().id);
     let order = state
         .db

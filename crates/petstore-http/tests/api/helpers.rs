@@ -222,7 +222,8 @@ impl TestApp {
         reply_of(atest::call_service(&service, request.to_request()).await).await
     }
 
-    fn authed(&self, request: atest::TestRequest) -> atest::TestRequest {
+    /// `request` with this app's key.
+    pub fn authed(&self, request: atest::TestRequest) -> atest::TestRequest {
         request.insert_header((header::AUTHORIZATION, format!("Bearer {}", self.key)))
     }
 
