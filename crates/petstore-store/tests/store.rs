@@ -802,6 +802,56 @@ async fn an_unreachable_postgres_is_unavailable_not_a_hang() {
     );
 }
 
+#[tokio::test]
+async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let store = db.store().await;
+    let pet = add(&store, "Rex", PetStatus::Available).await;
+    // Another session holds the pet's row: an order waits for it inside its transaction.
+    let holder = RawPostgres::connect(db.url()).expect("connect");
+    let lock = format!("SELECT id FROM pets WHERE id = {} FOR UPDATE", pet.id);
+    holder
+        .execute(&format!("BEGIN; {lock}"))
+        .expect("lock the pet");
+    let order = PlaceOrder {
+        pet_id: pet.id,
+        owner: None,
+        completion: None,
+    };
+    let placing = tokio::time::timeout(
+        std::time::Duration::from_millis(500),
+        store.place_order(&order),
+    )
+    .await;
+    assert!(placing.is_err(), "the order waits for the pet: {placing:?}");
+    holder.execute("COMMIT").expect("release the pet");
+    // The order given up on must not take the lock and keep it: its session is closed, not
+    // left idle in its transaction until the pool next looks at it.
+    let checker = RawPostgres::connect(db.url()).expect("connect");
+    let mut free = false;
+    for _ in 0..50 {
+        if checker.execute(&format!("{lock} NOWAIT")).is_ok() {
+            free = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(
+        free,
+        "the pet is still locked by the abandoned order's transaction"
+    );
+    assert_eq!(
+        store
+            .find_pet(pet.id)
+            .await
+            .expect("find")
+            .map(|p| p.status),
+        Some(PetStatus::Available)
+    );
+}
+
 #[test]
 fn both_backends_have_the_same_migrations() {
     let names = |backend: &str| {

@@ -126,16 +126,21 @@ impl Postgres {
 
     /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable, or
     /// outlived its deadline, or was given up on midway (its future dropped: a statement may be
-    /// in flight, a transaction open), leaves its connection out of the pool.
+    /// in flight, a transaction open), closes its connection ([`InCall`]).
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
         let pool = self.worker()?.pool.clone();
         let checkout = Instant::now();
-        let mut pooled = pool
+        let pooled = pool
             .get()
             .await
             .map_err(|error| self.checkout_error(error))?;
         ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "postgres")
             .record(checkout.elapsed().as_secs_f64());
+        let mut in_call = InCall(Some(pooled));
+        let pooled = in_call
+            .0
+            .as_mut()
+            .expect("a call's connection, until it is dropped");
         // Until the call has ended: dropped midway, the connection is not trusted again.
         pooled.broken = true;
         let started = Instant::now();
@@ -295,6 +300,23 @@ impl Drop for Suspect<'_> {
             .is_some_and(|current| Arc::ptr_eq(current, self.conn))
         {
             *shared = None;
+        }
+    }
+}
+
+/// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
+/// leaves the pool when this is dropped, and closes: a call given up on midway (its future
+/// dropped at its deadline) may have left a transaction open, with rows locked, which the server
+/// ends only with the session. Left in the pool, it would stay open until the pool next checked
+/// it, on a later call of the same thread.
+struct InCall(Option<managed::Object<Manager>>);
+
+impl Drop for InCall {
+    fn drop(&mut self) {
+        if let Some(pooled) = self.0.take()
+            && pooled.broken
+        {
+            drop(managed::Object::take(pooled));
         }
     }
 }
