@@ -852,6 +852,45 @@ async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
     );
 }
 
+#[tokio::test]
+async fn a_batch_that_sqlite_rolls_back_whole_is_answered_whole() {
+    use diesel::connection::SimpleConnection;
+    use diesel::{Connection, SqliteConnection};
+    let db = TestDatabase::sqlite();
+    let store = db.store().await;
+    // A pet named `boom` makes SQLite roll back the whole transaction it is inserted in, as a
+    // full disk or an I/O error in the middle of a statement may.
+    raw_execute(
+        db.url(),
+        "CREATE TRIGGER boom BEFORE INSERT ON pets WHEN NEW.name = 'boom' \
+         BEGIN SELECT RAISE(ROLLBACK, 'boom'); END;",
+    );
+    // The writer's first batch waits for this lock; the next pets queue behind it, and go
+    // together in the next batch: `boom` among them, with pets before and after it.
+    let mut holder = SqliteConnection::establish(db.url()).expect("connect");
+    holder
+        .batch_execute("BEGIN IMMEDIATE")
+        .expect("take the write lock");
+    let names = ["first", "a", "b", "boom", "c", "d", "e"];
+    let creates = names.map(|name| draft(name, PetStatus::Available));
+    let release = async {
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        holder.batch_execute("COMMIT").expect("release the lock");
+    };
+    let (results, ()) = tokio::join!(
+        futures_util::future::join_all(creates.iter().map(|pet| store.create_pet(pet))),
+        release
+    );
+    // Every pet answered as created is stored, and no other: none committed on its own after
+    // the transaction was gone.
+    let created: Vec<i64> = results
+        .iter()
+        .filter_map(|result| result.as_ref().ok().map(|pet| pet.id))
+        .collect();
+    assert!(results[3].is_err(), "{results:?}");
+    assert_eq!(walk(&store, 100, None).await, created, "{results:?}");
+}
+
 #[test]
 fn both_backends_have_the_same_migrations() {
     let names = |backend: &str| {

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Instant;
 
+use diesel::connection::SimpleConnection;
 use diesel::{Connection, SqliteConnection};
 use petstore_domain::{CreatePet, Pet, StorageErrorKind};
 use tokio::sync::oneshot;
@@ -143,21 +144,36 @@ fn run(manager: &Manager, space: &DiskSpace, queue: &Receiver<Job>) {
 }
 
 /// One transaction for the batch, a savepoint per pet (with its idempotency record, if any): a
-/// pet that cannot be inserted fails alone, and nothing is answered before the commit.
+/// pet that cannot be inserted fails alone, and nothing is answered before the commit. An error
+/// after which SQLite has rolled back the whole transaction (a trigger's `RAISE(ROLLBACK)`, or,
+/// at times, a full disk or an I/O error in the middle of a statement) fails the whole batch:
+/// the pets before it went with the transaction, and those after it must not run, as each would
+/// then commit on its own.
 fn commit(
     conn: &mut SqliteConnection,
     batch: &[Job],
 ) -> Result<Vec<Result<Pet, StoreError>>, StoreError> {
-    conn.transaction(|conn| {
-        Ok::<_, StoreError>(
-            batch
-                .iter()
-                .map(|job| {
-                    conn.transaction(|conn| {
-                        complete_now(Box::pin(insert_completing(Conn::Sqlite(conn), &job.pet)))
-                    })
-                })
-                .collect::<Vec<_>>(),
-        )
-    })
+    let mut cause = None;
+    let committed = conn.transaction(|conn| {
+        let mut results = Vec::with_capacity(batch.len());
+        for job in batch {
+            conn.batch_execute("SAVEPOINT pet")?;
+            let result = complete_now(Box::pin(insert_completing(Conn::Sqlite(conn), &job.pet)));
+            let end = match result {
+                Ok(_) => "RELEASE pet",
+                Err(_) => "ROLLBACK TO pet; RELEASE pet",
+            };
+            if let Err(ended) = conn.batch_execute(end) {
+                // No savepoint left: the transaction is gone.
+                cause = result.err();
+                return Err(ended.into());
+            }
+            results.push(result);
+        }
+        Ok(results)
+    });
+    match (committed, cause) {
+        (Err(_), Some(cause)) => Err(cause),
+        (committed, _) => committed,
+    }
 }
