@@ -165,13 +165,21 @@ fn describe(path: String, error: serde_json::Error) -> ApiError {
     ) {
         return ApiError::InvalidJson(error.to_string());
     }
-    if let Some(field) = between(message, "duplicate field `", "`") {
+    // Each kind of message starts with its kind; the field's name follows as sent, and may
+    // itself hold backticks, or the words of another kind.
+    if let Some(field) = named(message, "duplicate field `") {
         return ApiError::InvalidJson(format!("the key `{field}` appears more than once"));
     }
-    if let Some(field) = between(message, "missing field `", "`") {
+    if let Some(field) = named(message, "missing field `") {
         return ValidationError::MissingField(Cow::Owned(field.to_owned())).into();
     }
-    if let Some(field) = between(message, "unknown field `", "`") {
+    if let Some(field) = message.strip_prefix("unknown field `").and_then(|rest| {
+        // Then what was expected: the service's own field names, so the last such tail is it.
+        let end = rest
+            .rfind("`, expected")
+            .or_else(|| rest.rfind("`, there are no fields"))?;
+        Some(&rest[..end])
+    }) {
         let hint = if field == "id" {
             ": ids are assigned by the service"
         } else {
@@ -194,9 +202,9 @@ fn describe(path: String, error: serde_json::Error) -> ApiError {
     .into()
 }
 
-fn between<'a>(text: &'a str, start: &str, end: &str) -> Option<&'a str> {
-    let rest = &text[text.find(start)? + start.len()..];
-    Some(&rest[..rest.find(end)?])
+/// The name in a message of serde's that is `kind` then the name, closed by a backtick.
+fn named<'a>(message: &'a str, kind: &str) -> Option<&'a str> {
+    message.strip_prefix(kind)?.strip_suffix('`')
 }
 
 #[cfg(test)]
@@ -299,6 +307,17 @@ mod tests {
                 r#"{"name":1,"categoryId":1}"#,
                 ErrorCode::InvalidField,
                 "`name`",
+            ),
+            // Keys that quote serde's own messages are still what they are, named as sent.
+            (
+                r#"{"name":"a","categoryId":1,"missing field `x":1}"#,
+                ErrorCode::UnknownField,
+                "`missing field `x`",
+            ),
+            (
+                r#"{"name":"a","categoryId":1,"duplicate field `x`, expected":1}"#,
+                ErrorCode::UnknownField,
+                "`duplicate field `x`, expected`",
             ),
             // Duplicate keys: the JSON is ambiguous, and the key is named.
             (
