@@ -348,7 +348,7 @@ pub struct DatabaseArgs {
     )]
     pub db_pool_size: u32,
     /// Longest wait for a database connection before answering 503 (e.g. `5s`, `500ms`).
-    #[arg(long, env = "PETSTORE_DB_CONNECT_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration, global = true)]
+    #[arg(long, env = "PETSTORE_DB_CONNECT_TIMEOUT", default_value = "5s", value_parser = positive_duration, global = true)]
     pub db_connect_timeout: Duration,
     /// Longest a statement may run (PostgreSQL) or wait for a lock (SQLite).
     #[arg(long, env = "PETSTORE_DB_STATEMENT_TIMEOUT", default_value = "5s", value_parser = humantime::parse_duration, global = true)]
@@ -383,9 +383,9 @@ pub struct ServeArgs {
     /// Path prefix of the API.
     #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
     pub base_path: String,
-    /// Worker threads (default: one per CPU).
-    #[arg(long, env = "PETSTORE_WORKERS")]
-    pub workers: Option<usize>,
+    /// Worker threads, 1 to 512 (default: one per CPU).
+    #[arg(long, env = "PETSTORE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=512))]
+    pub workers: Option<u16>,
     /// Create and print a free-plan key at start-up when no key exists.
     #[arg(long, env = "PETSTORE_BOOTSTRAP_KEY", default_value_t = true, action = ArgAction::Set)]
     pub bootstrap_key: bool,
@@ -398,7 +398,7 @@ pub struct ServeArgs {
     pub key_cache_ttl: Duration,
     /// How long a request body may take to arrive once its headers have; then `408` and the
     /// connection is closed.
-    #[arg(long, env = "PETSTORE_CLIENT_BODY_TIMEOUT", default_value = "10s", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PETSTORE_CLIENT_BODY_TIMEOUT", default_value = "10s", value_parser = positive_duration)]
     pub client_body_timeout: Duration,
     /// Browser origins allowed to call the API (CORS): a comma-separated list of origins such as
     /// `https://app.example.com`, or `*` for any. Off when empty.
@@ -449,7 +449,7 @@ pub struct ServeArgs {
     )]
     pub rate_limit_on_failure: FailurePolicy,
     /// Longest wait for Redis on one request.
-    #[arg(long, env = "PETSTORE_RATE_LIMIT_TIMEOUT", default_value = "100ms", value_parser = humantime::parse_duration)]
+    #[arg(long, env = "PETSTORE_RATE_LIMIT_TIMEOUT", default_value = "100ms", value_parser = positive_duration)]
     pub rate_limit_timeout: Duration,
     /// Refused (429) requests tolerated in one minute before a temporary ban; 0 disables bans.
     #[arg(long, env = "PETSTORE_BAN_THRESHOLD", default_value_t = 60)]
@@ -483,7 +483,7 @@ impl ServeArgs {
     pub fn into_config(self) -> Config {
         Config {
             bind: self.bind,
-            workers: self.workers,
+            workers: self.workers.map(usize::from),
             bootstrap_key: self.bootstrap_key,
             migrate: !self.no_migrate,
             key_cache_ttl: self.key_cache_ttl,
@@ -519,6 +519,15 @@ impl ServeArgs {
                 },
             },
         }
+    }
+}
+
+/// A duration above zero (`5s`, `100ms`): for a wait that zero would make fail every time.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(duration) if duration.is_zero() => Err("must be more than 0".to_owned()),
+        Ok(duration) => Ok(duration),
+        Err(error) => Err(error.to_string()),
     }
 }
 

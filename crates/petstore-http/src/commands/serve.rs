@@ -106,7 +106,8 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     let server = HttpServer::new(move || app(shared.clone()))
         .on_connect(Connection::record)
         .disable_signals()
-        .shutdown_timeout(config.shutdown_timeout.as_secs())
+        // In whole seconds: rounded up, so that requests get at least the time asked for.
+        .shutdown_timeout(config.shutdown_timeout.as_secs_f64().ceil() as u64)
         .worker_max_blocking_threads(blocking_threads)
         .workers(workers)
         .bind(&config.bind)?;
@@ -125,6 +126,9 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
         }
         None => None,
     };
+    // Watched from before the server says it listens: a signal sent as soon as it does is a
+    // graceful stop, not the default action (the process killed).
+    let stop = stop_signal();
     for addr in server.addrs() {
         // On stdout, so scripts and tests started with port 0 learn the port.
         println!("listening on http://{addr}");
@@ -135,7 +139,7 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     let handle = server.handle();
     let pruning = prune_idempotency_records(state.clone());
     actix_web::rt::spawn(async move {
-        stop_signal().await;
+        stop.await;
         drain(&state, handle, config.shutdown_delay).await;
     });
     server.await?;
@@ -278,20 +282,31 @@ fn prune_idempotency_records(state: web::Data<AppState>) -> actix_web::rt::task:
     })
 }
 
-/// Resolves on SIGTERM or SIGINT.
-async fn stop_signal() {
+/// Resolves on SIGTERM or SIGINT, both watched from this call on (not from the first poll).
+fn stop_signal() -> impl Future<Output = ()> {
     use actix_web::rt::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut terminate) => {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = actix_web::rt::signal::ctrl_c() => {}
-            }
+    let watch = |kind: SignalKind, name: &str| {
+        signal(kind)
+            .inspect_err(|error| log::warn!("cannot watch for {name} ({error})"))
+            .ok()
+    };
+    let terminate = watch(SignalKind::terminate(), "SIGTERM");
+    let interrupt = watch(SignalKind::interrupt(), "SIGINT");
+    async move {
+        tokio::select! {
+            () = received(terminate) => {}
+            () = received(interrupt) => {}
         }
-        Err(error) => {
-            log::warn!("cannot watch for SIGTERM ({error}); stopping on SIGINT only");
-            let _ = actix_web::rt::signal::ctrl_c().await;
+    }
+}
+
+/// Once `signal` arrives; never, for a signal that could not be watched.
+async fn received(signal: Option<actix_web::rt::signal::unix::Signal>) {
+    match signal {
+        Some(mut signal) => {
+            signal.recv().await;
         }
+        None => std::future::pending().await,
     }
 }
 

@@ -162,7 +162,8 @@ pub enum RedisTarget {
 impl RedisTarget {
     /// Parses `--rate-limit-store`'s value (anything but `memory`).
     pub fn parse(url: &str) -> Result<Self, CounterError> {
-        let bad = |why: &str| CounterError::new(format!("--rate-limit-store {url:?}: {why}"));
+        let shown = petstore_store::redact_url_password(url);
+        let bad = |why: &str| CounterError::new(format!("--rate-limit-store {shown:?}: {why}"));
         let (scheme, rest) = url.split_once("://").ok_or_else(|| {
             bad("expected memory, redis://, rediss://, redis+cluster:// or rediss+cluster://")
         })?;

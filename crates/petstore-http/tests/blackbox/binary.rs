@@ -158,6 +158,69 @@ fn cli_mistakes_fail_with_a_message() {
 }
 
 #[test]
+fn server_settings_out_of_range_are_usage_errors_that_touch_nothing() {
+    let (dir, db) = crate::common::temp_db_path();
+    let cases: [(&[&str], &str); 6] = [
+        (&["serve", "--workers", "0"], "--workers"),
+        (&["serve", "--workers", "513"], "--workers"),
+        (
+            &["serve", "--rate-limit-timeout", "0s"],
+            "must be more than 0",
+        ),
+        (
+            &["serve", "--client-body-timeout", "0ms"],
+            "must be more than 0",
+        ),
+        (
+            &["migrate", "--db-connect-timeout", "0s"],
+            "must be more than 0",
+        ),
+        (
+            &["keys", "list", "--db-connect-timeout", "0s"],
+            "must be more than 0",
+        ),
+    ];
+    for (args, says) in cases {
+        let output = petstore(&db).args(args).output().expect("run");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
+    }
+    assert!(
+        !std::path::Path::new(&db).exists(),
+        "a refused command created the database in {}",
+        dir.path().display()
+    );
+    // A store URL that cannot work is named without its password.
+    let output = petstore(&db)
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--rate-limit-store",
+            "rediss+cluster://default:S3cret@127.0.0.1:1/0",
+        ])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("default:***@"), "{stderr}");
+    assert!(!stderr.contains("S3cret"), "{stderr}");
+}
+
+#[test]
+fn a_sigterm_as_soon_as_the_server_listens_is_a_clean_stop() {
+    let (_dir, db) = crate::common::temp_db();
+    for _ in 0..3 {
+        let mut server =
+            TestServer::start(&db, &["--bootstrap-key=false", "--shutdown-delay", "0s"]);
+        server.terminate();
+        server.wait_for_exit();
+    }
+}
+
+#[test]
 fn bans_are_listed_and_lifted_with_the_cli() {
     let (_dir, db) = crate::common::temp_db();
     let db = db.as_str();
