@@ -11,7 +11,7 @@ use super::respond::encoded_body;
 use crate::auth::{Caller, Write};
 use crate::encode::EncodeJson;
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, no_query_parameters, parse, query_pairs};
+use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
 use crate::idempotency;
 use crate::state::AppState;
 use crate::sunset::{SUNSET, SUNSET_UNIX};
@@ -95,8 +95,7 @@ pub async fn list_pets(
                         with the same `Idempotency-Key`."),
             )),
         (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
-            `invalid_field`, naming the field; `invalid_header`: a malformed `Idempotency-Key`; \
-            `unknown_query_parameter`: the operation takes none.",
+            `invalid_field`, naming the field; `invalid_header`: a malformed `Idempotency-Key`.",
             body = ErrorObject),
         (status = 408, description = "`request_timeout`: the body did not arrive within the \
             body timeout (10 s by default); the connection is closed.", body = ErrorObject),
@@ -119,7 +118,6 @@ pub async fn create_pet(
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
     let pets = format!("{}/pets", state.links.public_base(&req));
     let respond: idempotency::Respond<Pet> = Arc::new(move |pet: &Pet| created(&pets, pet));
     idempotency::create(
@@ -172,8 +170,8 @@ fn created(pets: &str, pet: &Pet) -> StoredResponse {
         (status = 200, description = "The pet.", body = Pet, headers(
             ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`."),
         )),
-        (status = 400, description = "`invalid_path_parameter`: `petId` is not an int64; \
-            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
+        (status = 400, description = "`invalid_path_parameter`: `petId` is not an int64.",
+            body = ErrorObject),
         (status = 404, description = "`pet_not_found`.", body = ErrorObject),
         (status = 410, description = "`endpoint_removed`: past the sunset.", body = ErrorObject),
     ),
@@ -191,7 +189,6 @@ pub async fn get_pet(
         });
     }
     let id = parse_id("petId", req.match_info().get("petId").unwrap_or_default())?;
-    no_query_parameters(&req)?;
     let pet = state
         .db
         .call("find_pet", |storage| storage.find_pet(id))

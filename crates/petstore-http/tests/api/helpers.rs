@@ -222,8 +222,7 @@ impl TestApp {
         reply_of(atest::call_service(&service, request.to_request()).await).await
     }
 
-    /// `request` with this app's key.
-    pub fn authed(&self, request: atest::TestRequest) -> atest::TestRequest {
+    fn authed(&self, request: atest::TestRequest) -> atest::TestRequest {
         request.insert_header((header::AUTHORIZATION, format!("Bearer {}", self.key)))
     }
 
