@@ -96,7 +96,45 @@ async fn wrong_methods_return_405_with_allow(app: TestApp) {
     }
 }
 
+async fn query_parameters_are_refused_where_read_and_ignored_elsewhere_as_in_v1(app: TestApp) {
+    let pet = app.create_pet("Rex", "available").await;
+    let order = app
+        .post_json(
+            "/v1/store/orders",
+            &format!(r#"{{"petId":{},"quantity":1}}"#, pet["id"]),
+        )
+        .await;
+    assert_eq!(order.status, 201);
+    let (pet, order) = (&pet["id"], &order.json()["id"]);
+    // The operations that read their query string refuse a parameter they do not take.
+    for uri in [
+        "/v1/pets?bogus=1",
+        "/v1/store/orders?bogus=1",
+        "/v1/store/inventory?bogus=1",
+        "/v1/rate_limit?bogus=1",
+    ] {
+        let message = app
+            .get(uri)
+            .await
+            .assert_error(400, "unknown_query_parameter");
+        assert!(message.contains("bogus"), "{uri}: {message}");
+    }
+    // The others take none and ignore any (a cache-buster, say), as they always have in v1.
+    assert_eq!(app.get(&format!("/v1/pets/{pet}?_=1")).await.status, 200);
+    assert_eq!(
+        app.get(&format!("/v1/store/orders/{order}?_=1"))
+            .await
+            .status,
+        200
+    );
+    let created = app
+        .post_json("/v1/pets?_=1", r#"{"name":"Max","categoryId":1}"#)
+        .await;
+    assert_eq!(created.status, 201);
+}
+
 api_tests!(
+    query_parameters_are_refused_where_read_and_ignored_elsewhere_as_in_v1,
     unknown_routes_return_404_error_objects,
     head_answers_like_get_and_is_counted_like_it,
     wrong_methods_return_405_with_allow,
