@@ -130,19 +130,35 @@ impl MemoryCounters {
         peek(entry.unwrap_or(&Entry::default()), limits, now)
     }
 
-    /// [`CounterStore::start_ban`], synchronously.
+    /// [`CounterStore::start_ban`], synchronously. A ban of an address not tracked here (the
+    /// table was full of addresses over their limits, or these are the shared store's fallback
+    /// and the store failed) needs a place: it is kept even beyond the address budget.
     pub fn start_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) -> Option<Ban> {
+        self.ban_now(subject, ban, now, true)
+    }
+
+    /// [`Self::start_ban_now`] for a ban the shared store holds: its copy here, for an outage,
+    /// kept within the address budget only (beyond it the store alone keeps the ban).
+    pub fn copy_ban_now(&self, subject: Subject, ban: Option<Ban>, now: u64) {
+        self.ban_now(subject, ban, now, false);
+    }
+
+    fn ban_now(
+        &self,
+        subject: Subject,
+        ban: Option<Ban>,
+        now: u64,
+        must_hold: bool,
+    ) -> Option<Ban> {
         let mut shard = self
             .shard(&subject)
             .lock()
             .unwrap_or_else(|e| e.into_inner());
         let Some(entry) = shard.entries.get_mut(&subject) else {
-            // Untracked: these are the shared store's fallback, which keeps the address bans
-            // started there too (for an outage), or the table was full of addresses over their
-            // limits. A ban needs a place, within the address budget: beyond it, a ban is kept
-            // by the shared store alone (or, in memory alone, the address is served uncounted).
             if let (Some(ban), Subject::Address(_)) = (ban, subject)
-                && (shard.addresses < self.addresses_per_shard || self.make_room(&mut shard, now))
+                && (must_hold
+                    || shard.addresses < self.addresses_per_shard
+                    || self.make_room(&mut shard, now))
             {
                 shard.entries.insert(
                     subject,
@@ -526,7 +542,7 @@ mod tests {
             level: 1,
         };
         for n in 0..10_000 {
-            counters.start_ban_now(address(n), Some(ban), T0);
+            counters.copy_ban_now(address(n), Some(ban), T0);
         }
         assert!(counters.len() <= 1_600, "{} tracked", counters.len());
         assert_eq!(counters.ban_in_force(address(0), T0 + 1), Some(ban));
@@ -536,12 +552,24 @@ mod tests {
             until: T0 + 900,
             level: 1,
         };
-        counters.start_ban_now(address(20_000), Some(later), T0 + 600);
+        counters.copy_ban_now(address(20_000), Some(later), T0 + 600);
         assert_eq!(
             counters.ban_in_force(address(20_000), T0 + 601),
             Some(later)
         );
         assert!(counters.len() <= 1_600, "{} tracked", counters.len());
+        // With the table full again, a ban held nowhere else (the store failed) is kept still.
+        for n in 30_000..40_000 {
+            counters.copy_ban_now(address(n), Some(later), T0 + 600);
+        }
+        let table = counters.len();
+        let held = Ban {
+            until: T0 + 1_200,
+            level: 1,
+        };
+        counters.start_ban_now(address(50_000), Some(held), T0 + 600);
+        assert_eq!(counters.ban_in_force(address(50_000), T0 + 601), Some(held));
+        assert_eq!(counters.len(), table + 1);
     }
 
     #[test]

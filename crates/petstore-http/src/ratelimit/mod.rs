@@ -432,7 +432,11 @@ impl Limiter {
     /// banned caller still gets its `429`), else `Allowed` with the current counts (whether or
     /// not a window is used up). For `GET {base}/rate_limit`.
     pub async fn peek(&self, account: &Account, now: u64) -> Result<Verdict, LimitError> {
-        if let Some(ban) = account.ban.filter(|ban| ban.until > now) {
+        if let Some(ban) = account
+            .ban
+            .filter(|ban| ban.until > now)
+            .or_else(|| self.fallback_ban(account.subject, now))
+        {
             return Ok(Verdict::Banned(ban));
         }
         let hit = match self
@@ -457,18 +461,25 @@ impl Limiter {
         })
     }
 
-    /// Counts in the counter store, or in the fallback while it fails (fail open). An address
-    /// the fallback holds a ban of is banned, whatever the store says: the store does not know
-    /// of a ban it failed to start (the fallback keeps every address ban it has room for).
+    /// An address's ban that the fallback holds: in force whatever the store says, which does
+    /// not know of a ban it failed to start (the fallback keeps those, and copies of the
+    /// store's while it has room).
+    fn fallback_ban(&self, subject: Subject, now: u64) -> Option<Ban> {
+        match (subject, &self.fallback) {
+            (Subject::Address(_), Some(fallback)) => fallback.ban_in_force(subject, now),
+            _ => None,
+        }
+    }
+
+    /// Counts in the counter store, or in the fallback while it fails (fail open); an address
+    /// banned in the fallback ([`Self::fallback_ban`]) is not counted.
     async fn hit(
         &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
     ) -> Result<Hit, CounterError> {
-        if let (Subject::Address(_), Some(fallback)) = (subject, &self.fallback)
-            && let Some(ban) = fallback.ban_in_force(subject, now)
-        {
+        if let Some(ban) = self.fallback_ban(subject, now) {
             return Ok(Hit::Banned(ban));
         }
         match self.counters.hit(subject, limits, now).await {
@@ -486,11 +497,12 @@ impl Limiter {
         }
     }
 
-    /// Starts a ban in the counter store, then in the fallback (so that an address ban holds
-    /// during an outage too: the store's ban in force where it found one); `ban` is `None` for
-    /// keys, whose bans are kept with the key. The ban already in force, if any
-    /// ([`CounterStore::start_ban`]): the counter store's answer, or while it fails, the
-    /// fallback's; an error when it fails and there is no fallback.
+    /// Starts a ban in the counter store, and copies it to the fallback while there is room (so
+    /// that an address ban holds during an outage too: the store's ban in force where it found
+    /// one); when the store fails, starts it in the fallback, which then keeps it whatever its
+    /// budget. `ban` is `None` for keys, whose bans are kept with the key. The ban already in
+    /// force, if any ([`CounterStore::start_ban`]): the counter store's answer, or while it
+    /// fails, the fallback's; an error when it fails and there is no fallback.
     async fn start_ban(
         &self,
         subject: Subject,
@@ -498,17 +510,20 @@ impl Limiter {
         now: u64,
     ) -> Result<Option<Ban>, CounterError> {
         let stored = self.counters.start_ban(subject, ban, now).await;
-        let in_fallback = self.fallback.as_ref().map(|fallback| {
-            let ban = match &stored {
-                Ok(Some(in_force)) => Some(*in_force),
-                _ => ban,
-            };
-            fallback.start_ban_now(subject, ban, now)
-        });
-        stored.or_else(|error| {
-            self.note_failure(&error, now);
-            in_fallback.ok_or(error)
-        })
+        match (stored, &self.fallback) {
+            (Ok(in_force), Some(fallback)) => {
+                fallback.copy_ban_now(subject, in_force.or(ban), now);
+                Ok(in_force)
+            }
+            (Ok(in_force), None) => Ok(in_force),
+            (Err(error), fallback) => {
+                self.note_failure(&error, now);
+                match fallback {
+                    Some(fallback) => Ok(fallback.start_ban_now(subject, ban, now)),
+                    None => Err(error),
+                }
+            }
+        }
     }
 
     /// Counts the failure; logs at most one warning every 10 seconds.
