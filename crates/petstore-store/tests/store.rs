@@ -820,12 +820,24 @@ async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
         owner: None,
         completion: None,
     };
-    let placing = tokio::time::timeout(
-        std::time::Duration::from_millis(500),
-        store.place_order(&order),
-    )
-    .await;
-    assert!(placing.is_err(), "the order waits for the pet: {placing:?}");
+    // Given up on once it waits for the lock inside its transaction (not before it got there).
+    let waiting = async {
+        let watcher = RawPostgres::connect(db.url()).expect("connect");
+        let waits = "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        for _ in 0..200 {
+            let rows = watcher.query(waits).expect("pg_stat_activity");
+            if rows[0][0].as_deref() != Some("0") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the order never waited for the pet's lock");
+    };
+    tokio::select! {
+        placed = store.place_order(&order) => panic!("the order did not wait: {placed:?}"),
+        () = waiting => {}
+    }
     holder.execute("COMMIT").expect("release the pet");
     // The order given up on must not take the lock and keep it: its session is closed, not
     // left idle in its transaction until the pool next looks at it.

@@ -307,8 +307,9 @@ impl Drop for Suspect<'_> {
 /// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
 /// leaves the pool when this is dropped, and closes: a call given up on midway (its future
 /// dropped at its deadline) may have left a transaction open, with rows locked, which the server
-/// ends only with the session. Left in the pool, it would stay open until the pool next checked
-/// it, on a later call of the same thread.
+/// ends only with the session (once it notices: at once when idle, else when the statement
+/// running there ends). Left in the pool, it would stay open until the pool next checked it, on
+/// a later call of the same thread.
 struct InCall(Option<managed::Object<Manager>>);
 
 impl Drop for InCall {
