@@ -57,6 +57,8 @@ impl AdminTokenSpec {
 #[derive(Debug)]
 pub enum AdminTokenKind {}
 
+impl crate::secret::sealed::Sealed for AdminTokenKind {}
+
 impl SecretKind for AdminTokenKind {
     const PREFIX: &'static str = ADMIN_TOKEN_PREFIX;
     const NAME: &'static str = "AdminTokenSecret";

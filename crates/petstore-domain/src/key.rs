@@ -276,6 +276,8 @@ impl KeyMatch {
 #[derive(Debug)]
 pub enum ApiKeyKind {}
 
+impl crate::secret::sealed::Sealed for ApiKeyKind {}
+
 impl SecretKind for ApiKeyKind {
     const PREFIX: &'static str = KEY_PREFIX;
     const NAME: &'static str = "ApiKeySecret";

@@ -14,12 +14,18 @@ const SECRET_HEX_LEN: usize = 64;
 pub(crate) const DISPLAY_HEX_LEN: usize = 8;
 
 /// A kind of secret: what its secrets start with, so that a leaked one is recognisable (by
-/// secret scanners, say) and one kind is never taken for another.
-pub trait SecretKind {
+/// secret scanners, say) and one kind is never taken for another. Sealed: the kinds are this
+/// crate's ([`ApiKeyKind`](crate::ApiKeyKind), [`AdminTokenKind`](crate::AdminTokenKind)).
+pub trait SecretKind: sealed::Sealed {
     /// What every secret of this kind starts with.
     const PREFIX: &'static str;
     /// The secret type's name, in its redacted `Debug` output.
     const NAME: &'static str;
+}
+
+pub(crate) mod sealed {
+    /// Implemented by this crate's secret kinds only.
+    pub trait Sealed {}
 }
 
 /// A secret of kind `K`. Its `Debug` output is redacted, so that it cannot end up in a log by
