@@ -1,16 +1,19 @@
 //! The Rust client of the Animal Store Service, behaving the way the interface asks clients to
 //! behave, by construction:
 //!
-//! - after a `429` it waits for `Retry-After` (never less) before anything else is sent, then
+//! - after a `429` it waits for `Retry-After` (never less) before anything else is sent, even
+//!   by a call that gave up rather than wait that long ([`ClientBuilder::max_wait`]), then
 //!   retries at most [`RetryPolicy::max_retries`] times with exponential backoff and full jitter;
 //!   `503` likewise, and `409 idempotency_request_in_progress` (a write's first attempt still
-//!   running); connection errors and timeouts with backoff, for reads and keyed writes only (a
-//!   cancel that got no answer is not sent twice);
+//!   running); connection errors and timeouts with backoff, and a keyed write's answer cut off
+//!   in its body; `503`s and errors only for reads and keyed writes (a cancel that got no
+//!   answer, or a `503`, is not sent twice: it may have gone through);
 //! - a `429 temporarily_banned` is returned at once, never retried;
 //! - when the last response said the window is used up, it waits for the window's reset instead
 //!   of collecting a `429` ([`ClientBuilder::wait_when_exhausted`]);
 //! - [`Client::create_pet`] and [`Client::place_order`] send an `Idempotency-Key` made once per
-//!   call and reused by that call's retries, so a retried write never happens twice.
+//!   call and reused by that call's retries, so a retried write never happens twice;
+//! - the API key never shows in `Debug` output, the builder's included.
 //!
 //! The types are the domain's (`petstore-domain`): [`Pet`], [`NewPet`], [`PetStatus`],
 //! [`Order`], the error catalogue [`ErrorCode`]; nothing is defined twice.
@@ -39,6 +42,7 @@ mod limits;
 pub mod operations;
 mod retry;
 
+use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -150,8 +154,8 @@ impl OrderQuery {
     }
 }
 
-/// Builds a [`Client`]: [`Client::builder`].
-#[derive(Debug, Clone)]
+/// Builds a [`Client`]: [`Client::builder`]. Its `Debug` output leaves the API key out.
+#[derive(Clone)]
 pub struct ClientBuilder {
     base_url: String,
     api_key: String,
@@ -161,6 +165,21 @@ pub struct ClientBuilder {
     retry: RetryPolicy,
     wait_when_exhausted: bool,
     max_wait: Duration,
+}
+
+impl fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientBuilder")
+            .field("base_url", &self.base_url)
+            .field("api_key", &"(hidden)")
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("user_agent", &self.user_agent)
+            .field("retry", &self.retry)
+            .field("wait_when_exhausted", &self.wait_when_exhausted)
+            .field("max_wait", &self.max_wait)
+            .finish()
+    }
 }
 
 impl ClientBuilder {
@@ -477,7 +496,9 @@ impl Client {
         read_json(self.send(&call).await?).await
     }
 
-    /// A `POST` of `body` with a fresh `Idempotency-Key`, the same on every retry.
+    /// A `POST` of `body` with a fresh `Idempotency-Key`, the same on every retry: an answer
+    /// cut off in its body is asked for again too (the service replays it; the key was made
+    /// here, so the caller could not).
     async fn write<B: serde::Serialize, T: DeserializeOwned>(
         &self,
         url: Url,
@@ -489,7 +510,18 @@ impl Client {
             body: Some(serde_json::to_vec(body).map_err(|e| Error::Config(e.to_string()))?),
             idempotency_key: Some(uuid::Uuid::now_v7().to_string()),
         };
-        read_json(self.send(&call).await?).await
+        let retry = self.inner.retry;
+        let mut attempt = 0;
+        loop {
+            match read_json(self.send(&call).await?).await {
+                // The body did not arrive in full (cut off, or past the timeout).
+                Err(Error::Transport(_)) if attempt < retry.max_retries => {
+                    tokio::time::sleep(retry.backoff(attempt)).await;
+                    attempt += 1;
+                }
+                answer => return answer,
+            }
+        }
     }
 
     /// Sends `call`, retrying as the interface asks; the first response that is not a retried
@@ -535,22 +567,26 @@ impl Client {
             }
             let retry_after = retry::retry_after(response.headers());
             let error = error::from_response(response, retry_after).await;
-            // `429`, `503`, and the `409` of a write whose first attempt is still running on
-            // the service (a retry after a lost answer can arrive before the first finishes):
-            // waited out, then retried.
+            // `429` (refused before anything was done), `503` when sending again cannot do
+            // anything twice (a read, or a write with its Idempotency-Key: a `503` may come after
+            // a write went through), and the `409` of a write whose first attempt is still
+            // running on the service (a retry after a lost answer can arrive before the first
+            // finishes): waited out, then retried.
+            let resendable = call.method == Method::GET || call.idempotency_key.is_some();
             let waits = status == StatusCode::TOO_MANY_REQUESTS
-                || status == StatusCode::SERVICE_UNAVAILABLE
+                || (status == StatusCode::SERVICE_UNAVAILABLE && resendable)
                 || error.code() == Some(ErrorCode::IdempotencyRequestInProgress);
             if !waits {
                 return Err(error);
             }
-            // Nothing is sent before the instant `Retry-After` names, by any call.
+            // Nothing is sent before the instant `Retry-After` names, by any call: held back
+            // even when this call gives up rather than wait that long.
             let wait = retry_after.unwrap_or(Duration::ZERO);
-            if wait > self.inner.max_wait {
-                return Err(error);
-            }
             if status == StatusCode::TOO_MANY_REQUESTS {
                 self.block_for(wait);
+            }
+            if wait > self.inner.max_wait {
+                return Err(error);
             }
             if error.code() == Some(ErrorCode::TemporarilyBanned) || attempt >= retry.max_retries {
                 return Err(error);

@@ -64,11 +64,13 @@ fn answer_one(stream: TcpStream, answer: Answer, seen: &Mutex<Vec<Arrival>>) -> 
         return true; // dropped: the connection closes unanswered
     };
     let mut stream = stream;
+    // An answer marked `Cut` promises twice its body and closes after it: cut off mid-body.
+    let cut = headers.iter().any(|(name, _)| *name == CUT);
+    let promised = if cut { 2 * body.len() } else { body.len() };
     let mut head = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {promised}\r\nConnection: close\r\n"
     );
-    for (name, value) in headers {
+    for (name, value) in headers.iter().filter(|(name, _)| *name != CUT) {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
     head.push_str("\r\n");
@@ -76,6 +78,9 @@ fn answer_one(stream: TcpStream, answer: Answer, seen: &Mutex<Vec<Arrival>>) -> 
     let _ = stream.write_all(body.as_bytes());
     true
 }
+
+/// The header that marks an answer to cut off mid-body (not sent).
+const CUT: &str = "Cut";
 
 fn error(status: u16, code: &str) -> String {
     format!(r#"{{"code":"{code}","message":"canned","status":{status}}}"#)
@@ -253,4 +258,75 @@ async fn a_cancel_whose_answer_is_lost_is_not_sent_again() {
     let error = client(&base).cancel_order(5).await.expect_err("lost");
     assert!(matches!(error, Error::Transport(_)), "{error:?}");
     assert_eq!(arrivals.lock().expect("lock").len(), 1, "sent once");
+}
+
+const REX: &str = r#"{"id":7,"name":"Rex","categoryId":1,"status":"available"}"#;
+
+fn rex() -> petstore_client::NewPet {
+    petstore_client::NewPet {
+        name: "Rex".into(),
+        category_id: 1,
+        status: None,
+    }
+}
+
+#[tokio::test]
+async fn a_write_whose_answer_is_cut_off_is_asked_for_again_with_its_key() {
+    let cut = Some((201, vec![(CUT, String::new())], REX.to_owned()));
+    let replayed = Some((201, vec![], REX.to_owned()));
+    let (base, arrivals) = serve(vec![cut, replayed]);
+    let pet = client(&base).create_pet(&rex()).await.expect("replayed");
+    assert_eq!(pet.id, 7);
+    let arrivals = arrivals.lock().expect("lock").clone();
+    assert_eq!(arrivals.len(), 2);
+    assert!(
+        arrivals[0].1.is_some() && arrivals[0].1 == arrivals[1].1,
+        "{arrivals:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_cancel_answered_503_is_not_sent_again() {
+    // The service may answer `503` for a write that went through after all: a second cancel
+    // would be refused, and the caller told a done cancel failed.
+    let unavailable = Some((
+        503,
+        vec![("Retry-After", "0".to_owned())],
+        error(503, "service_unavailable"),
+    ));
+    let (base, arrivals) = serve(vec![unavailable.clone(), unavailable]);
+    let error = client(&base).cancel_order(5).await.expect_err("503");
+    assert_eq!(error.status(), Some(503));
+    assert_eq!(arrivals.lock().expect("lock").len(), 1, "sent once");
+}
+
+#[tokio::test]
+async fn a_retry_after_beyond_max_wait_holds_back_the_next_calls_too() {
+    let day_used_up = Some((
+        429,
+        vec![("Retry-After", "30000".to_owned())],
+        error(429, "rate_limited"),
+    ));
+    let (base, arrivals) = serve(vec![day_used_up.clone(), day_used_up]);
+    let client = client(&base);
+    let first = client.list_pets(&PetQuery::default()).await;
+    assert_eq!(first.expect_err("429").code(), Some(ErrorCode::RateLimited));
+    let second = client.list_pets(&PetQuery::default()).await;
+    assert!(
+        matches!(second, Err(Error::RateLimitWait(wait)) if wait > Duration::from_secs(29_000)),
+        "{second:?}"
+    );
+    assert_eq!(
+        arrivals.lock().expect("lock").len(),
+        1,
+        "nothing sent before Retry-After"
+    );
+}
+
+#[test]
+fn a_builder_never_shows_its_key() {
+    let builder = Client::builder("http://127.0.0.1:1/v1", "pst_do_not_show_me");
+    let shown = format!("{builder:?}");
+    assert!(!shown.contains("do_not_show_me"), "{shown}");
+    assert!(shown.contains("127.0.0.1"), "{shown}");
 }
