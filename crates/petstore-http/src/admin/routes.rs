@@ -237,6 +237,8 @@ pub async fn list_keys(
     params(("keyId" = i64, Path, description = "The key's id.")),
     responses(
         (status = 200, description = "The key (never its secret).", body = KeyView),
+        (status = 400, description = "`invalid_path_parameter`: `keyId` is not an int64; \
+            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
         (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
         (status = 404, description = "`key_not_found`.", body = ErrorObject),
     ),
@@ -360,6 +362,8 @@ pub async fn rotate_key(
     params(("keyId" = i64, Path, description = "The key's id.")),
     responses(
         (status = 200, description = "The key, revoked.", body = KeyView),
+        (status = 400, description = "`invalid_path_parameter`: `keyId` is not an int64; \
+            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
         (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
         (status = 404, description = "`key_not_found`.", body = ErrorObject),
     ),
@@ -393,6 +397,8 @@ pub async fn revoke_key(
     params(("keyId" = i64, Path, description = "The key's id.")),
     responses(
         (status = 200, description = "The key, unbanned.", body = KeyView),
+        (status = 400, description = "`invalid_path_parameter`: `keyId` is not an int64; \
+            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
         (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
         (status = 404, description = "`key_not_found`.", body = ErrorObject),
     ),

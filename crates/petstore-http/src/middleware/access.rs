@@ -15,8 +15,8 @@ pub struct Access {
     pub key_required: bool,
     /// How its requests count against the caller's limits.
     pub counting: Counting,
-    /// What it adds to every answer of its own, errors included (its `401` and `405`; not
-    /// admission's refusals).
+    /// What it adds to every answer, errors included (its `401` and `405`, and admission's
+    /// refusals: `429`, `503`).
     pub marks: Marks,
 }
 

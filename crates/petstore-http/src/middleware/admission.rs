@@ -4,7 +4,7 @@
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
-use actix_web::http::header::HeaderMap;
+use actix_web::http::header::{HeaderMap, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use futures_util::FutureExt;
@@ -24,8 +24,8 @@ use crate::state::AppState;
 /// Identifies the caller (a valid key, else the client address), counts the request as the
 /// resource's `access` says, refuses it with `429` when over a limit or banned, or with `401`
 /// when the resource needs a key and none valid was presented, and writes the rate-limit
-/// headers on the response, and the resource's marks on whatever the resource answers (its
-/// `401` included; a refusal is admission's, not the resource's). A refused request does no further work:
+/// headers and the resource's marks on every answer (the `401` and admission's own refusals
+/// included). A refused request does no further work:
 /// no body is read, nothing is written. The only storage read on the way is the key lookup,
 /// once per key-cache period per key (unknown keys are cached too).
 pub async fn admission(
@@ -55,8 +55,10 @@ async fn gate<B: MessageBody>(
         Err(error) => {
             let limiter = &state.limiter;
             let limits = limiter.limit_headers(limiter.anonymous_limits());
+            let successor = successor(state, access.marks, &req);
             return Ok(refuse(req, &error, |h| {
-                Standing::Unknown.write(h, &limits, now)
+                Standing::Unknown.write(h, &limits, now);
+                access.marks.write(h, successor);
             }));
         }
     };
@@ -162,10 +164,15 @@ async fn annotate<B: MessageBody>(
     if let Some(client) = admitted.client {
         req.extensions_mut().insert(client);
     }
+    // The `Link` of a deprecated resource, read from the request before it is handed on.
+    let successor = successor(state, admitted.marks, &req);
     let decision = match outcome(verdict, admitted.account.limits, now) {
         Outcome::Allowed(decision) => decision,
         Outcome::Refused(error, standing) => {
-            return Ok(refuse(req, &error, |h| standing.write(h, &limits, now)));
+            return Ok(refuse(req, &error, |h| {
+                standing.write(h, &limits, now);
+                admitted.marks.write(h, successor);
+            }));
         }
     };
     if admitted.status_only {
@@ -174,11 +181,6 @@ async fn annotate<B: MessageBody>(
             limits: admitted.account.limits,
         });
     }
-    // The `Link` of a deprecated resource, read from the request before it is handed on.
-    let successor = match admitted.marks {
-        Marks::Deprecated => state.links.successor_link(req.request()),
-        Marks::None | Marks::Experimental => None,
-    };
     let mut response = if admitted.unauthorized {
         refuse(req, &ApiError::Unauthorized, |_| {})
     } else {
@@ -187,6 +189,14 @@ async fn annotate<B: MessageBody>(
     admitted.marks.write(response.headers_mut(), successor);
     headers::write(response.headers_mut(), &decision, &limits, now);
     Ok(response)
+}
+
+/// The `Link` to a deprecated resource's successor, for its answers (`None` for any other).
+fn successor(state: &AppState, marks: Marks, req: &ServiceRequest) -> Option<HeaderValue> {
+    match marks {
+        Marks::Deprecated => state.links.successor_link(req.request()),
+        Marks::None | Marks::Experimental => None,
+    }
 }
 
 /// What becomes of a request.

@@ -95,6 +95,8 @@ pub async fn list_orders(
         (status = 403, description = "`insufficient_scope`: the key is read-only.",
             body = ErrorObject),
         (status = 404, description = "`pet_not_found`.", body = ErrorObject),
+        (status = 408, description = "`request_timeout`: the body did not arrive within the \
+            body timeout (10 s by default); the connection is closed.", body = ErrorObject),
         (status = 409, description = "`pet_not_available`: the pet is pending or sold; or \
             `idempotency_request_in_progress`.", body = ErrorObject,
             headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."))),

@@ -2,7 +2,7 @@ use actix_web::test::TestRequest;
 use petstore_http::HttpSettings;
 
 use crate::api_tests;
-use crate::helpers::{Reply, TestApp};
+use crate::helpers::{Reply, TestApp, get_from};
 
 const SUNSET_UNIX: u64 = 1_922_659_200; // 2030-12-05T00:00:00Z
 
@@ -152,6 +152,14 @@ async fn every_get_pet_error_carries_the_deprecation_headers(app: TestApp) {
     wrong_method.assert_error(405, "method_not_allowed");
     assert_eq!(wrong_method.header("allow"), Some("GET, HEAD"));
     assert_deprecated(&wrong_method);
+    // Admission's own refusal too: an address over its limit (60 a minute without a key).
+    let from = || get_from("/v1/pets/1", "203.0.113.40:5");
+    for _ in 0..60 {
+        app.send(from()).await.assert_error(401, "unauthorized");
+    }
+    let limited = app.send(from()).await;
+    limited.assert_error(429, "rate_limited");
+    assert_deprecated(&limited);
 }
 
 async fn get_pet_answers_410_from_the_sunset_instant_on(app: TestApp) {
