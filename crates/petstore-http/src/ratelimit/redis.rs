@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures_util::future::{FutureExt, LocalBoxFuture, join_all};
 use petstore_domain::{Ban, Counts, RateLimits, Window};
@@ -212,8 +212,86 @@ impl RedisTarget {
     }
 }
 
-/// The connection: to one server (reconnecting by itself), or to a cluster (following its
-/// topology: slots that move, a replica promoted in a failover).
+/// The connection: to one server ([`Single`]), or to a cluster (following its topology: slots
+/// that move, a replica promoted in a failover).
+#[allow(clippy::large_enum_variant)] // one per process: its size does not matter
+enum Connection {
+    Single(Single),
+    Cluster(ClusterConnection),
+}
+
+impl Connection {
+    /// What a call goes through.
+    fn link(&self) -> Link {
+        match self {
+            Self::Single(single) => Link::Single(single.current()),
+            Self::Cluster(connection) => Link::Cluster(connection.clone()),
+        }
+    }
+
+    /// After a call failed (the cluster client recovers by itself).
+    fn failed(&self) {
+        if let Self::Single(single) = self {
+            single.replace();
+        }
+    }
+}
+
+/// How often at most one server's connection is replaced.
+const REPLACE_EVERY: Duration = Duration::from_secs(1);
+
+/// One server's connection manager, replaced after a failed call, at most every
+/// [`REPLACE_EVERY`]. The manager reconnects by itself only when its connection drops: it keeps
+/// any other failure to connect for good (an `AUTH` refused before the user was set up), and a
+/// connection that no longer answers (a half-open socket; the server moved behind its name) or
+/// that a demoted master answers `READONLY` on.
+struct Single {
+    client: redis::Client,
+    config: ConnectionManagerConfig,
+    state: Mutex<Managed>,
+}
+
+struct Managed {
+    manager: ConnectionManager,
+    since: Instant,
+}
+
+impl Single {
+    fn new(client: redis::Client, config: ConnectionManagerConfig) -> Result<Self, CounterError> {
+        let manager = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())
+            .map_err(CounterError::new)?;
+        Ok(Self {
+            client,
+            config,
+            state: Mutex::new(Managed {
+                manager,
+                since: Instant::now(),
+            }),
+        })
+    }
+
+    fn current(&self) -> ConnectionManager {
+        self.state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .manager
+            .clone()
+    }
+
+    fn replace(&self) {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.since.elapsed() < REPLACE_EVERY {
+            return;
+        }
+        state.since = Instant::now();
+        match ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone()) {
+            Ok(manager) => state.manager = manager,
+            Err(error) => log::warn!("could not replace the Redis connection: {error}"),
+        }
+    }
+}
+
+/// A connection for one call.
 #[derive(Clone)]
 enum Link {
     Single(ConnectionManager),
@@ -279,7 +357,7 @@ pub struct RedisCounters {
 
 /// What the requests of one instance share with the task that sends their batches.
 struct Counting {
-    connection: Link,
+    connection: Connection,
     hit: redis::Script,
     prefix: String,
     timeout: Duration,
@@ -362,10 +440,7 @@ impl RedisCounters {
                     .set_number_of_retries(1)
                     .set_max_delay(timeout);
                 (
-                    Link::Single(
-                        ConnectionManager::new_lazy_with_config(client.clone(), config)
-                            .map_err(CounterError::new)?,
-                    ),
+                    Connection::Single(Single::new(client.clone(), config)?),
                     Probe::Single(client),
                 )
             }
@@ -382,7 +457,7 @@ impl RedisCounters {
                     .set_connection_timeout(timeout)
                     .set_response_timeout(timeout);
                 (
-                    Link::Cluster(client.get_pending_async_connection_with_config(config)),
+                    Connection::Cluster(client.get_pending_async_connection_with_config(config)),
                     Probe::Cluster(client),
                 )
             }
@@ -429,7 +504,7 @@ impl RedisCounters {
         bounded::<String>(PING_TIMEOUT, ping)
             .await
             .map_err(CounterError::new)?;
-        let mut connection = self.counting.connection.clone();
+        let mut connection = self.counting.connection.link();
         let load = async {
             for script in [&self.counting.hit, &self.peek, &self.start_ban] {
                 script.load_async(&mut connection).await?;
@@ -481,12 +556,13 @@ impl RedisCounters {
         let mut invocation = self.peek.prepare_invoke();
         self.counting
             .add_subject(&mut invocation, subject, limits, now, 1);
-        let mut connection = self.counting.connection.clone();
+        let mut connection = self.counting.connection.link();
         let reply: String = bounded(
             self.counting.timeout,
             invocation.invoke_async(&mut connection),
         )
         .await
+        .inspect_err(|_| self.counting.connection.failed())
         .map_err(CounterError::new)?;
         peeked(&reply).map_err(CounterError::new)
     }
@@ -513,9 +589,10 @@ impl RedisCounters {
             None => invocation.arg("").arg(1),
         };
         invocation.arg(now);
-        let mut connection = counting.connection.clone();
+        let mut connection = counting.connection.link();
         let reply = bounded::<String>(counting.timeout, invocation.invoke_async(&mut connection))
             .await
+            .inspect_err(|_| counting.connection.failed())
             .map_err(CounterError::new)?;
         in_force(&reply).map_err(CounterError::new)
     }
@@ -584,8 +661,8 @@ impl Counting {
     /// (a script's keys must share a slot).
     async fn send(&self, batch: Vec<Pending>) {
         match self.connection {
-            Link::Single(_) => self.call(batch).await,
-            Link::Cluster(_) => {
+            Connection::Single(_) => self.call(batch).await,
+            Connection::Cluster(_) => {
                 let mut groups: HashMap<Slot, Vec<Pending>> = HashMap::new();
                 for pending in batch {
                     // Every key of a subject hashes by the tag in its beginning.
@@ -610,9 +687,10 @@ impl Counting {
                 group.answers.len(),
             );
         }
-        let mut connection = self.connection.clone();
+        let mut connection = self.connection.link();
         let reply = bounded::<String>(self.timeout, invocation.invoke_async(&mut connection))
             .await
+            .inspect_err(|_| self.connection.failed())
             .and_then(|reply| group_hits(&reply, groups.iter().map(|group| group.answers.len())));
         match reply {
             Ok(hits) => {

@@ -395,3 +395,37 @@ async fn concurrent_decisions_go_to_redis_together_each_with_its_own_exact_answe
             .expect("no request hangs");
     assert!(hits.iter().all(Result::is_err), "{hits:?}");
 }
+
+#[actix_web::test]
+async fn a_connection_redis_refused_is_replaced_once_redis_accepts_it() {
+    let Some(redis) = OwnRedis::start() else {
+        return;
+    };
+    // The service's URL carries a password Redis does not require yet (its user set up after
+    // the service started, say): every connection is refused at its `AUTH`.
+    let url = redis.url().replacen("redis://", "redis://:s3cret@", 1);
+    let counters = RedisCounters::new(&url, "auth-test", Duration::from_millis(500), 86_400)
+        .expect("counters");
+    let subject = Subject::Key(7);
+    assert!(counters.hit(subject, limits(100), NOW).await.is_err());
+    assert!(counters.hit(subject, limits(100), NOW).await.is_err());
+    redis.query::<()>(
+        redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("requirepass")
+            .arg("s3cret"),
+    );
+    // Then Redis accepts the password: the instance counts in it again, without a restart.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(hit) = counters.hit(subject, limits(100), NOW).await {
+            assert!(allowed(&hit), "{hit:?}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still refused after Redis accepted the password"
+        );
+        actix_web::rt::time::sleep(Duration::from_millis(200)).await;
+    }
+}
