@@ -511,9 +511,10 @@ impl Client {
             idempotency_key: Some(uuid::Uuid::now_v7().to_string()),
         };
         let retry = self.inner.retry;
+        // One count of retries for the call, whatever made each one.
         let mut attempt = 0;
         loop {
-            match read_json(self.send(&call).await?).await {
+            match read_json(self.send_counted(&call, &mut attempt).await?).await {
                 // The body did not arrive in full (cut off, or past the timeout).
                 Err(Error::Transport(_)) if attempt < retry.max_retries => {
                     tokio::time::sleep(retry.backoff(attempt)).await;
@@ -527,8 +528,16 @@ impl Client {
     /// Sends `call`, retrying as the interface asks; the first response that is not a retried
     /// `429`/`503` is returned when it is a success, else its error.
     async fn send(&self, call: &Call) -> Result<reqwest::Response, Error> {
+        self.send_counted(call, &mut 0).await
+    }
+
+    /// [`Self::send`], counting its retries in `attempt`, which may hold earlier ones.
+    async fn send_counted(
+        &self,
+        call: &Call,
+        attempt: &mut u32,
+    ) -> Result<reqwest::Response, Error> {
         let retry = self.inner.retry;
-        let mut attempt = 0;
         loop {
             self.wait_for_room().await?;
             let mut request = self
@@ -551,11 +560,11 @@ impl Client {
                 // through, the second would be refused (`409 order_not_cancellable`).
                 Err(error)
                     if retry::is_transient(&error)
-                        && attempt < retry.max_retries
+                        && *attempt < retry.max_retries
                         && (call.method == Method::GET || call.idempotency_key.is_some()) =>
                 {
-                    tokio::time::sleep(retry.backoff(attempt)).await;
-                    attempt += 1;
+                    tokio::time::sleep(retry.backoff(*attempt)).await;
+                    *attempt += 1;
                     continue;
                 }
                 Err(error) => return Err(Error::Transport(error)),
@@ -588,11 +597,11 @@ impl Client {
             if wait > self.inner.max_wait {
                 return Err(error);
             }
-            if error.code() == Some(ErrorCode::TemporarilyBanned) || attempt >= retry.max_retries {
+            if error.code() == Some(ErrorCode::TemporarilyBanned) || *attempt >= retry.max_retries {
                 return Err(error);
             }
-            tokio::time::sleep(wait.max(retry.backoff(attempt))).await;
-            attempt += 1;
+            tokio::time::sleep(wait.max(retry.backoff(*attempt))).await;
+            *attempt += 1;
         }
     }
 

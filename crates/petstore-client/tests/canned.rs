@@ -330,3 +330,13 @@ fn a_builder_never_shows_its_key() {
     assert!(!shown.contains("do_not_show_me"), "{shown}");
     assert!(shown.contains("127.0.0.1"), "{shown}");
 }
+
+#[tokio::test]
+async fn a_write_cut_off_again_and_again_stops_after_the_policys_count() {
+    let cut = Some((201, vec![(CUT, String::new())], REX.to_owned()));
+    let (base, arrivals) = serve(vec![cut; 10]);
+    let error = client(&base).create_pet(&rex()).await.expect_err("cut off");
+    assert!(matches!(error, Error::Transport(_)), "{error:?}");
+    // The first send and the policy's 3 retries, whatever made each retry.
+    assert_eq!(arrivals.lock().expect("lock").len(), 4);
+}

@@ -224,27 +224,29 @@ impl Connection {
     /// What a call goes through.
     fn link(&self) -> Link {
         match self {
-            Self::Single(single) => Link::Single(single.current()),
+            Self::Single(single) => single.link(),
             Self::Cluster(connection) => Link::Cluster(connection.clone()),
         }
     }
 
-    /// After a call failed (the cluster client recovers by itself).
-    fn failed(&self) {
-        if let Self::Single(single) = self {
-            single.replace();
+    /// After a call through `link`: whether it was answered (the cluster client recovers by
+    /// itself).
+    fn after(&self, link: &Link, answered: bool) {
+        if let (Self::Single(single), Link::Single(_, generation)) = (self, link) {
+            single.after(*generation, answered);
         }
     }
 }
 
-/// How often at most one server's connection is replaced.
-const REPLACE_EVERY: Duration = Duration::from_secs(1);
+/// How long one server's connection may go unanswered, failing calls, before it is replaced.
+const REPLACE_AFTER: Duration = Duration::from_secs(1);
 
-/// One server's connection manager, replaced after a failed call, at most every
-/// [`REPLACE_EVERY`]. The manager reconnects by itself only when its connection drops: it keeps
-/// any other failure to connect for good (an `AUTH` refused before the user was set up), and a
-/// connection that no longer answers (a half-open socket; the server moved behind its name) or
-/// that a demoted master answers `READONLY` on.
+/// One server's connection manager, replaced once its calls have failed for [`REPLACE_AFTER`]
+/// with none answered. The manager reconnects by itself only when its connection drops: it
+/// keeps any other failure to connect for good (an `AUTH` refused before the user was set up),
+/// and a connection that no longer answers (a half-open socket; the server moved behind its
+/// name) or that a demoted master answers `READONLY` on. A call that merely timed out on a
+/// connection that answers others leaves it be.
 struct Single {
     client: redis::Client,
     config: ConnectionManagerConfig,
@@ -253,7 +255,10 @@ struct Single {
 
 struct Managed {
     manager: ConnectionManager,
-    since: Instant,
+    /// Which manager this is: a late answer on a replaced one is not this one's.
+    generation: u64,
+    /// When a call on it was last answered, or when it was made.
+    answered: Instant,
 }
 
 impl Single {
@@ -265,27 +270,40 @@ impl Single {
             config,
             state: Mutex::new(Managed {
                 manager,
-                since: Instant::now(),
+                generation: 0,
+                answered: Instant::now(),
             }),
         })
     }
 
-    fn current(&self) -> ConnectionManager {
-        self.state
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .manager
-            .clone()
+    fn lock(&self) -> MutexGuard<'_, Managed> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn replace(&self) {
-        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.since.elapsed() < REPLACE_EVERY {
+    fn link(&self) -> Link {
+        let state = self.lock();
+        Link::Single(state.manager.clone(), state.generation)
+    }
+
+    fn after(&self, generation: u64, answered: bool) {
+        let mut state = self.lock();
+        if generation != state.generation {
             return;
         }
-        state.since = Instant::now();
+        let now = Instant::now();
+        if answered {
+            state.answered = now;
+            return;
+        }
+        if now.duration_since(state.answered) < REPLACE_AFTER {
+            return;
+        }
         match ConnectionManager::new_lazy_with_config(self.client.clone(), self.config.clone()) {
-            Ok(manager) => state.manager = manager,
+            Ok(manager) => {
+                state.manager = manager;
+                state.generation += 1;
+                state.answered = now;
+            }
             Err(error) => log::warn!("could not replace the Redis connection: {error}"),
         }
     }
@@ -294,14 +312,15 @@ impl Single {
 /// A connection for one call.
 #[derive(Clone)]
 enum Link {
-    Single(ConnectionManager),
+    /// With its manager's generation ([`Single`]).
+    Single(ConnectionManager, u64),
     Cluster(ClusterConnection),
 }
 
 impl ConnectionLike for Link {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
-            Self::Single(connection) => connection.req_packed_command(cmd),
+            Self::Single(connection, _) => connection.req_packed_command(cmd),
             Self::Cluster(connection) => connection.req_packed_command(cmd),
         }
     }
@@ -313,14 +332,14 @@ impl ConnectionLike for Link {
         count: usize,
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
-            Self::Single(connection) => connection.req_packed_commands(cmd, offset, count),
+            Self::Single(connection, _) => connection.req_packed_commands(cmd, offset, count),
             Self::Cluster(connection) => connection.req_packed_commands(cmd, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
         match self {
-            Self::Single(connection) => connection.get_db(),
+            Self::Single(connection, _) => connection.get_db(),
             Self::Cluster(connection) => connection.get_db(),
         }
     }
@@ -557,13 +576,13 @@ impl RedisCounters {
         self.counting
             .add_subject(&mut invocation, subject, limits, now, 1);
         let mut connection = self.counting.connection.link();
-        let reply: String = bounded(
+        let reply = bounded::<String>(
             self.counting.timeout,
             invocation.invoke_async(&mut connection),
         )
-        .await
-        .inspect_err(|_| self.counting.connection.failed())
-        .map_err(CounterError::new)?;
+        .await;
+        self.counting.connection.after(&connection, reply.is_ok());
+        let reply = reply.map_err(CounterError::new)?;
         peeked(&reply).map_err(CounterError::new)
     }
 
@@ -590,10 +609,10 @@ impl RedisCounters {
         };
         invocation.arg(now);
         let mut connection = counting.connection.link();
-        let reply = bounded::<String>(counting.timeout, invocation.invoke_async(&mut connection))
-            .await
-            .inspect_err(|_| counting.connection.failed())
-            .map_err(CounterError::new)?;
+        let reply =
+            bounded::<String>(counting.timeout, invocation.invoke_async(&mut connection)).await;
+        counting.connection.after(&connection, reply.is_ok());
+        let reply = reply.map_err(CounterError::new)?;
         in_force(&reply).map_err(CounterError::new)
     }
 }
@@ -688,9 +707,9 @@ impl Counting {
             );
         }
         let mut connection = self.connection.link();
-        let reply = bounded::<String>(self.timeout, invocation.invoke_async(&mut connection))
-            .await
-            .inspect_err(|_| self.connection.failed())
+        let reply = bounded::<String>(self.timeout, invocation.invoke_async(&mut connection)).await;
+        self.connection.after(&connection, reply.is_ok());
+        let reply = reply
             .and_then(|reply| group_hits(&reply, groups.iter().map(|group| group.answers.len())));
         match reply {
             Ok(hits) => {
