@@ -865,6 +865,73 @@ async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
 }
 
 #[tokio::test]
+async fn a_change_given_up_on_while_it_waits_frees_the_rows_it_locked_at_once() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    // A statement timeout far longer than the test waits: only a cancel frees the rows in time.
+    let mut config = StoreConfig::new(db.url());
+    config.statement_timeout = std::time::Duration::from_secs(60);
+    let store = Store::open(&config).expect("open");
+    store.migrate().await.expect("migrate");
+    let pet = add(&store, "Rex", PetStatus::Available).await;
+    let order = PlaceOrder {
+        pet_id: pet.id,
+        owner: None,
+        completion: None,
+    };
+    let order = store.place_order(&order).await.expect("placed");
+    // Another session holds the pet's row: a cancel locks the order, then waits for the pet.
+    let holder = RawPostgres::connect(db.url()).expect("connect");
+    let pet_lock = format!("SELECT id FROM pets WHERE id = {} FOR UPDATE", pet.id);
+    holder
+        .execute(&format!("BEGIN; {pet_lock}"))
+        .expect("lock the pet");
+    let waiting = async {
+        let watcher = RawPostgres::connect(db.url()).expect("connect");
+        let waits = "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'";
+        for _ in 0..200 {
+            let rows = watcher.query(waits).expect("pg_stat_activity");
+            if rows[0][0].as_deref() != Some("0") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("the cancel never waited for the pet's lock");
+    };
+    tokio::select! {
+        changed = store.change_order(order.id, None, OrderAction::Cancel) => {
+            panic!("the cancel did not wait: {changed:?}")
+        }
+        () = waiting => {}
+    }
+    // Given up on: while the pet is still held, the order's row is free again (its statement
+    // cancelled, its transaction rolled back), not held until the pet's holder lets go.
+    let checker = RawPostgres::connect(db.url()).expect("connect");
+    let order_lock = format!(
+        "SELECT id FROM orders WHERE id = {} FOR UPDATE NOWAIT",
+        order.id
+    );
+    let mut free = false;
+    for _ in 0..30 {
+        if checker.execute(&order_lock).is_ok() {
+            free = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    holder.execute("COMMIT").expect("release the pet");
+    assert!(free, "the order stayed locked by the abandoned cancel");
+    let kept = store
+        .find_order(order.id, None)
+        .await
+        .expect("find")
+        .expect("the order");
+    assert_eq!(kept.status, OrderStatus::Placed);
+}
+
+#[tokio::test]
 async fn a_batch_that_sqlite_rolls_back_whole_is_answered_whole() {
     use diesel::connection::SimpleConnection;
     use diesel::{Connection, SqliteConnection};

@@ -136,9 +136,13 @@ impl Postgres {
             .map_err(|error| self.checkout_error(error))?;
         ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "postgres")
             .record(checkout.elapsed().as_secs_f64());
-        let mut in_call = InCall(Some(pooled));
+        let mut in_call = InCall {
+            pooled: Some(pooled),
+            ended: false,
+            settings: &self.settings,
+        };
         let pooled = in_call
-            .0
+            .pooled
             .as_mut()
             .expect("a call's connection, until it is dropped");
         // Until the call has ended: dropped midway, the connection is not trusted again.
@@ -154,6 +158,7 @@ impl Postgres {
             .as_ref()
             .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
             || started.elapsed() > self.deadline;
+        in_call.ended = true;
         result
     }
 
@@ -307,18 +312,39 @@ impl Drop for Suspect<'_> {
 /// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
 /// leaves the pool when this is dropped, and closes: a call given up on midway (its future
 /// dropped at its deadline) may have left a transaction open, with rows locked, which the server
-/// ends only with the session (once it notices: at once when idle, else when the statement
-/// running there ends). Left in the pool, it would stay open until the pool next checked it, on
-/// a later call of the same thread.
-struct InCall(Option<managed::Object<Manager>>);
+/// ends only with the session. Left in the pool, it would stay open until the pool next checked
+/// it, on a later call of the same thread. A call given up on midway also has the statement it
+/// may be running cancelled: the server would otherwise notice the closed session only once
+/// that statement ends (one waiting for a lock, holding others, waits as long as the lock's
+/// holder, up to the statement timeout).
+struct InCall<'a> {
+    pooled: Option<managed::Object<Manager>>,
+    /// Whether the call ran to its end.
+    ended: bool,
+    settings: &'a PgSettings,
+}
 
-impl Drop for InCall {
+impl Drop for InCall<'_> {
     fn drop(&mut self) {
-        if let Some(pooled) = self.0.take()
-            && pooled.broken
-        {
-            drop(managed::Object::take(pooled));
+        let Some(pooled) = self.pooled.take() else {
+            return;
+        };
+        if !pooled.broken {
+            return;
         }
+        let connection = managed::Object::take(pooled).connection;
+        if !self.ended
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let cancel = connection.cancel_token();
+            let tls = self.settings.tls();
+            runtime.spawn(async move {
+                if let Err(error) = cancel.cancel_query(tls).await {
+                    log::debug!("could not cancel an abandoned statement: {error}");
+                }
+            });
+        }
+        drop(connection);
     }
 }
 

@@ -156,6 +156,11 @@ impl PgSettings {
         })
     }
 
+    /// The TLS set-up of this database's connections (a cancel request goes the same way).
+    pub(crate) fn tls(&self) -> MakeRustlsConnect {
+        self.tls.clone()
+    }
+
     /// Opens a connection, driven by the current runtime (its I/O task is spawned there).
     pub(crate) async fn connect(&self) -> Result<AsyncPgConnection, StoreError> {
         let (client, connection) = self
