@@ -78,12 +78,19 @@ pub struct NewOrder {
     pub pet_id: i64,
     /// How many: 1 (a pet is one animal); may be left out.
     #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1, default = 1))]
-    #[serde(default = "one")]
+    #[serde(default = "one", deserialize_with = "whole_i32")]
     pub quantity: i32,
 }
 
 fn one() -> i32 {
     1
+}
+
+/// [`whole_number`] for an `i32`.
+fn whole_i32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<i32, D::Error> {
+    let n = whole_number(d)?;
+    i32::try_from(n)
+        .map_err(|_| serde::de::Error::invalid_value(serde::de::Unexpected::Signed(n), &"an i32"))
 }
 
 impl NewOrder {
@@ -300,6 +307,15 @@ mod tests {
         assert!(parse(json!({"petId": 3, "quantity": 1, "status": "placed"})).is_err());
         assert!(parse(json!({"petId": null})).is_err());
         assert!(parse(json!({"quantity": 1})).is_err());
+        // A whole number with a fraction is that integer, as for `petId`; a fraction is not.
+        assert_eq!(
+            parse(json!({"petId": 3, "quantity": 1.0}))
+                .map(|o| o.quantity)
+                .ok(),
+            Some(1)
+        );
+        assert!(parse(json!({"petId": 3, "quantity": 1.5})).is_err());
+        assert!(parse(json!({"petId": 3, "quantity": 4_294_967_296_i64})).is_err());
         for (body, field) in [
             (json!({"petId": 0}), "`petId`"),
             (json!({"petId": 1, "quantity": 2}), "`quantity`"),

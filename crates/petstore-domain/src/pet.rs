@@ -87,8 +87,9 @@ const EXACT_DOUBLE: f64 = 9_007_199_254_740_992.0;
 /// An int64 written as an integer (`3`), or as a whole number with a fraction or exponent
 /// (`3.0`, `3e0`): JSON Schema, and so the OpenAPI document, counts those as integers too. A
 /// number written that way is read as a double (as JavaScript reads every number), so it is
-/// accepted only up to 2^53, where doubles still hold every whole number exactly; past that, or
-/// with a fraction, it is refused rather than rounded.
+/// accepted only below 2^53, where doubles still hold every whole number exactly (2^53 itself is
+/// also what 2^53 + 1 reads as); from there, or with a fraction, it is refused rather than
+/// rounded.
 pub(crate) fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     struct WholeNumber;
 
@@ -109,8 +110,8 @@ pub(crate) fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Er
         }
 
         fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<i64, E> {
-            if v.fract() == 0.0 && v.abs() <= EXACT_DOUBLE {
-                #[allow(clippy::cast_possible_truncation)] // whole and within 2^53: exact
+            if v.fract() == 0.0 && v.abs() < EXACT_DOUBLE {
+                #[allow(clippy::cast_possible_truncation)] // whole and below 2^53: exact
                 Ok(v as i64)
             } else {
                 Err(E::invalid_type(serde::de::Unexpected::Float(v), &self))
@@ -415,6 +416,9 @@ mod tests {
         for text in [
             "1.5",
             "9007199254740994.0",
+            // 2^53 + 1 and 2^53 read as the same double: neither is taken for the other.
+            "9007199254740993e0",
+            "9007199254740992.0",
             "1e19",
             "9223372036854775808",
             "-1e300",
