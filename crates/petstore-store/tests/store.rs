@@ -802,6 +802,35 @@ async fn an_unreachable_postgres_is_unavailable_not_a_hang() {
     );
 }
 
+/// Returns once a session of the database at `url` waits for a lock (panics after 10 s): a call
+/// to give up on is then inside its transaction, not before it.
+async fn a_session_waits_for_a_lock(url: &str) {
+    let watcher = RawPostgres::connect(url).expect("connect");
+    let waits = "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'";
+    for _ in 0..200 {
+        let rows = watcher.query(waits).expect("pg_stat_activity");
+        if rows[0][0].as_deref() != Some("0") {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no session waited for a lock");
+}
+
+/// Whether `lock` (a `FOR UPDATE NOWAIT`) succeeds on a session of its own within `tries`
+/// attempts, 100 ms apart.
+async fn lockable_within(url: &str, lock: &str, tries: u32) -> bool {
+    let checker = RawPostgres::connect(url).expect("connect");
+    for _ in 0..tries {
+        if checker.execute(lock).is_ok() {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    false
+}
+
 #[tokio::test]
 async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
     let Some(db) = TestDatabase::postgres() else {
@@ -821,19 +850,7 @@ async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
         completion: None,
     };
     // Given up on once it waits for the lock inside its transaction (not before it got there).
-    let waiting = async {
-        let watcher = RawPostgres::connect(db.url()).expect("connect");
-        let waits = "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'";
-        for _ in 0..200 {
-            let rows = watcher.query(waits).expect("pg_stat_activity");
-            if rows[0][0].as_deref() != Some("0") {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("the order never waited for the pet's lock");
-    };
+    let waiting = a_session_waits_for_a_lock(db.url());
     tokio::select! {
         placed = store.place_order(&order) => panic!("the order did not wait: {placed:?}"),
         () = waiting => {}
@@ -841,15 +858,7 @@ async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
     holder.execute("COMMIT").expect("release the pet");
     // The order given up on must not take the lock and keep it: its session is closed, not
     // left idle in its transaction until the pool next looks at it.
-    let checker = RawPostgres::connect(db.url()).expect("connect");
-    let mut free = false;
-    for _ in 0..50 {
-        if checker.execute(&format!("{lock} NOWAIT")).is_ok() {
-            free = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let free = lockable_within(db.url(), &format!("{lock} NOWAIT"), 50).await;
     assert!(
         free,
         "the pet is still locked by the abandoned order's transaction"
@@ -887,19 +896,7 @@ async fn a_change_given_up_on_while_it_waits_frees_the_rows_it_locked_at_once() 
     holder
         .execute(&format!("BEGIN; {pet_lock}"))
         .expect("lock the pet");
-    let waiting = async {
-        let watcher = RawPostgres::connect(db.url()).expect("connect");
-        let waits = "SELECT count(*) FROM pg_stat_activity \
-             WHERE datname = current_database() AND wait_event_type = 'Lock'";
-        for _ in 0..200 {
-            let rows = watcher.query(waits).expect("pg_stat_activity");
-            if rows[0][0].as_deref() != Some("0") {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("the cancel never waited for the pet's lock");
-    };
+    let waiting = a_session_waits_for_a_lock(db.url());
     tokio::select! {
         changed = store.change_order(order.id, None, OrderAction::Cancel) => {
             panic!("the cancel did not wait: {changed:?}")
@@ -908,19 +905,11 @@ async fn a_change_given_up_on_while_it_waits_frees_the_rows_it_locked_at_once() 
     }
     // Given up on: while the pet is still held, the order's row is free again (its statement
     // cancelled, its transaction rolled back), not held until the pet's holder lets go.
-    let checker = RawPostgres::connect(db.url()).expect("connect");
     let order_lock = format!(
         "SELECT id FROM orders WHERE id = {} FOR UPDATE NOWAIT",
         order.id
     );
-    let mut free = false;
-    for _ in 0..30 {
-        if checker.execute(&order_lock).is_ok() {
-            free = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let free = lockable_within(db.url(), &order_lock, 30).await;
     holder.execute("COMMIT").expect("release the pet");
     assert!(free, "the order stayed locked by the abandoned cancel");
     let kept = store
