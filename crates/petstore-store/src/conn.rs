@@ -48,7 +48,8 @@ impl<T, F> Op<T> for F where
 
 /// Runs a Diesel query (`$query`, built once) with a `RunQueryDsl` method (`load`, `execute`,
 /// `get_result`, `first`) on the connection `$conn` (a `&mut Conn`): synchronously on SQLite,
-/// awaited on PostgreSQL. Only usable inside an async function.
+/// awaited on PostgreSQL, where it resolves only once the statement has ended
+/// ([`on_postgres!`]). Only usable inside an async function.
 macro_rules! run {
     ($conn:expr, $method:ident, $query:expr) => {
         match $conn {
@@ -57,9 +58,44 @@ macro_rules! run {
             #[cfg(feature = "postgres")]
             $crate::conn::Conn::Postgres { conn, .. } => {
                 let mut shared: &diesel_async::AsyncPgConnection = conn;
-                diesel_async::RunQueryDsl::$method($query, &mut shared).await
+                on_postgres!($method, $query, &mut shared)
             }
         }
+    };
+}
+
+/// diesel-async's `RunQueryDsl` method `$method` on a PostgreSQL connection (`&mut &AsyncPgConnection`),
+/// resolving only when the server has ended the statement (`ReadyForQuery`), never at its
+/// first row.
+///
+/// diesel-async's own `get_result` and `first` resolve as soon as the first row arrives. For a
+/// write outside an explicit transaction (an `INSERT ... RETURNING` in autocommit) that is too
+/// early: the server sends the row before its implicit commit, and the commit may still fail
+/// or wait (for a synchronous standby). Output buffering usually hides the gap, but a server
+/// shutting down at once, or crashing, flushes the row with its last message, and the write
+/// would be answered `2xx` though its commit was never confirmed. So `get_result` and `first`
+/// read the statement's rows to the end of its stream (`load`): the end is `ReadyForQuery`,
+/// sent after the implicit commit, and an error in between (the connection lost) fails the
+/// call. It costs no round trip: the server sends the row, the statement's end and
+/// `ReadyForQuery` together. `execute` (and a `COMMIT`, through `batch_execute`) already waits
+/// for `ReadyForQuery`. (Written inline, not as generic functions: a generic async function
+/// over the connection's lifetime does not prove its future `Send` for every lifetime.)
+#[cfg(feature = "postgres")]
+macro_rules! on_postgres {
+    (get_result, $query:expr, $conn:expr) => {
+        diesel_async::RunQueryDsl::load($query, $conn)
+            .await
+            .and_then(|rows: Vec<_>| {
+                rows.into_iter()
+                    .next()
+                    .ok_or(diesel::result::Error::NotFound)
+            })
+    };
+    (first, $query:expr, $conn:expr) => {
+        on_postgres!(get_result, diesel::QueryDsl::limit($query, 1), $conn)
+    };
+    ($method:ident, $query:expr, $conn:expr) => {
+        diesel_async::RunQueryDsl::$method($query, $conn).await
     };
 }
 

@@ -3,13 +3,11 @@
 //! free port with a certificate signed by a CA the test makes, and again with a CA that did not
 //! sign it.
 
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use petstore_domain::{PetDraft, PetRepository, PetStatus, Storage, StorageErrorKind};
-use petstore_store::testing::{Authority, RawPostgres, TestDatabase, in_ci, loud_skip};
+use petstore_store::testing::{Authority, PostgresServer, RawPostgres, TestDatabase};
 use petstore_store::{Store, StoreConfig};
 
 /// Migrates, writes and reads a pet through a store on `url`.
@@ -75,156 +73,11 @@ async fn sslmode_require_encrypts_the_connection_to_the_local_server() {
     store.close();
 }
 
-/// A PostgreSQL server of the test's own: `initdb` in a temporary folder, then `postgres` on a
-/// free loopback port with TLS on, stopped (fast shutdown) when dropped. As root it runs as the
-/// `postgres` user, as PostgreSQL requires (the user Debian's package creates).
-struct PrivateServer {
-    port: u16,
-    child: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl PrivateServer {
-    /// `None` (after a loud SKIPPED line) where PostgreSQL's server programs are not installed,
-    /// except under CI, where that fails.
-    fn start(certificate: &str, key: &str) -> Option<Self> {
-        let Some(bin) = server_programs() else {
-            let what = "PostgreSQL's initdb and postgres are not installed; the verify-full tests did not run";
-            assert!(!in_ci(), "{what}");
-            loud_skip(what);
-            return None;
-        };
-        let dir = tempfile::tempdir().expect("temporary folder");
-        let data = dir.path().join("data");
-        let owner = rustix::process::geteuid()
-            .is_root()
-            .then(|| postgres_user().expect("the postgres user (Debian's package creates it)"));
-        if let Some(owner) = owner {
-            chown(dir.path(), owner);
-        }
-        let run = |program: &str| {
-            let mut command = Command::new(bin.join(program));
-            if let Some((uid, gid)) = owner {
-                use std::os::unix::process::CommandExt;
-                command.uid(uid).gid(gid);
-            }
-            command.stdin(Stdio::null());
-            command
-        };
-        let status = run("initdb")
-            .args([
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "-E",
-                "UTF8",
-                "--no-sync",
-                "-D",
-            ])
-            .arg(&data)
-            .stdout(Stdio::null())
-            .status()
-            .expect("run initdb");
-        assert!(status.success(), "initdb failed");
-        for (name, contents) in [("server.crt", certificate), ("server.key", key)] {
-            let path = data.join(name);
-            std::fs::write(&path, contents).expect("write");
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
-            if let Some(owner) = owner {
-                chown(&path, owner);
-            }
-        }
-        let port = free_port();
-        let child = run("postgres")
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-k"])
-            .arg(dir.path())
-            .args([
-                "-c",
-                "listen_addresses=127.0.0.1,127.0.0.2",
-                "-c",
-                "ssl=on",
-                "-c",
-                "fsync=off",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start postgres");
-        let server = Self {
-            port,
-            child,
-            _dir: dir,
-        };
-        let started = Instant::now();
-        while RawPostgres::connect(&server.url("127.0.0.1", "sslmode=disable")).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the private PostgreSQL server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Some(server)
-    }
-
-    fn url(&self, host: &str, params: &str) -> String {
-        format!("postgres://postgres@{host}:{}/postgres?{params}", self.port)
-    }
-}
-
-impl Drop for PrivateServer {
-    fn drop(&mut self) {
-        // SIGINT: PostgreSQL's fast shutdown.
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
-            rustix::process::Signal::INT,
-        );
-        let _ = self.child.wait();
-    }
-}
-
-/// The folder of the newest installed PostgreSQL's server programs.
-fn server_programs() -> Option<PathBuf> {
-    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .flatten()
-        .map(|entry| entry.path().join("bin"))
-        .filter(|bin| bin.join("initdb").is_file() && bin.join("postgres").is_file())
-        .collect();
-    versions.sort();
-    versions.pop()
-}
-
-/// The `postgres` user's uid and gid, from `/etc/passwd`.
-fn postgres_user() -> Option<(u32, u32)> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.first() == Some(&"postgres") && fields.len() > 3)
-            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
-            .flatten()
-    })
-}
-
-fn chown(path: &Path, (uid, gid): (u32, u32)) {
-    std::os::unix::fs::chown(path, Some(uid), Some(gid))
-        .unwrap_or_else(|error| panic!("chown {}: {error}", path.display()));
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port")
-        .port()
-}
-
 #[tokio::test]
 async fn verify_full_and_verify_ca_trust_only_the_given_ca() {
     let authority = Authority::new("petstore test CA");
     let (certificate, key) = authority.server_certificate(&["localhost", "127.0.0.1"]);
-    let Some(server) = PrivateServer::start(&certificate, &key) else {
+    let Some(server) = PostgresServer::start_with_tls(&certificate, &key, &["fsync=off"]) else {
         return;
     };
     let dir = tempfile::tempdir().expect("folder");

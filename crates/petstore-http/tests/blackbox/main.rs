@@ -11,6 +11,7 @@ mod client;
 mod container;
 mod contract;
 mod docs_page;
+mod durability;
 mod hardening;
 mod idempotency;
 mod multi_instance;

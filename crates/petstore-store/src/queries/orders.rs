@@ -101,9 +101,7 @@ async fn locked_pet_status(conn: &mut Conn<'_>, id: i64) -> Result<Option<PetSta
         #[cfg(feature = "postgres")]
         Conn::Postgres { conn, .. } => {
             let mut conn: &AsyncPgConnection = conn;
-            diesel_async::RunQueryDsl::first(query.for_update(), &mut conn)
-                .await
-                .optional()?
+            on_postgres!(first, query.for_update(), &mut conn).optional()?
         }
     };
     status
@@ -127,9 +125,7 @@ async fn locked_order(
         #[cfg(feature = "postgres")]
         Conn::Postgres { conn, .. } => {
             let mut conn: &AsyncPgConnection = conn;
-            diesel_async::RunQueryDsl::first(query.for_update(), &mut conn)
-                .await
-                .optional()?
+            on_postgres!(first, query.for_update(), &mut conn).optional()?
         }
     };
     Ok(visible_to(row.map(Order::try_from).transpose()?, owner))

@@ -5,7 +5,11 @@
 //! When PostgreSQL is unreachable, [`TestDatabase::new`] returns `None` after printing a loud
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
 //!
-//! For TLS tests, [`Authority`] is a certificate authority made for one test.
+//! For TLS tests, [`Authority`] is a certificate authority made for one test. For what the
+//! shared server cannot be made to do (a setting of the whole server, an immediate shutdown),
+//! [`PostgresServer`] is a server of the test's own.
+
+mod server;
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
@@ -13,6 +17,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Store, StoreConfig};
+pub use server::PostgresServer;
 
 /// The key of the PostgreSQL advisory lock that migrations hold, for tests that hold it
 /// themselves (to stand for an instance that is migrating).

@@ -1,0 +1,226 @@
+//! [`PostgresServer`]: a PostgreSQL server of a test's own, for what the shared local server
+//! cannot be made to do (a certificate of the test's CA, a setting of the whole server, an
+//! immediate shutdown, a restart).
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{RawPostgres, in_ci, loud_skip};
+
+/// A PostgreSQL server of a test's own: `initdb` in a temporary folder, then `postgres` on a
+/// free loopback port (also listening on 127.0.0.2, for tests of host names), stopped (fast
+/// shutdown) when dropped. As root it runs as the `postgres` user, as PostgreSQL requires (the
+/// user Debian's package creates). Its superuser is `postgres`, with trust authentication.
+pub struct PostgresServer {
+    port: u16,
+    child: Option<Child>,
+    data: PathBuf,
+    bin: PathBuf,
+    owner: Option<(u32, u32)>,
+    settings: Vec<String>,
+    dir: tempfile::TempDir,
+}
+
+impl PostgresServer {
+    /// A new server with these settings (`name=value`, as `postgres -c` takes them), started
+    /// and accepting connections. `None` (after a loud SKIPPED line) where PostgreSQL's server
+    /// programs are not installed, except under CI, where that fails.
+    pub fn start(settings: &[&str]) -> Option<Self> {
+        Self::start_with_files(settings, &[])
+    }
+
+    /// [`Self::start`], with TLS on: `certificate` and `key` (PEM) are the server's.
+    pub fn start_with_tls(certificate: &str, key: &str, settings: &[&str]) -> Option<Self> {
+        let mut all = vec!["ssl=on"];
+        all.extend_from_slice(settings);
+        Self::start_with_files(&all, &[("server.crt", certificate), ("server.key", key)])
+    }
+
+    fn start_with_files(settings: &[&str], files: &[(&str, &str)]) -> Option<Self> {
+        let Some(bin) = server_programs() else {
+            let what = "PostgreSQL's initdb and postgres are not installed; a test that starts its own server did not run";
+            assert!(!in_ci(), "{what}");
+            loud_skip(what);
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let data = dir.path().join("data");
+        let owner = rustix::process::geteuid()
+            .is_root()
+            .then(|| postgres_user().expect("the postgres user (Debian's package creates it)"));
+        if let Some(owner) = owner {
+            chown(dir.path(), owner);
+        }
+        let mut server = Self {
+            port: free_port(),
+            child: None,
+            data,
+            bin,
+            owner,
+            settings: settings.iter().map(|s| (*s).to_owned()).collect(),
+            dir,
+        };
+        let status = server
+            .command("initdb")
+            .args([
+                "-U",
+                "postgres",
+                "--auth=trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "-D",
+            ])
+            .arg(&server.data)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run initdb");
+        assert!(status.success(), "initdb failed");
+        for (name, contents) in files {
+            let path = server.data.join(name);
+            std::fs::write(&path, contents).expect("write");
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+            if let Some(owner) = owner {
+                chown(&path, owner);
+            }
+        }
+        server.run();
+        Some(server)
+    }
+
+    /// A command running one of the server's programs, as the server's owner.
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(self.bin.join(program));
+        if let Some((uid, gid)) = self.owner {
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(gid);
+        }
+        command.stdin(Stdio::null());
+        command
+    }
+
+    /// Starts `postgres` on the data folder and waits until it accepts connections.
+    fn run(&mut self) {
+        let mut command = self.command("postgres");
+        command
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-p", &self.port.to_string(), "-k"])
+            .arg(self.dir.path())
+            .args(["-c", "listen_addresses=127.0.0.1,127.0.0.2"]);
+        for setting in &self.settings {
+            command.args(["-c", setting]);
+        }
+        let child = command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start postgres");
+        self.child = Some(child);
+        let started = Instant::now();
+        while RawPostgres::connect(&self.url("127.0.0.1", "sslmode=disable")).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the private PostgreSQL server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The URL of the `postgres` database as `postgres` on `host` (127.0.0.1, 127.0.0.2 or
+    /// localhost), with the query `params` (`a=b&c=d`, or empty).
+    pub fn url(&self, host: &str, params: &str) -> String {
+        let query = if params.is_empty() { "" } else { "?" };
+        format!(
+            "postgres://postgres@{host}:{}/postgres{query}{params}",
+            self.port
+        )
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// A raw connection to its `postgres` database.
+    pub fn connect(&self) -> RawPostgres {
+        RawPostgres::connect(&self.url("127.0.0.1", "")).expect("connect to the private server")
+    }
+
+    /// Changes a setting of the whole server (`ALTER SYSTEM`) and has the server reload its
+    /// configuration: a setting that takes a reload applies to every session from its next
+    /// statement.
+    pub fn set(&self, name: &str, value: &str) {
+        let admin = self.connect();
+        admin
+            .execute(&format!("ALTER SYSTEM SET {name} = '{value}'"))
+            .expect("ALTER SYSTEM");
+        admin
+            .execute("SELECT pg_reload_conf()")
+            .expect("reload the configuration");
+    }
+
+    /// Stops the server as `pg_ctl stop -m immediate` does (SIGQUIT to the postmaster): every
+    /// session ends at once, nothing more is written, and the next start recovers from the WAL.
+    pub fn stop_immediately(&mut self) {
+        self.signal(rustix::process::Signal::QUIT);
+    }
+
+    /// Starts the server again on the same data folder and port (after a stop).
+    pub fn restart(&mut self) {
+        assert!(self.child.is_none(), "the server is running");
+        self.run();
+    }
+
+    fn signal(&mut self, signal: rustix::process::Signal) {
+        if let Some(mut child) = self.child.take() {
+            let _ = rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal);
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for PostgresServer {
+    fn drop(&mut self) {
+        // SIGINT: PostgreSQL's fast shutdown.
+        self.signal(rustix::process::Signal::INT);
+    }
+}
+
+/// The folder of the newest installed PostgreSQL's server programs.
+fn server_programs() -> Option<PathBuf> {
+    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("initdb").is_file() && bin.join("postgres").is_file())
+        .collect();
+    versions.sort();
+    versions.pop()
+}
+
+/// The `postgres` user's uid and gid, from `/etc/passwd`.
+fn postgres_user() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.first() == Some(&"postgres") && fields.len() > 3)
+            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+            .flatten()
+    })
+}
+
+fn chown(path: &Path, (uid, gid): (u32, u32)) {
+    std::os::unix::fs::chown(path, Some(uid), Some(gid))
+        .unwrap_or_else(|error| panic!("chown {}: {error}", path.display()));
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port()
+}
