@@ -50,8 +50,9 @@ pub struct Pet {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPet {
-    /// At most 255 characters, no control characters, and at least one that shows (neither
-    /// white space nor an invisible character such as U+200B or U+FEFF).
+    /// At most 255 characters, no control characters (nor bidirectional controls, U+202A to
+    /// U+202E and U+2066 to U+2069), and at least one that shows (neither white space nor an
+    /// invisible character such as U+200B or U+FEFF).
     #[validate(custom(function = "validate_name"))]
     #[cfg_attr(
         feature = "openapi",
@@ -60,9 +61,9 @@ pub struct NewPet {
             min_length = 1,
             max_length = 255,
             // Some character that is neither white space, nor invisible (`INVISIBLE`), nor a
-            // control character, and no control character anywhere (ECMA-262, as OpenAPI
-            // patterns are).
-            pattern = r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0][^\x00-\x1f\x7f-\x9f]*$"
+            // control character, and no control character (nor bidirectional control)
+            // anywhere (ECMA-262, as OpenAPI patterns are).
+            pattern = r"^[^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*[^\s\x00-\x1f\x7f-\x9f\u2066-\u2069\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0][^\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]*$"
         )
     )]
     pub name: String,
@@ -171,6 +172,12 @@ fn is_blank(c: char) -> bool {
             .any(|&(low, high)| (low..=high).contains(&c))
 }
 
+/// An explicit bidirectional embedding, override or isolate: in a name, it would reorder the
+/// text around it in any interface that shows it (spoofing what the name seems to say).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
 fn validate_name(name: &str) -> Result<(), validator::ValidationError> {
     let reason = if name.chars().all(is_blank) {
         "must not be blank"
@@ -178,6 +185,8 @@ fn validate_name(name: &str) -> Result<(), validator::ValidationError> {
         "must be at most 255 characters long"
     } else if name.chars().any(char::is_control) {
         "must not contain control characters"
+    } else if name.chars().any(is_bidi_control) {
+        "must not contain bidirectional control characters (U+202A to U+202E, U+2066 to U+2069)"
     } else {
         return Ok(());
     };
@@ -274,6 +283,31 @@ mod tests {
         assert_eq!(draft.status(), PetStatus::Available);
         assert_eq!(draft.name(), "Rex");
         assert_eq!(draft.category_id(), 3);
+    }
+
+    #[test]
+    fn a_name_with_a_bidirectional_control_is_refused_naming_the_field() {
+        for c in [
+            '\u{202A}', '\u{202B}', '\u{202C}', '\u{202D}', '\u{202E}', '\u{2066}', '\u{2067}',
+            '\u{2068}', '\u{2069}',
+        ] {
+            let name = format!("Rex{c}gnp.exe");
+            let error = parse(json!({"name": name, "categoryId": 3}))
+                .expect("well-formed body")
+                .validate_into()
+                .expect_err("refused");
+            let message = error.to_string();
+            assert!(
+                message.contains("name") && message.contains("bidirectional"),
+                "U+{:04X}: {message}",
+                u32::from(c)
+            );
+        }
+        // Right-to-left text itself is a name like any other.
+        parse(json!({"name": "רקס", "categoryId": 3}))
+            .expect("body")
+            .validate_into()
+            .expect("a Hebrew name");
     }
 
     #[test]

@@ -5,7 +5,7 @@ use actix_cors::Cors;
 use actix_web::body::MessageBody;
 use actix_web::dev::{HttpServiceFactory, ServiceFactory, ServiceRequest, ServiceResponse};
 use actix_web::http::header;
-use actix_web::middleware::{Condition, from_fn};
+use actix_web::middleware::{Condition, DefaultHeaders, from_fn};
 use actix_web::{App, FromRequest, Handler, HttpResponse, Resource, Responder, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
@@ -151,7 +151,22 @@ fn docs_page(base_path: &str) -> impl HttpServiceFactory + use<> {
         .wrap(from_fn(|req, next| {
             middleware::admission(Access::OPEN, req, next)
         }))
+        // People paste keys into this page: nothing but its own scripts runs on it, it talks to
+        // no other host, no other site may frame it, and no address of it leaks in a Referer.
+        .wrap(
+            DefaultHeaders::new()
+                .add((header::CONTENT_SECURITY_POLICY, DOCS_CSP))
+                .add((header::X_FRAME_OPTIONS, "DENY"))
+                .add((header::REFERRER_POLICY, "no-referrer")),
+        )
 }
+
+/// The docs page's Content Security Policy. Swagger UI's scripts and styles are files of its
+/// own (no inline script); it sets styles on elements and draws icons from `data:` images;
+/// "Try it out" calls the API on the same origin.
+pub const DOCS_CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self' \
+    'unsafe-inline'; img-src 'self' data:; font-src 'self'; connect-src 'self'; \
+    base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 /// `/docs` -> `/docs/`, where the page's relative asset paths resolve.
 async fn to_docs() -> HttpResponse {

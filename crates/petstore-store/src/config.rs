@@ -80,6 +80,16 @@ impl Backend {
                 "an in-memory SQLite database cannot be shared by a connection pool; give a file path".into(),
             ));
         }
+        if path.contains(char::is_whitespace) || path.contains('=') {
+            // Likely a key-value connection string (`host=db password=...`): taken for a file
+            // name, it would be logged, password and all, and an empty database made and served.
+            return Err(StoreError::Config(
+                "the database URL is not a file path: it holds a space or `=`, as a key-value \
+                 connection string does; give PostgreSQL a postgres:// URL and SQLite a plain \
+                 file path"
+                    .into(),
+            ));
+        }
         if let Some((scheme, _)) = path.split_once("://") {
             return Err(StoreError::Config(format!(
                 "unsupported database URL scheme `{scheme}://`; use postgres://, sqlite:// or a file path"
@@ -122,10 +132,10 @@ impl Backend {
 pub fn redact_url_password(url: &str) -> String {
     let mut shown = url.to_owned();
     if let Some(start) = shown.find("://").map(|i| i + 3) {
-        let authority_end = shown[start..]
-            .find(['/', '?'])
-            .map_or(shown.len(), |i| start + i);
-        if let Some(at) = shown[start..authority_end].rfind('@').map(|i| start + i)
+        // The credentials end at the last `@` before the query: a password may hold `/` (or
+        // `@`), so the host's end cannot be found first.
+        let query = shown[start..].find('?').map_or(shown.len(), |i| start + i);
+        if let Some(at) = shown[start..query].rfind('@').map(|i| start + i)
             && let Some(colon) = shown[start..at].find(':').map(|i| start + i)
         {
             shown.replace_range(colon + 1..at, "***");
@@ -161,6 +171,15 @@ mod tests {
                 "PostgreSQL postgresql://app@db/pets?password=***&sslmode=disable",
             ),
             ("postgres://db/pets", "PostgreSQL postgres://db/pets"),
+            // A password holding `/` or `@`: the credentials end at the last `@`.
+            (
+                "postgres://u:se/cret@host/db",
+                "PostgreSQL postgres://u:***@host/db",
+            ),
+            (
+                "postgres://u:a@b/c@host:5432/db?sslmode=require",
+                "PostgreSQL postgres://u:***@host:5432/db?sslmode=require",
+            ),
             ("sqlite://data/p.db", "SQLite file data/p.db"),
         ] {
             let backend = Backend::from_url(url).expect("a URL");
@@ -223,6 +242,20 @@ mod tests {
             "mysql://h/db",
         ] {
             assert!(Backend::from_url(url).is_err(), "{url:?} accepted");
+        }
+        // Key-value connection strings, and paths with spaces or `=`, are no file paths: refused
+        // without repeating what was given (a password).
+        for url in [
+            "host=db password=s3cret",
+            "host=db\tpassword=s3cret",
+            "dbname=pets",
+            "sqlite://data/my pets.db",
+        ] {
+            let error = Backend::from_url(url).expect_err(url).to_string();
+            assert!(
+                !error.contains("s3cret") && !error.contains("pets"),
+                "{error}"
+            );
         }
     }
 }

@@ -33,8 +33,19 @@ pub struct KeyCache {
 }
 
 struct Sides {
-    valid: Cache<KeyFingerprint, (ApiClient, Instant)>,
+    valid: Cache<KeyFingerprint, (ApiClient, Digest, Instant)>,
     invalid: Cache<KeyFingerprint, Instant>,
+}
+
+/// The SHA-256 of a presented token, which a valid key's entry is kept with: a hit on its
+/// fingerprint alone (128 bits) is not trusted with a key's rights; the token must hash to it
+/// too.
+pub type Digest = [u8; 32];
+
+/// The SHA-256 of `token`.
+pub fn digest(token: &[u8]) -> Digest {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(token).into()
 }
 
 impl fmt::Debug for KeyCache {
@@ -64,18 +75,21 @@ impl KeyCache {
         KeyFingerprint(self.seeds.0.hash_one(token), self.seeds.1.hash_one(token))
     }
 
-    /// The cached answer for `fingerprint`: `Some(None)` means "known not to be a valid key".
-    pub fn get(&self, fingerprint: KeyFingerprint) -> Option<Option<ApiClient>> {
+    /// The cached answer for `token`, filed under `fingerprint`: `Some(None)` means "known not
+    /// to be a valid key". A valid key's entry answers only a token with the same SHA-256 as
+    /// the one it was looked up with; any other token finds nothing (and is looked up).
+    pub fn get(&self, fingerprint: KeyFingerprint, token: &[u8]) -> Option<Option<ApiClient>> {
         let sides = self.sides.as_ref()?;
-        if let Some((client, fetched)) = sides.valid.get(&fingerprint) {
-            return (fetched.elapsed() < self.ttl).then_some(Some(client));
+        if let Some((client, stored, fetched)) = sides.valid.get(&fingerprint) {
+            return (fetched.elapsed() < self.ttl && digest(token) == stored)
+                .then_some(Some(client));
         }
         let fetched = sides.invalid.get(&fingerprint)?;
         (fetched.elapsed() < self.ttl).then_some(None)
     }
 
-    /// Records a lookup.
-    pub fn put(&self, fingerprint: KeyFingerprint, key: Option<ApiClient>) {
+    /// Records the lookup of `token`, filed under `fingerprint`.
+    pub fn put(&self, fingerprint: KeyFingerprint, token: &[u8], key: Option<ApiClient>) {
         let Some(sides) = &self.sides else {
             return;
         };
@@ -83,7 +97,9 @@ impl KeyCache {
         match key {
             Some(client) => {
                 sides.invalid.remove(&fingerprint);
-                sides.valid.insert(fingerprint, (client, now));
+                sides
+                    .valid
+                    .insert(fingerprint, (client, digest(token), now));
             }
             None => {
                 sides.valid.remove(&fingerprint);
@@ -122,25 +138,26 @@ mod tests {
     #[test]
     fn the_cache_forgets_after_its_ttl_and_stays_bounded() {
         let cache = KeyCache::new(Duration::from_secs(60), 2);
-        let fp = |cache: &KeyCache, n: u8| {
-            cache.fingerprint(ApiKeySecret::from_random_bytes([n; 32]).expose().as_bytes())
-        };
-        cache.put(fp(&cache, 1), None);
-        assert!(matches!(cache.get(fp(&cache, 1)), Some(None)));
-        assert!(cache.get(fp(&cache, 2)).is_none());
-        cache.put(fp(&cache, 2), None);
-        cache.put(fp(&cache, 3), None);
+        let fp = |_: &KeyCache, n: u8| ApiKeySecret::from_random_bytes([n; 32]).expose().to_owned();
+        put(&cache, fp(&cache, 1), None);
+        assert!(matches!(get(&cache, fp(&cache, 1)), Some(None)));
+        assert!(get(&cache, fp(&cache, 2)).is_none());
+        put(&cache, fp(&cache, 2), None);
+        put(&cache, fp(&cache, 3), None);
         assert!(cache.sides.as_ref().expect("on").invalid.len() <= 2);
 
         let short = KeyCache::new(Duration::from_millis(30), 10);
-        short.put(fp(&short, 1), None);
-        assert!(matches!(short.get(fp(&short, 1)), Some(None)));
+        put(&short, fp(&short, 1), None);
+        assert!(matches!(get(&short, fp(&short, 1)), Some(None)));
         std::thread::sleep(Duration::from_millis(50));
-        assert!(short.get(fp(&short, 1)).is_none(), "expired after its TTL");
+        assert!(
+            get(&short, fp(&short, 1)).is_none(),
+            "expired after its TTL"
+        );
 
         let disabled = KeyCache::new(Duration::ZERO, 10);
-        disabled.put(fp(&disabled, 1), None);
-        assert!(disabled.get(fp(&disabled, 1)).is_none());
+        put(&disabled, fp(&disabled, 1), None);
+        assert!(get(&disabled, fp(&disabled, 1)).is_none());
     }
 
     fn client(id: i64) -> ApiClient {
@@ -161,23 +178,44 @@ mod tests {
         ApiClient::new(petstore_domain::KeyMatch::current(key))
     }
 
-    fn numbered(cache: &KeyCache, n: u32) -> KeyFingerprint {
+    fn numbered(_: &KeyCache, n: u32) -> String {
         let mut bytes = [0u8; 32];
         bytes[..4].copy_from_slice(&n.to_le_bytes());
-        cache.fingerprint(ApiKeySecret::from_random_bytes(bytes).expose().as_bytes())
+        ApiKeySecret::from_random_bytes(bytes).expose().to_owned()
+    }
+
+    /// Records `token`'s lookup under its own fingerprint.
+    fn put(cache: &KeyCache, token: String, key: Option<ApiClient>) {
+        cache.put(cache.fingerprint(token.as_bytes()), token.as_bytes(), key);
+    }
+
+    /// Asks for `token` under its own fingerprint.
+    fn get(cache: &KeyCache, token: String) -> Option<Option<ApiClient>> {
+        cache.get(cache.fingerprint(token.as_bytes()), token.as_bytes())
+    }
+
+    #[test]
+    fn a_valid_key_is_answered_only_to_a_token_with_its_sha256() {
+        let cache = KeyCache::new(Duration::from_secs(60), 10);
+        let (a, b) = (numbered(&cache, 1), numbered(&cache, 2));
+        let filed = cache.fingerprint(a.as_bytes());
+        cache.put(filed, a.as_bytes(), Some(client(1)));
+        assert!(matches!(cache.get(filed, a.as_bytes()), Some(Some(_))));
+        // Another token under the same fingerprint (a collision) finds nothing.
+        assert!(cache.get(filed, b.as_bytes()).is_none());
     }
 
     #[test]
     fn a_flood_of_made_up_tokens_does_not_push_out_valid_keys() {
         let cache = KeyCache::new(Duration::from_secs(60), 100);
-        cache.put(numbered(&cache, 0), Some(client(1)));
+        put(&cache, numbered(&cache, 0), Some(client(1)));
         for n in 1..10_000 {
-            cache.put(numbered(&cache, n), None);
+            put(&cache, numbered(&cache, n), None);
         }
         let invalid = cache.sides.as_ref().expect("on").invalid.len();
         assert!(invalid <= 100, "bounded: {invalid}");
         assert!(
-            matches!(cache.get(numbered(&cache, 0)), Some(Some(_))),
+            matches!(get(&cache, numbered(&cache, 0)), Some(Some(_))),
             "the valid key stayed"
         );
     }
@@ -185,12 +223,12 @@ mod tests {
     #[test]
     fn a_flood_of_distinct_valid_keys_stays_bounded_and_keeps_the_keys_in_use() {
         let cache = KeyCache::new(Duration::from_secs(60), 100);
-        cache.put(numbered(&cache, 0), Some(client(0)));
+        put(&cache, numbered(&cache, 0), Some(client(0)));
         for n in 1..10_000 {
-            cache.put(numbered(&cache, n), Some(client(i64::from(n))));
+            put(&cache, numbered(&cache, n), Some(client(i64::from(n))));
             // The key in use is asked for all along; the flood's keys once each.
             assert!(
-                matches!(cache.get(numbered(&cache, 0)), Some(Some(_))),
+                matches!(get(&cache, numbered(&cache, 0)), Some(Some(_))),
                 "the key in use was evicted after {n} others"
             );
         }

@@ -151,26 +151,12 @@ impl Authenticator {
         })
     }
 
-    /// The valid key `credentials` name at `now`, if any (`None` for a malformed, unknown,
-    /// revoked or expired one, or a rotated-out secret past its grace period): from the cache
-    /// when it has a fresh answer, else from the storage (one read per key and cache period,
-    /// unknown keys included). Expiry is checked on every request, cached answers included.
-    pub async fn authenticate(
-        &self,
-        db: &Database,
-        credentials: Credentials<'_>,
-        now: u64,
-    ) -> Result<Option<ApiClient>, ApiError> {
-        let found = self.find(db, credentials).await?;
-        Ok(found.filter(|client| client.is_valid_at(now)))
-    }
-
-    async fn find(
-        &self,
-        db: &Database,
-        credentials: Credentials<'_>,
-    ) -> Result<Option<ApiClient>, ApiError> {
-        let cached = self.cache.get(credentials.fingerprint);
+    /// The cached answer for `credentials`, when the cache has a fresh one: `Some(Some(..))`
+    /// for the valid key they name at `now`, `Some(None)` for a token known not to be valid
+    /// (malformed, unknown, revoked, expired, or a rotated-out secret past its grace period).
+    /// `None`: ask the storage ([`Self::look_up`]). Expiry is checked on every request.
+    pub fn cached(&self, credentials: Credentials<'_>, now: u64) -> Option<Option<ApiClient>> {
+        let cached = self.cache.get(credentials.fingerprint, credentials.token);
         let result = if cached.is_some() { "hit" } else { "miss" };
         self.lookups
             .get(
@@ -178,10 +164,19 @@ impl Authenticator {
                 || metrics::counter!(metric::KEY_CACHE_LOOKUPS, "result" => result),
             )
             .increment(1);
-        match cached {
-            Some(known) => Ok(known),
-            None => self.look_up(db, credentials).await,
-        }
+        cached.map(|found| found.filter(|client| client.is_valid_at(now)))
+    }
+
+    /// The valid key `credentials` name at `now`, read from the storage (one read per key and
+    /// cache period, unknown keys included): for credentials the cache has no answer for.
+    pub async fn fetch(
+        &self,
+        db: &Database,
+        credentials: Credentials<'_>,
+        now: u64,
+    ) -> Result<Option<ApiClient>, ApiError> {
+        let found = self.look_up(db, credentials).await?;
+        Ok(found.filter(|client| client.is_valid_at(now)))
     }
 
     /// Reads the key from the storage, bypassing the cache, and caches the answer (after a
@@ -202,7 +197,8 @@ impl Authenticator {
             .call("find_active_key", |storage| storage.find_active_key(&hash))
             .await?
             .map(ApiClient::new);
-        self.cache.put(credentials.fingerprint, found.clone());
+        self.cache
+            .put(credentials.fingerprint, credentials.token, found.clone());
         Ok(found)
     }
 }

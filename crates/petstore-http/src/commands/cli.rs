@@ -8,7 +8,7 @@ use petstore_domain::{BanPolicy, Plan, Scope};
 use petstore_store::StoreConfig;
 
 use crate::config::{Config, CorsOrigins, HttpSettings, MetricsEndpoint, RateLimitConfig};
-use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
+use crate::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
 use crate::telemetry::LogFormat;
 
 /// The Animal Store Service.
@@ -386,7 +386,8 @@ pub struct ServeArgs {
     /// Worker threads, 1 to 512 (default: one per CPU).
     #[arg(long, env = "PETSTORE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=512))]
     pub workers: Option<u16>,
-    /// Create and print a free-plan key at start-up when no key exists.
+    /// Create and print a free-plan key at start-up when no key exists and standard output is
+    /// a terminal (elsewhere the log says how to make one).
     #[arg(long, env = "PETSTORE_BOOTSTRAP_KEY", default_value_t = true, action = ArgAction::Set)]
     pub bootstrap_key: bool,
     /// Apply no migration at start-up (for a database role without rights to change the
@@ -472,10 +473,18 @@ pub struct ServeArgs {
         default_value_t = 50_000
     )]
     pub rate_limit_max_clients: usize,
-    /// Proxies (addresses or CIDR blocks, comma-separated) whose `Forwarded`/`X-Forwarded-For`
-    /// name the client address; by default the TCP peer is the client.
+    /// Proxies (addresses or CIDR blocks, comma-separated) whose forwarding header
+    /// (`--forwarded-header`) names the client address; by default the TCP peer is the client.
     #[arg(long, env = "PETSTORE_TRUSTED_PROXIES", default_value = "")]
     pub trusted_proxies: TrustedProxies,
+    /// The header the trusted proxies write the client's address in; the other one is never
+    /// read (a client can write it, and a proxy passes it through).
+    #[arg(
+        long,
+        env = "PETSTORE_FORWARDED_HEADER",
+        default_value = "x-forwarded-for"
+    )]
+    pub forwarded_header: ForwardedHeader,
 }
 
 impl ServeArgs {
@@ -512,7 +521,7 @@ impl ServeArgs {
                     max_seconds: self.ban_max_duration.as_secs().max(1),
                     ..BanPolicy::default()
                 },
-                trusted_proxies: self.trusted_proxies,
+                trusted_proxies: self.trusted_proxies.with_header(self.forwarded_header),
                 addresses: AddressPolicy {
                     ipv6_prefix: self.rate_limit_ipv6_prefix,
                     max_addresses: self.rate_limit_max_clients,

@@ -26,6 +26,13 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
     crate::telemetry::logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
     let done = |result: Result<(), Box<dyn Error>>| result.map(|()| ExitCode::SUCCESS);
     let database = cli.database;
+    let uses_database = !matches!(cli.command, Some(Command::Openapi(_) | Command::Health(_)));
+    if uses_database && let Err(error) = Backend::from_url(&database.database_url) {
+        // A usage error, like clap's: nothing is opened or created, and the value given (which
+        // may hold a password) is not repeated.
+        eprintln!("error: --database-url (PETSTORE_DATABASE_URL): {error}");
+        return Ok(ExitCode::from(2));
+    }
     match cli.command {
         None => {
             let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;

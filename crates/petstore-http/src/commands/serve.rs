@@ -1,6 +1,7 @@
 //! `petstore serve`: open the storage, migrate, hand out a first key if there is none, serve.
 
 use std::error::Error;
+use std::io::IsTerminal;
 use std::io::Write;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -334,9 +335,20 @@ fn raise_open_files_limit() {
     }
 }
 
-/// A newcomer's first key: created only while the key store is empty, printed once.
+/// A newcomer's first key: created only while the key store is empty, and only when standard
+/// output is a terminal, where it is printed once with a ready curl line. Anywhere else
+/// (a container, a service manager) output is kept in logs, which must never hold a key: no key
+/// is created, and the log says how to make one.
 async fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box<dyn Error>> {
     if !storage.list_keys().await?.is_empty() {
+        return Ok(());
+    }
+    if !std::io::stdout().is_terminal() {
+        log::warn!(
+            "no API key exists, and none was created: a new key is shown only on a terminal, and \
+             standard output is not one here. Create one with `petstore keys create --plan free` \
+             (or set PETSTORE_BOOTSTRAP_KEY=false to silence this)"
+        );
         return Ok(());
     }
     let spec = KeySpec::new(Plan::Free, "bootstrap", None)?;
@@ -345,6 +357,11 @@ async fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box
         Some(url) => url.to_owned(),
         None => format!("http://{}{}", config.bind, config.http.base_path()),
     };
+    log::info!(
+        "no API key existed: created free-plan key {} ({}), shown on the terminal once",
+        key.id,
+        key.display_prefix
+    );
     println!(
         "No API key existed, so a free-plan key (id {}) was created. It is shown only this once:\n\n    {}\n\nTry:  curl -H 'Authorization: Bearer {}' {base}/pets\n(Manage keys with `petstore keys`; turn this off with --bootstrap-key=false.)\n",
         key.id,

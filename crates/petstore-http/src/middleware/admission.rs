@@ -27,7 +27,8 @@ use crate::state::AppState;
 /// headers and the resource's marks on every answer (the `401` and admission's own refusals
 /// included). A refused request does no further work:
 /// no body is read, nothing is written. The only storage read on the way is the key lookup,
-/// once per key-cache period per key (unknown keys are cached too).
+/// once per key-cache period per key (unknown keys are cached too), and none for a client
+/// whose address is banned or at its limit.
 pub async fn admission(
     access: Access,
     req: ServiceRequest,
@@ -50,38 +51,54 @@ async fn gate<B: MessageBody>(
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
     let now = state.clock.unix_seconds();
     let credentials = state.auth.credentials(req.headers());
-    let client = match identify(state, credentials, now).await {
-        Ok(client) => client,
-        Err(error) => {
-            let limiter = &state.limiter;
-            let limits = limiter.limit_headers(limiter.anonymous_limits());
-            let successor = successor(state, access.marks, &req);
-            return Ok(refuse(req, &error, |h| {
-                Standing::Unknown.write(h, &limits, now);
-                access.marks.write(h, successor);
-            }));
+    let cached = credentials.map(|credentials| (credentials, state.auth.cached(credentials, now)));
+    let client = match cached {
+        None => None,
+        Some((_, Some(cached))) => cached,
+        Some((credentials, None)) => {
+            // A key this instance has no answer for costs a storage read: not for a client
+            // whose address is refused now anyway. Such a request is counted as the address's,
+            // like one without a valid key, and refused without the read.
+            let anonymous = Admitted::new(state, &req, None, access);
+            if address_refused(state, &anonymous.account, now).await {
+                let verdict = decide(state, &anonymous, None, now).await;
+                // Allowed only if the address's window turned meanwhile: then look the key up.
+                if !matches!(verdict, Ok(Verdict::Allowed(_))) {
+                    return annotate(req, next, state, anonymous, verdict, now).await;
+                }
+            }
+            match state.auth.fetch(&state.db, credentials, now).await {
+                Ok(found) => found,
+                Err(error) => {
+                    let limiter = &state.limiter;
+                    let limits = limiter.limit_headers(limiter.anonymous_limits());
+                    let successor = successor(state, access.marks, &req);
+                    return Ok(refuse(req, &error, |h| {
+                        Standing::Unknown.write(h, &limits, now);
+                        access.marks.write(h, successor);
+                    }));
+                }
+            }
         }
     };
+    if let Some(client) = &client {
+        record_use(state, client, now);
+    }
     let admitted = Admitted::new(state, &req, client, access);
     let verdict = decide(state, &admitted, credentials, now).await;
     annotate(req, next, state, admitted, verdict, now).await
 }
 
-/// Who is calling, as far as the key goes: the valid key presented, or `None` for none (or one
-/// that is not valid). `Err` when the key could not be looked up.
-async fn identify(
-    state: &web::Data<AppState>,
-    credentials: Option<Credentials<'_>>,
-    now: u64,
-) -> Result<Option<ApiClient>, ApiError> {
-    let Some(credentials) = credentials else {
-        return Ok(None);
-    };
-    let client = state.auth.authenticate(&state.db, credentials, now).await?;
-    if let Some(client) = &client {
-        record_use(state, client, now);
+/// Whether the address `account` is refused now: banned, or at its limit in a window (the
+/// limiter's standing, read without counting; a limiter that cannot tell refuses nothing).
+async fn address_refused(state: &AppState, account: &Account, now: u64) -> bool {
+    match state.limiter.peek(account, now).await {
+        Ok(Verdict::Banned(_)) => true,
+        Ok(Verdict::Allowed(decision) | Verdict::Limited(decision)) => {
+            !decision.allowed || decision.binding().remaining() == 0
+        }
+        Err(_) => false,
     }
-    Ok(client)
 }
 
 /// A request on its way through admission: whom it is counted against, and how.

@@ -7,6 +7,7 @@ use std::time::Instant;
 use actix_web::body::{BodySize, BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
+use actix_web::http::header::{self, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, web};
 use tracing::Instrument;
@@ -57,9 +58,13 @@ pub async fn observe(
         connection.answered(response.status(), body_read);
     }
     let mut response = json_errors(response);
-    response
-        .headers_mut()
-        .insert(X_REQUEST_ID, id.header_value());
+    let headers = response.headers_mut();
+    headers.insert(X_REQUEST_ID, id.header_value());
+    // No answer is to be read as another type than it says (a JSON error as HTML, say).
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
     let elapsed = started.elapsed();
     let request = response.request();
     let route = request.match_pattern();

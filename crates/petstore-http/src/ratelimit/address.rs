@@ -1,5 +1,6 @@
 //! The client address a request is counted against when it has no valid key: the TCP peer,
-//! unless the peer is a trusted proxy, in which case the forwarding headers say who it is.
+//! unless the peer is a trusted proxy, in which case the forwarding header that the proxies
+//! write says who it is.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
@@ -8,9 +9,37 @@ use actix_web::dev::ServiceRequest;
 use actix_web::http::header::HeaderMap;
 use ipnet::{IpNet, Ipv4Net};
 
-/// Proxies (load balancers) whose `Forwarded` / `X-Forwarded-For` headers are believed.
+/// Proxies (load balancers) whose forwarding header is believed, and which header that is.
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(Vec<IpNet>);
+pub struct TrustedProxies {
+    blocks: Vec<IpNet>,
+    header: ForwardedHeader,
+}
+
+/// The header the trusted proxies write the client's address in. Only that one is read: a
+/// proxy appends to it, and passes any other through from the client, who can write anything
+/// there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For` (nginx's `$proxy_add_x_forwarded_for`, cloud load balancers).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239), its `for=` parameters.
+    Forwarded,
+}
+
+impl FromStr for ForwardedHeader {
+    type Err = String;
+
+    /// `x-forwarded-for` or `forwarded` (any case).
+    fn from_str(name: &str) -> Result<Self, String> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "x-forwarded-for" => Ok(Self::XForwardedFor),
+            "forwarded" => Ok(Self::Forwarded),
+            _ => Err("the forwarding header is `x-forwarded-for` or `forwarded`".into()),
+        }
+    }
+}
 
 impl FromStr for TrustedProxies {
     type Err = String;
@@ -31,7 +60,10 @@ impl FromStr for TrustedProxies {
             };
             blocks.push(canonical_block(block).trunc());
         }
-        Ok(Self(blocks))
+        Ok(Self {
+            blocks,
+            header: ForwardedHeader::default(),
+        })
     }
 }
 
@@ -48,11 +80,16 @@ fn canonical_block(block: IpNet) -> IpNet {
 }
 
 impl TrustedProxies {
+    /// The same proxies, writing the client's address in `header`.
+    pub fn with_header(self, header: ForwardedHeader) -> Self {
+        Self { header, ..self }
+    }
+
     /// Whether `ip` is one of the trusted proxies (an IPv4-mapped IPv6 address as its IPv4
     /// address: a dual-stack listener sees IPv4 peers so).
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();
-        self.0.iter().any(|block| block.contains(&ip))
+        self.blocks.iter().any(|block| block.contains(&ip))
     }
 
     /// The address to count `req` against.
@@ -63,51 +100,54 @@ impl TrustedProxies {
         if !self.contains(peer) {
             return peer;
         }
-        let chain = forwarded_chain(req.headers());
-        // Walk back from the nearest hop: the first address that is not one of ours is the
-        // client; everything before it could have been written by the client itself.
-        chain
-            .iter()
-            .rev()
-            .find(|ip| !self.contains(**ip))
-            .or(chain.first())
-            .map(|ip| ip.to_canonical())
-            .unwrap_or(peer)
+        // Walk back from the nearest hop, each entry written by the proxy after it: the first
+        // address that is not one of ours is the client; everything before it could have been
+        // written by the client itself. An entry that names no address (`unknown`, an
+        // obfuscated `_name`, garbage) stands for the peer of the proxy that wrote it, which is
+        // all that is known: the last trusted hop.
+        let mut client = peer;
+        for entry in self.entries(req.headers()).iter().rev() {
+            let Some(ip) = parse_node(entry) else {
+                return client;
+            };
+            client = ip.to_canonical();
+            if !self.contains(client) {
+                return client;
+            }
+        }
+        client
     }
-}
 
-/// The hop addresses, client first: from `Forwarded` (RFC 7239) when present, else from
-/// `X-Forwarded-For`. Unparseable entries end the chain there (nothing before them is trusted).
-fn forwarded_chain(headers: &HeaderMap) -> Vec<IpAddr> {
-    let forwarded: Vec<String> = headers
-        .get_all("forwarded")
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .filter_map(|element| {
-            element.split(';').find_map(|pair| {
-                let (name, value) = pair.trim().split_once('=')?;
-                name.eq_ignore_ascii_case("for")
-                    .then(|| value.trim_matches('"').to_owned())
-            })
-        })
-        .collect();
-    let entries: Vec<String> = if forwarded.is_empty() {
-        headers
-            .get_all("x-forwarded-for")
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(','))
-            .map(|s| s.trim().to_owned())
-            .collect()
-    } else {
-        forwarded
-    };
-    let parsed: Vec<Option<IpAddr>> = entries.iter().map(|e| parse_node(e)).collect();
-    // Keep only the trailing run of parseable addresses.
-    let start = parsed
-        .iter()
-        .rposition(Option::is_none)
-        .map_or(0, |i| i + 1);
-    parsed[start..].iter().flatten().copied().collect()
+    /// The entries of the proxies' header, client first (every occurrence of the header, in
+    /// order, as one list).
+    fn entries<'h>(&self, headers: &'h HeaderMap) -> Vec<&'h str> {
+        let values = |name: &str| {
+            headers
+                .get_all(name)
+                .map(|value| value.to_str().unwrap_or("unknown"))
+                .flat_map(|value| value.split(','))
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        };
+        match self.header {
+            ForwardedHeader::XForwardedFor => values("x-forwarded-for"),
+            ForwardedHeader::Forwarded => values("forwarded")
+                .into_iter()
+                .map(|element| {
+                    element
+                        .split(';')
+                        .find_map(|pair| {
+                            let (name, value) = pair.trim().split_once('=')?;
+                            name.trim()
+                                .eq_ignore_ascii_case("for")
+                                .then(|| value.trim().trim_matches('"'))
+                        })
+                        // An element without `for=` says nothing of the client.
+                        .unwrap_or("unknown")
+                })
+                .collect(),
+        }
+    }
 }
 
 /// `192.0.2.1`, `192.0.2.1:4711`, `[2001:db8::1]:4711` or `2001:db8::1`.
@@ -127,12 +167,24 @@ mod tests {
     use actix_web::test::TestRequest;
 
     fn address(trusted: &str, peer: &str, headers: &[(&str, &str)]) -> String {
+        address_from(ForwardedHeader::XForwardedFor, trusted, peer, headers)
+    }
+
+    fn address_from(
+        header: ForwardedHeader,
+        trusted: &str,
+        peer: &str,
+        headers: &[(&str, &str)],
+    ) -> String {
         let mut req = TestRequest::default().peer_addr(peer.parse().expect("peer"));
         for header in headers {
-            req = req.insert_header(*header);
+            req = req.append_header(*header);
         }
         let proxies: TrustedProxies = trusted.parse().expect("list");
-        proxies.client_address(&req.to_srv_request()).to_string()
+        proxies
+            .with_header(header)
+            .client_address(&req.to_srv_request())
+            .to_string()
     }
 
     #[test]
@@ -154,9 +206,86 @@ mod tests {
             "forwarded",
             r#"for=203.0.113.5;proto=https, for="[2001:db8::7]:4711""#,
         )];
-        assert_eq!(address("10.0.0.1", "10.0.0.1:1", &forwarded), "2001:db8::7");
+        assert_eq!(
+            address_from(
+                ForwardedHeader::Forwarded,
+                "10.0.0.1",
+                "10.0.0.1:1",
+                &forwarded
+            ),
+            "2001:db8::7"
+        );
         let garbage = [("x-forwarded-for", "nonsense")];
         assert_eq!(address("10.0.0.1", "10.0.0.1:1", &garbage), "10.0.0.1");
+        // Several headers are one list, in order.
+        let split = [
+            ("x-forwarded-for", "203.0.113.5"),
+            ("x-forwarded-for", "198.51.100.9"),
+        ];
+        assert_eq!(address("10.0.0.1", "10.0.0.1:1", &split), "198.51.100.9");
+    }
+
+    #[test]
+    fn only_the_header_the_proxies_write_is_read() {
+        // nginx appends the real client to X-Forwarded-For and passes the client's own
+        // `Forwarded` through: that one is the client's to write, and is not read.
+        let both = [
+            ("forwarded", "for=192.0.2.200"),
+            ("x-forwarded-for", "203.0.113.7"),
+        ];
+        assert_eq!(address("10.0.0.1", "10.0.0.1:1", &both), "203.0.113.7");
+        // A proxy declared to write `Forwarded`: a client's X-Forwarded-For is not read.
+        let both = [
+            ("x-forwarded-for", "192.0.2.200"),
+            ("forwarded", "for=203.0.113.7"),
+        ];
+        assert_eq!(
+            address_from(ForwardedHeader::Forwarded, "10.0.0.1", "10.0.0.1:1", &both),
+            "203.0.113.7"
+        );
+        // Neither written: the proxy itself.
+        let other = [("forwarded", "for=192.0.2.200")];
+        assert_eq!(address("10.0.0.1", "10.0.0.1:1", &other), "10.0.0.1");
+    }
+
+    #[test]
+    fn a_hop_that_names_no_address_is_the_peer_of_the_proxy_that_wrote_it() {
+        let forwarded = |value| {
+            let headers = [("forwarded", value)];
+            address_from(
+                ForwardedHeader::Forwarded,
+                "10.0.0.0/8",
+                "10.0.0.1:1",
+                &headers,
+            )
+        };
+        assert_eq!(forwarded("for=unknown"), "10.0.0.1");
+        assert_eq!(forwarded(r#"for=192.0.2.9, for=_hidden"#), "10.0.0.1");
+        assert_eq!(
+            forwarded("for=192.0.2.9, for=unknown, for=10.0.0.2"),
+            "10.0.0.2"
+        );
+        assert_eq!(
+            forwarded("for=192.0.2.9;proto=http, proto=https"),
+            "10.0.0.1"
+        );
+        assert_eq!(
+            address(
+                "10.0.0.0/8",
+                "10.0.0.1:1",
+                &[("x-forwarded-for", "192.0.2.9, unknown")]
+            ),
+            "10.0.0.1"
+        );
+        // Addresses before an unknown hop are the client's to write: not believed.
+        assert_eq!(
+            address(
+                "10.0.0.0/8",
+                "10.0.0.1:1",
+                &[("x-forwarded-for", "192.0.2.9, unknown, 10.0.0.3")]
+            ),
+            "10.0.0.3"
+        );
     }
 
     #[test]

@@ -25,7 +25,7 @@ use futures_util::future::LocalBoxFuture;
 use ipnet::Ipv6Net;
 use petstore_domain::{Ban, BanPolicy, Counts, RateDecision, RateLimits};
 
-pub use address::TrustedProxies;
+pub use address::{ForwardedHeader, TrustedProxies};
 pub use headers::{HeaderCache, LimitHeaders};
 pub use memory::MemoryCounters;
 pub use redis::RedisCounters;

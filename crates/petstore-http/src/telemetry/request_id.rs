@@ -12,8 +12,10 @@ pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 /// W3C Trace Context's `traceparent`.
 const TRACEPARENT: HeaderName = HeaderName::from_static("traceparent");
 
-/// The longest incoming id kept.
-pub const MAX_LEN: usize = 128;
+/// The longest incoming id kept: room for the usual forms (a UUID is 36 characters, nginx's
+/// `$request_id` 32, a ULID 26), none for a secret (an API key is 68: a client that sends its
+/// key as its request id must not see it logged).
+pub const MAX_LEN: usize = 40;
 
 /// A request's id, as it goes out in `X-Request-Id`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,8 +23,8 @@ pub struct RequestId(HeaderValue);
 
 impl RequestId {
     /// The id of a request with `headers`: its `X-Request-Id` when there is exactly one and it
-    /// is 1 to 128 visible ASCII characters (so a proxy's id follows the request), else a new
-    /// UUIDv7.
+    /// is 1 to [`MAX_LEN`] letters, digits, `-`, `_`, `.` or `:` (so a proxy's id follows the
+    /// request, and no secret can ride in it), else a new UUIDv7.
     pub fn of(headers: &HeaderMap) -> Self {
         let mut sent = headers.get_all(X_REQUEST_ID);
         match (sent.next(), sent.next()) {
@@ -84,9 +86,13 @@ fn next_stamp() -> (u64, u16) {
     (stamp >> 12, (stamp & 0xfff) as u16)
 }
 
-/// 1 to [`MAX_LEN`] visible ASCII characters (`!` to `~`: no spaces, no controls).
+/// 1 to [`MAX_LEN`] letters, digits, `-`, `_`, `.` or `:` (no spaces, no controls, nothing a
+/// log line or a URL would read otherwise, no percent escapes).
 fn is_well_formed(id: &[u8]) -> bool {
-    (1..=MAX_LEN).contains(&id.len()) && id.iter().all(|b| (b'!'..=b'~').contains(b))
+    (1..=MAX_LEN).contains(&id.len())
+        && id
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
 }
 
 /// The request's `traceparent` when there is exactly one and it has the W3C form
@@ -140,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_well_formed_incoming_id_is_kept() {
-        let id = "req-1234_abc.DEF:~!";
+        let id = "req-1234_abc.DEF:9";
         assert_eq!(
             RequestId::of(&headers(&[("x-request-id", id)])).as_str(),
             id
@@ -160,6 +166,11 @@ mod tests {
             vec![("x-request-id", "has space")],
             vec![("x-request-id", "tab\there")],
             vec![("x-request-id", &*"a".repeat(MAX_LEN + 1))],
+            vec![("x-request-id", "with%20escape")],
+            vec![("x-request-id", "req~1!")],
+            // A key sent as the request id is not kept (nor logged).
+            vec![("x-request-id", &*format!("pst_{}", "ab12".repeat(16)))],
+            vec![("x-request-id", &*"ab12".repeat(16))],
             vec![("x-request-id", "one"), ("x-request-id", "two")],
         ] {
             let id = RequestId::of(&headers(&sent));

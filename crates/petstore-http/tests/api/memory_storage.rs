@@ -30,6 +30,8 @@ pub struct MemoryStorage {
     failing_creates: AtomicBool,
     /// What `capacity` reports, when not the default (8 calls, 5 s of wait).
     capacity: Option<(u32, Duration)>,
+    /// How many times a key has been looked up.
+    key_lookups: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -75,6 +77,11 @@ impl MemoryStorage {
             chunk.copy_from_slice(&self.seed.hash_one((what, i)).to_le_bytes());
         }
         bytes
+    }
+
+    /// How many times a key has been looked up (`find_active_key`) so far.
+    pub fn key_lookups(&self) -> u64 {
+        self.key_lookups.load(Ordering::SeqCst)
     }
 
     /// Makes pet creation fail as unavailable, or work again.
@@ -279,6 +286,7 @@ impl ApiKeyRepository for MemoryStorage {
     }
 
     async fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
+        self.key_lookups.fetch_add(1, Ordering::SeqCst);
         let data = self.data();
         let found = data.keys.values().find(|stored| {
             stored.key.revoked_at.is_none()

@@ -276,6 +276,26 @@ async fn the_docs_page_is_served_from_the_binary_over_the_document() {
         page.header("content-type")
             .is_some_and(|t| t.starts_with("text/html"))
     );
+    // Where people paste keys: a strict policy, no framing, no referrer, no sniffing.
+    for (name, value) in [
+        ("content-security-policy", petstore_http::app::DOCS_CSP),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("x-content-type-options", "nosniff"),
+    ] {
+        assert_eq!(page.header(name), Some(value), "{name}");
+    }
+    assert!(petstore_http::app::DOCS_CSP.contains("frame-ancestors 'none'"));
+    assert!(petstore_http::app::DOCS_CSP.contains("script-src 'self'"));
+    // `nosniff` on every answer of the API, errors included.
+    for uri in ["/api/v1/pets", "/api/v1/nowhere", "/healthz"] {
+        let reply = app.send(TestRequest::get().uri(uri)).await;
+        assert_eq!(
+            reply.header("x-content-type-options"),
+            Some("nosniff"),
+            "{uri}"
+        );
+    }
     let html = String::from_utf8_lossy(&page.body);
     assert!(
         !html.contains("https://"),

@@ -639,3 +639,46 @@ async fn a_redis_outage_fails_open_or_closed_as_configured_and_recovers() {
         }
     }
 }
+
+/// A client whose address is at its limit, or banned, costs no key lookup: each request with a
+/// made-up key (one the cache has no answer for) is refused before the storage is asked.
+#[actix_web::test]
+async fn an_address_at_its_limit_or_banned_costs_no_key_lookup() {
+    let storage = std::sync::Arc::new(crate::memory_storage::MemoryStorage::default());
+    let app = TestApp::with_storage(storage.clone()).await;
+    let made_up = |n: u32| {
+        get_from("/v1/pets", "203.0.113.21:5")
+            .insert_header((header::AUTHORIZATION, format!("Bearer pst_{n:064x}")))
+    };
+    let mut n = 0;
+    let mut next = || {
+        n += 1;
+        made_up(n)
+    };
+    for _ in 0..60 {
+        app.send(next()).await.assert_error(401, "unauthorized");
+    }
+    assert_eq!(storage.key_lookups(), 60, "each made-up key looked up once");
+    // Limited, then (past the default threshold of 60 refusals) banned.
+    let mut banned = 0;
+    for _ in 0..100 {
+        let reply = app.send(next()).await;
+        assert_eq!(reply.status, 429);
+        banned += u32::from(reply.json()["code"] == "temporarily_banned");
+    }
+    assert!(banned > 0, "the address was banned");
+    assert_eq!(
+        storage.key_lookups(),
+        60,
+        "a limited or banned address's made-up keys were looked up"
+    );
+    // Another address is not held back: its key is looked up and found.
+    let valid = app
+        .send(
+            get_from("/v1/pets", "203.0.113.22:5")
+                .insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key))),
+        )
+        .await;
+    assert_eq!(valid.status, 200);
+    assert_eq!(storage.key_lookups(), 61);
+}

@@ -1122,3 +1122,119 @@ fn the_admin_listener_is_never_the_public_one_and_metrics_bind_wins() {
     assert_eq!(status(format!("{}/openapi.json", admin)), 200);
     server.stop();
 }
+
+#[test]
+fn the_bootstrap_key_is_shown_on_a_terminal_only() {
+    // Standard output a pipe, as under a service manager or in a container, whose output is
+    // kept in logs: no key is made, and the log says how to make one.
+    let (dir, db) = crate::common::temp_db_path();
+    let log = dir.path().join("server.log");
+    let server = TestServer::start_logging(&db, &[], Some(&log));
+    assert!(
+        server.stdout.iter().all(|l| !l.contains("pst_")),
+        "a key was printed where no one may see it: {:?}",
+        server.stdout
+    );
+    server.stop();
+    let written = std::fs::read_to_string(&log).expect("log");
+    assert!(written.contains("petstore keys create"), "{written}");
+    assert!(!written.contains("pst_"), "{written}");
+
+    // On a terminal (a pseudo-terminal from `script`), a person at `cargo run` gets the key
+    // with a ready curl line.
+    let (_dir, db) = crate::common::temp_db_path();
+    let mut child = std::process::Command::new("script")
+        .args(["-q", "-e", "-c"])
+        .arg(format!(
+            "timeout 30 {} serve --bind 127.0.0.1:0 --shutdown-delay 0s",
+            crate::common::BIN
+        ))
+        .arg("/dev/null")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("PETSTORE_DATABASE_URL", &db)
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("run script");
+    let lines = std::io::BufRead::lines(std::io::BufReader::new(
+        child.stdout.take().expect("stdout"),
+    ));
+    let mut shown = Vec::new();
+    for line in lines {
+        let line = line.expect("read");
+        let done = line.contains("listening on");
+        shown.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let shown = shown.join("\n");
+    assert!(shown.contains("pst_"), "no key on the terminal:\n{shown}");
+    assert!(
+        shown.contains("curl -H 'Authorization: Bearer pst_"),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_connection_string_where_a_file_path_belongs_is_refused_without_showing_it() {
+    let dir = tempfile::tempdir().expect("folder");
+    for url in ["host=db.internal password=s3cret", "dbname=pets user=app"] {
+        for args in [&["serve"][..], &["migrate"], &["keys", "list"]] {
+            let output = petstore(url)
+                .args(args)
+                .current_dir(dir.path())
+                .output()
+                .expect("run");
+            assert_eq!(output.status.code(), Some(2), "{url} {args:?}");
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert!(stderr.contains("not a file path"), "{stderr}");
+            assert!(
+                !stderr.contains("s3cret") && !stderr.contains("app"),
+                "{stderr}"
+            );
+        }
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
+    assert!(made.is_empty(), "files were created: {made:?}");
+    // A password with a `/` is not shown either.
+    let output = petstore("postgres://u:se/cret@127.0.0.1:1/db")
+        .args(["keys", "list", "--db-connect-timeout", "200ms"])
+        .output()
+        .expect("run");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("cret"), "{stderr}");
+}
+
+#[test]
+fn the_sqlite_files_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, db) = crate::common::temp_db_path();
+    let key = crate::common::unlimited_key(&db);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
+    let (status, _) = server.post_pet(&key, r#"{"name":"Private","categoryId":1}"#);
+    assert_eq!(status, 201);
+    for name in ["petstore.db", "petstore.db-wal", "petstore.db-shm"] {
+        let mode = std::fs::metadata(dir.path().join(name))
+            .unwrap_or_else(|error| panic!("{name}: {error}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{name} is {:o}", mode & 0o777);
+    }
+    server.stop();
+    // An existing file keeps the mode it was given.
+    let (dir, db) = crate::common::temp_db_path();
+    std::fs::write(&db, b"").expect("create");
+    std::fs::set_permissions(&db, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    run(&db, &["migrate"]);
+    let mode = std::fs::metadata(dir.path().join("petstore.db"))
+        .expect("db")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+}

@@ -177,17 +177,30 @@ fn api_keys_never_reach_the_log_even_where_they_do_not_belong() {
     let server = TestServer::start_logging(&db, &["--bootstrap-key=false"], Some(&log));
     let addr = server.addr();
     let bogus = format!("pst_{}", "0".repeat(64));
-    for target in [
-        format!("/v1/pets?api_key={key}"),
-        format!("/v1/pets/{key}"),
-        format!("/v1/{key}"),
-        format!("/v1/pets?api_key={bogus}&limit=2"),
+    let secret = &key[4..];
+    for (target, request_id) in [
+        (format!("/v1/pets?api_key={key}"), "r1".to_owned()),
+        (format!("/v1/pets/{key}"), "r2".to_owned()),
+        (format!("/v1/{key}"), "r3".to_owned()),
+        (format!("/v1/pets?api_key={bogus}&limit=2"), "r4".to_owned()),
+        // Letters of the prefix percent-encoded, or no prefix at all.
+        (format!("/v1/pets?k=%70st_{secret}"), "r5".to_owned()),
+        (format!("/v1/pets?k=p%73t_{secret}"), "r6".to_owned()),
+        (format!("/v1/pets?k={secret}"), "r7".to_owned()),
+        // The key as the request id, with and without its prefix.
+        ("/v1/nothing".to_owned(), key.clone()),
+        ("/v1/nothing".to_owned(), secret.to_owned()),
     ] {
         let request = format!(
-            "GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\nConnection: close\r\n\r\n"
+            "GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n\
+             X-Request-Id: {request_id}\r\nConnection: close\r\n\r\n"
         );
         let answer = exchange(&addr, request.as_bytes());
         assert!(answer.starts_with("HTTP/1.1 4"), "{target}: {answer}");
+        assert!(
+            !answer.contains(secret),
+            "the key came back as the request id"
+        );
     }
     server.stop();
     let written = std::fs::read_to_string(&log).expect("log");
@@ -267,4 +280,51 @@ fn malformed_http_is_refused_by_the_protocol_layer_as_documented() {
         );
     }
     server.stop();
+}
+
+#[test]
+fn behind_a_proxy_a_client_cannot_choose_its_address_with_a_header_the_proxy_passes_through() {
+    let (dir, db) = crate::common::temp_db();
+    let log = dir.path().join("server.log");
+    // The proxy (this test, on 127.0.0.1) appends the client it saw to X-Forwarded-For, as
+    // nginx's $proxy_add_x_forwarded_for does, and passes the client's own `Forwarded` through.
+    let server = TestServer::start_logging(
+        &db,
+        &["--bootstrap-key=false", "--trusted-proxies", "127.0.0.1"],
+        Some(&log),
+    );
+    crate::common::wait_for_room_in_minute(20);
+    let agent = agent();
+    let mut refused = 0;
+    for n in 0..200u32 {
+        let made_up_key = format!("pst_{n:064x}");
+        let response = agent
+            .get(format!("{}/pets", server.base))
+            .header("Authorization", format!("Bearer {made_up_key}"))
+            .header(
+                "Forwarded",
+                format!("for=198.51.{}.{}", n / 250, n % 250 + 1),
+            )
+            .header("X-Forwarded-For", "203.0.113.7")
+            .call()
+            .expect("GET");
+        if response.status().as_u16() == 429 {
+            refused += 1;
+        }
+    }
+    server.stop();
+    // 60 a minute for a client without a valid key: the rest refused, then banned.
+    assert!(
+        refused >= 100,
+        "a client making up its address with `Forwarded` was refused {refused} times of 200"
+    );
+    let written = std::fs::read_to_string(&log).expect("log");
+    assert!(
+        written.contains("203.0.113.7"),
+        "the access log names the client"
+    );
+    assert!(
+        !written.contains("198.51."),
+        "the access log recorded addresses the client made up"
+    );
 }

@@ -1,7 +1,8 @@
 // The docs page in a real browser: `node docs-page.mjs BASE_URL API_KEY SCREENSHOT`, where
 // BASE_URL is the server's origin (http://127.0.0.1:PORT). Exits non-zero, saying why, when the
 // page lists the wrong operations, does not mark getPet deprecated, cannot run "Try it out" on
-// listPets with the key, or asks anything of another host. Chromium is Debian's (/usr/bin/chromium,
+// listPets with the key, asks anything of another host, or has anything blocked by its
+// Content-Security-Policy. Chromium is Debian's (/usr/bin/chromium,
 // or PETSTORE_TEST_CHROMIUM); playwright-core never downloads a browser of its own.
 import { chromium } from 'playwright-core';
 
@@ -27,6 +28,13 @@ try {
     const url = new URL(request.url());
     if (url.protocol !== 'data:' && url.protocol !== 'blob:' && url.origin !== origin) {
       foreign.push(request.url());
+    }
+  });
+  // The page runs under its Content-Security-Policy: anything it blocks is a failure.
+  const blocked = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to/i.test(message.text())) {
+      blocked.push(message.text());
     }
   });
   page.setDefaultTimeout(20_000);
@@ -66,6 +74,9 @@ try {
   await page.screenshot({ path: screenshot, fullPage: true });
   if (foreign.length > 0) {
     failures.push(`the page asked other hosts: ${foreign.join(', ')}`);
+  }
+  if (blocked.length > 0) {
+    failures.push(`the Content-Security-Policy blocked: ${blocked.join(' | ')}`);
   }
 } catch (error) {
   failures.push(String(error));

@@ -51,6 +51,7 @@ struct Calls {
 impl Sqlite {
     /// The pool (connections open lazily, but for one kept warm) and the writer thread.
     pub(crate) fn open(path: &str, config: &StoreConfig) -> Result<Self, StoreError> {
+        create_private(path);
         let manager = Manager {
             path: path.to_owned(),
             busy_timeout: config.statement_timeout,
@@ -256,4 +257,17 @@ impl r2d2::ManageConnection for Manager {
     fn has_broken(&self, conn: &mut Pooled) -> bool {
         conn.broken || std::thread::panicking() || conn.connection.is_broken()
     }
+}
+
+/// Creates the database file readable and writable by its owner only (`0600`), when it does
+/// not exist: it holds key hashes, orders and labels. SQLite gives its `-wal` and `-shm` files
+/// the database file's mode. An existing file keeps its mode; a file that cannot be created
+/// here is left to SQLite, which reports why.
+fn create_private(path: &str) {
+    use std::os::unix::fs::OpenOptionsExt;
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
 }
