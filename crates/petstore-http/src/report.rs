@@ -140,21 +140,25 @@ fn decode(text: &str) -> Vec<Unit> {
     units
 }
 
-/// The length of the secret prefix `units` start with, and what is written in its place.
+/// The length of the secret prefix `units` start with, and what is written in place of the
+/// prefix and the secret after it.
 fn prefix_at(units: &[Unit]) -> Option<(usize, &'static str)> {
-    PREFIXES.into_iter().find_map(|prefix| {
+    PREFIXES.into_iter().find_map(|(prefix, written)| {
         let matches = units.len() >= prefix.len()
             && units
                 .iter()
                 .zip(prefix.bytes())
                 .all(|(unit, byte)| unit.byte == byte);
-        matches.then_some((prefix.len(), prefix))
+        matches.then_some((prefix.len(), written))
     })
 }
 
-/// The prefixes of secrets, in lower case (matched case-insensitively, once decoded), written
-/// as they are in place of a secret.
-const PREFIXES: [&str; 2] = [KEY_PREFIX, ADMIN_TOKEN_PREFIX];
+/// The prefixes of secrets, in lower case (matched case-insensitively, once decoded), each
+/// with what is written in place of a secret that has it.
+const PREFIXES: [(&str, &str); 2] = [
+    (KEY_PREFIX, "pst_[redacted]"),
+    (ADMIN_TOKEN_PREFIX, "psa_[redacted]"),
+];
 
 #[cfg(test)]
 mod tests {

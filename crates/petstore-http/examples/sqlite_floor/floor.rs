@@ -200,6 +200,7 @@ fn respond<T: EncodeJson + ?Sized>(
             "\"minute\";r=999999;t=41, \"day\";r=99999999;t=41095",
         ),
         ("x-request-id", "0199e5a4-7c1e-7d2a-9b3c-5d6e7f809a1b"),
+        ("x-content-type-options", "nosniff"),
     ] {
         response.insert_header((
             HeaderName::from_static(name),

@@ -23,8 +23,8 @@ pub struct RequestId(HeaderValue);
 
 impl RequestId {
     /// The id of a request with `headers`: its `X-Request-Id` when there is exactly one and it
-    /// is 1 to [`MAX_LEN`] letters, digits, `-`, `_`, `.` or `:` (so a proxy's id follows the
-    /// request, and no secret can ride in it), else a new UUIDv7.
+    /// is 1 to [`MAX_LEN`] letters, digits, `-`, `_`, `.`, `:`, `+`, `/` or `=` (so a proxy's
+    /// id follows the request, and no secret can ride in it), else a new UUIDv7.
     pub fn of(headers: &HeaderMap) -> Self {
         let mut sent = headers.get_all(X_REQUEST_ID);
         match (sent.next(), sent.next()) {
@@ -86,13 +86,14 @@ fn next_stamp() -> (u64, u16) {
     (stamp >> 12, (stamp & 0xfff) as u16)
 }
 
-/// 1 to [`MAX_LEN`] letters, digits, `-`, `_`, `.` or `:` (no spaces, no controls, nothing a
-/// log line or a URL would read otherwise, no percent escapes).
+/// 1 to [`MAX_LEN`] letters, digits, `-`, `_`, `.`, `:` or base64's `+`, `/` and `=` (no
+/// spaces, no controls, no percent escapes: at most 240 bits of anything, where a key's secret
+/// is 256).
 fn is_well_formed(id: &[u8]) -> bool {
     (1..=MAX_LEN).contains(&id.len())
-        && id
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+        && id.iter().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'+' | b'/' | b'=')
+        })
 }
 
 /// The request's `traceparent` when there is exactly one and it has the W3C form
