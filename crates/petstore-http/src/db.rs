@@ -27,7 +27,21 @@ pub struct Database {
     deadline: Duration,
     /// [`metric::STORE_CALL_DURATION`], by operation and outcome.
     durations: Kept<(&'static str, &'static str), Histogram>,
+    /// The last readiness check: when it ended, and what it found.
+    readiness: tokio::sync::Mutex<Option<(Instant, Readiness)>>,
 }
+
+/// What a readiness check found: ready, or why not (shared by the answers given from it).
+pub type Readiness = Result<(), Arc<ApiError>>;
+
+/// How long [`Database::check_ready`] waits for the storage's answer: load balancers poll
+/// readiness with short timeouts of their own, and a silent database must read as "not ready",
+/// not as a hung check.
+pub const READY_DEADLINE: Duration = Duration::from_secs(2);
+
+/// How long a readiness check's result answers for: `/readyz` needs no key and counts against
+/// no limit, so a flood of it costs at most one storage read a second.
+pub const READY_MAX_AGE: Duration = Duration::from_secs(1);
 
 impl Database {
     /// Calls into `storage`, at most [`Capacity::max_calls`](petstore_domain::Capacity) at once.
@@ -39,7 +53,29 @@ impl Database {
             deadline: capacity.deadline,
             storage,
             durations: Kept::default(),
+            readiness: tokio::sync::Mutex::new(None),
         }
+    }
+
+    /// Whether the storage is ready (it answers within [`READY_DEADLINE`], its schema
+    /// current), from a check at most [`READY_MAX_AGE`] old: a caller that finds none checks,
+    /// and those that come meanwhile wait for that check's result rather than each making one.
+    pub async fn check_ready(&self) -> Readiness {
+        let mut last = self.readiness.lock().await;
+        if let Some((checked, readiness)) = &*last
+            && checked.elapsed() < READY_MAX_AGE
+        {
+            return readiness.clone();
+        }
+        let readiness = timeout(
+            READY_DEADLINE,
+            self.call("check_ready", |storage| storage.check_ready()),
+        )
+        .await
+        .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))
+        .map_err(Arc::new);
+        *last = Some((Instant::now(), readiness.clone()));
+        readiness
     }
 
     /// Makes one storage call, `f(storage)`, once one of the storage's slots is free.

@@ -164,7 +164,7 @@ pub enum ApiError {
     ShuttingDown,
     /// `/readyz`: the service cannot serve requests now, for this reason.
     #[error("{UNAVAILABLE}")]
-    NotReady(#[source] Box<ApiError>),
+    NotReady(#[source] std::sync::Arc<ApiError>),
     /// Anything else. The cause is logged, never sent.
     #[error("{INTERNAL}")]
     Internal(#[source] BoxError),

@@ -5,6 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 use actix_web::test::TestRequest;
 use petstore_store::testing::{in_ci, loud_skip};
@@ -109,10 +110,12 @@ async fn a_full_disk_answers_503_storage_full_and_recovers_once_space_is_freed()
     );
 
     std::fs::remove_file(&filler).expect("free the space");
-    assert_eq!(
-        app.send(TestRequest::get().uri("/readyz")).await.status,
-        200
-    );
+    // Ready again once the last check is older than its second.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while app.send(TestRequest::get().uri("/readyz")).await.status != 200 {
+        assert!(std::time::Instant::now() < deadline, "/readyz stayed 503");
+        actix_web::rt::time::sleep(Duration::from_millis(100)).await;
+    }
     app.create_pet("after", "available").await;
     let names = app.pet_names().await;
     assert_eq!(names.len(), 5 + created_while_filling + 1);

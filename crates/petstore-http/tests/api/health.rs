@@ -37,3 +37,27 @@ async fn readyz_returns_503_when_the_database_is_unreachable() {
         .await
         .assert_error(503, "service_unavailable");
 }
+
+/// `/readyz` needs no key and counts against no limit: a flood of it reads the storage at most
+/// once a second.
+#[actix_web::test]
+async fn a_flood_of_readyz_reads_the_storage_at_most_once_a_second() {
+    let storage = std::sync::Arc::new(crate::memory_storage::MemoryStorage::default());
+    let app = TestApp::with_storage(storage.clone()).await;
+    // As many as fit in well under a second (the first one checks).
+    let started = std::time::Instant::now();
+    let mut asked = 0;
+    while started.elapsed() < std::time::Duration::from_millis(500) {
+        let reply = app.send(TestRequest::get().uri("/readyz")).await;
+        assert_eq!(reply.status, 200);
+        asked += 1;
+    }
+    assert!(asked > 10, "only {asked} requests");
+    assert_eq!(storage.ready_checks(), 1, "one check for {asked} requests");
+    actix_web::rt::time::sleep(std::time::Duration::from_millis(1100)).await;
+    assert_eq!(
+        app.send(TestRequest::get().uri("/readyz")).await.status,
+        200
+    );
+    assert_eq!(storage.ready_checks(), 2, "checked again after a second");
+}

@@ -32,6 +32,8 @@ pub struct MemoryStorage {
     capacity: Option<(u32, Duration)>,
     /// How many times a key has been looked up.
     key_lookups: std::sync::atomic::AtomicU64,
+    /// How many times readiness has been checked.
+    ready_checks: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Default)]
@@ -82,6 +84,11 @@ impl MemoryStorage {
     /// How many times a key has been looked up (`find_active_key`) so far.
     pub fn key_lookups(&self) -> u64 {
         self.key_lookups.load(Ordering::SeqCst)
+    }
+
+    /// How many times readiness has been checked (`check_ready`) so far.
+    pub fn ready_checks(&self) -> u64 {
+        self.ready_checks.load(Ordering::SeqCst)
     }
 
     /// Makes pet creation fail as unavailable, or work again.
@@ -577,6 +584,7 @@ impl MemoryStorage {
 #[async_trait]
 impl Storage for MemoryStorage {
     async fn check_ready(&self) -> Result<(), StorageError> {
+        self.ready_checks.fetch_add(1, Ordering::SeqCst);
         Ok(())
     }
 
