@@ -18,12 +18,18 @@
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
 #   scripts/bench.sh --instructions [--out FILE]
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
+#   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
 # ceiling, and of petstore's GET routes and the SQLite floor's on SQLite (1,000 pets), under
 # valgrind's callgrind, for a fixed number of keep-alive requests. Repeatable to a fraction of a percent whatever the machine
 # is doing, where the timed runs move by a third; blind to the kernel, and to CPU features that
 # valgrind hides (SHA extensions, say).
+#
+# --post-against OLD_BIN: POST /v1/pets on PostgreSQL (1,000 pets to start), this build against
+# another (an earlier commit's petstore, built by the caller), two servers on one database on the
+# same core, runs alternating; reports the median of the paired ratios
+# (target/bench/post-against.md).
 #
 # --metrics-cost: the list route's throughput with metrics recorded against the same without
 # (--metrics=false), SQLite with 1,000 pets, two servers on the same core, runs alternating;
@@ -47,6 +53,7 @@ OUT=""
 INSTRUCTIONS=0
 METRICS_COST=0
 REDIS_COST=0
+POST_AGAINST=""
 KEYS=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -60,6 +67,7 @@ while [ $# -gt 0 ]; do
     --instructions) INSTRUCTIONS=1; shift ;;
     --metrics-cost) METRICS_COST=1; shift ;;
     --redis-cost) REDIS_COST=1; shift ;;
+    --post-against) POST_AGAINST=$2; shift 2 ;;
     --keys) KEYS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -366,6 +374,41 @@ paired() {
   } >"$OUT"
   cat "$OUT"
 }
+
+# Creates on PostgreSQL: this build against another, alternating on one database.
+if [ -n "$POST_AGAINST" ]; then
+  reachable 5432 || { echo "bench: PostgreSQL is unreachable" >&2; exit 1; }
+  PG_DB=petstore_bench_$$_post
+  psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_DB" >/dev/null
+  url=${PG_ADMIN%%\?*}
+  url=${url%/*}/$PG_DB${PG_PARAMS:+?$PG_PARAMS}
+  seed postgres "$url" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$url")")
+  serve=(--database-url "$url" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
+  start_server post-old env RUST_LOG=warn "$POST_AGAINST" "${serve[@]}"
+  old_pid=$SERVER_PID old_url=$BASE
+  start_server post-new env RUST_LOG=warn "$BIN" "${serve[@]}"
+  new_pid=$SERVER_PID new_url=$BASE
+  ratios=() old=() new=()
+  for _ in $(seq 1 "$RUNS"); do
+    old+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$old_url/v1/pets" | rps_of)")
+    new+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$new_url/v1/pets" | rps_of)")
+    ratios+=("$(awk -v a="${new[-1]}" -v b="${old[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: other build ${old[-1]} req/s, this build ${new[-1]} req/s" >&2
+  done
+  kill -TERM "$old_pid" "$new_pid"; wait "$old_pid" "$new_pid" 2>/dev/null || true
+  SERVER_PID=""
+  OUT=${OUT%/*}/post-against.md
+  {
+    echo "POST /v1/pets, PostgreSQL ($PG_PARAMS), 1,000 pets to start, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS alternating runs of ${DURATION}s; this build $(git rev-parse --short HEAD 2>/dev/null || echo unknown) against $POST_AGAINST."
+    echo
+    echo "| Other build (median req/s) | This build (median req/s) | This / other (median of pairs) |"
+    echo "|---|---|---|"
+    echo "| $(printf '%s\n' "${old[@]}" | median) | $(printf '%s\n' "${new[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
 
 # The list route with metrics recorded against the same without.
 if [ "$METRICS_COST" = 1 ]; then
