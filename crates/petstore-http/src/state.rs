@@ -13,7 +13,8 @@ use crate::config::{Config, CorsOrigins, IdempotencySettings, RateLimitConfig};
 use crate::db::Database;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
-use crate::ratelimit::{Limiter, RedisCounters, TrustedProxies};
+use crate::ratelimit::{HeaderCache, Limiter, RedisCounters, TrustedProxies};
+use crate::report::Chain;
 use crate::telemetry::metric::{Exporter, RequestMetrics};
 
 /// How many valid keys the key cache holds at most (and as many tokens known not to be keys).
@@ -33,6 +34,8 @@ pub struct AppState {
     pub links: Links,
     /// Rate limits and bans.
     pub limiter: Limiter,
+    /// The rate-limit header values fixed by each distinct limits (built once each).
+    pub limit_headers: HeaderCache,
     /// Proxies whose forwarding headers name the client address.
     pub trusted_proxies: TrustedProxies,
     /// How long a request body may take to arrive.
@@ -62,6 +65,7 @@ impl AppState {
             auth: Authenticator::new(config.key_cache_ttl, KEY_CACHE_CAPACITY),
             links: Links::new(config.http.clone()),
             limiter: limiter(&config.rate_limit)?,
+            limit_headers: HeaderCache::default(),
             trusted_proxies: config.rate_limit.trusted_proxies.clone(),
             body_timeout: BodyTimeout(config.client_body_timeout),
             cors: config.cors.clone(),
@@ -100,13 +104,20 @@ pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
     Ok(match &config.redis_url {
         None => Limiter::in_memory(config.bans, anonymous, config.addresses),
         Some(url) => Limiter::shared(
-            Box::new(RedisCounters::with_ca(
-                url,
-                ca_pem(config)?,
-                &config.prefix,
-                config.timeout,
-                config.bans.forgive_after_seconds,
-            )?),
+            Box::new(
+                RedisCounters::with_ca(
+                    url,
+                    ca_pem(config)?,
+                    &config.prefix,
+                    config.timeout,
+                    config.bans.forgive_after_seconds,
+                )
+                .map_err(|error| {
+                    // Named, as an operator wrote it, without its password.
+                    let shown = petstore_store::redact_url_password(url);
+                    format!("--rate-limit-store {shown:?}: {}", Chain(&error))
+                })?,
+            ),
             config.on_failure,
             config.bans,
             anonymous,

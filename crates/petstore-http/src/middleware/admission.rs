@@ -70,8 +70,7 @@ async fn gate<B: MessageBody>(
             match state.auth.fetch(&state.db, credentials, now).await {
                 Ok(found) => found,
                 Err(error) => {
-                    let limiter = &state.limiter;
-                    let limits = limiter.limit_headers(limiter.anonymous_limits());
+                    let limits = state.limit_headers.get(state.limiter.anonymous_limits());
                     let successor = successor(state, access.marks, &req);
                     return Ok(refuse(req, &error, |h| {
                         Standing::Unknown.write(h, &limits, now);
@@ -176,7 +175,7 @@ async fn annotate<B: MessageBody>(
     verdict: Result<Verdict, LimitError>,
     now: u64,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    let limits = state.limiter.limit_headers(admitted.account.limits);
+    let limits = state.limit_headers.get(admitted.account.limits);
     // For the handlers, and the access log (refusals included).
     if let Some(client) = admitted.client {
         req.extensions_mut().insert(client);

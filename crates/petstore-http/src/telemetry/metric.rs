@@ -19,12 +19,11 @@ pub const HTTP_DURATION: &str = "petstore_http_request_duration_seconds";
 /// Rate-limit decisions: `outcome` (`allowed`, `limited`, `banned`, `error`), `plan`
 /// (`anonymous` without a key), `subject` (`key`, `address`).
 pub const RATE_LIMIT_DECISIONS: &str = "petstore_rate_limit_decisions_total";
-/// Temporary bans started by this instance: `subject`.
-pub const RATE_LIMIT_BANS: &str = "petstore_rate_limit_bans_total";
-/// Failed calls to the shared (Redis) counter store.
-pub const RATE_LIMIT_REDIS_ERRORS: &str = "petstore_rate_limit_redis_errors_total";
-/// Requests counted in this instance's memory because the shared store failed (fail open).
-pub const RATE_LIMIT_FALLBACKS: &str = "petstore_rate_limit_fallbacks_total";
+/// The limiter's own: bans started (`subject`), failed calls to Redis, requests counted in
+/// memory while Redis failed (recorded by `petstore-ratelimit`, described here).
+pub use petstore_ratelimit::metric::{
+    RATE_LIMIT_BANS, RATE_LIMIT_FALLBACKS, RATE_LIMIT_REDIS_ERRORS,
+};
 /// API-key lookups: `result` (`hit`: answered by the key cache; `miss`: read from the storage).
 pub const KEY_CACHE_LOOKUPS: &str = "petstore_key_cache_lookups_total";
 /// Storage calls, from the call to its answer (slot wait included): `operation`, `outcome`

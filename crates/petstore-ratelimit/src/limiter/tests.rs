@@ -1,0 +1,248 @@
+//! The limiter over counters in memory.
+
+use futures_util::FutureExt;
+
+use super::*;
+
+const NOW: u64 = 1_700_000_000;
+const LIMITS: RateLimits = RateLimits {
+    per_minute: 1,
+    per_day: 100,
+};
+/// Two refusals in a minute are tolerated; the third starts a ban of 300 seconds.
+const BANS: BanPolicy = BanPolicy {
+    threshold: 2,
+    base_seconds: 300,
+    max_seconds: 3_600,
+    forgive_after_seconds: 3_600,
+};
+const FIRST_BAN: Ban = Ban {
+    until: NOW + BANS.base_seconds,
+    level: 1,
+};
+
+/// A shared store that counts (in memory) but fails to start a ban: the store failing
+/// between a request's count and its ban.
+struct BanStartFails(MemoryCounters);
+
+impl CounterStore for BanStartFails {
+    fn hit<'a>(
+        &'a self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
+        self.0.hit(subject, limits, now)
+    }
+
+    fn peek<'a>(
+        &'a self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
+        self.0.peek(subject, limits, now)
+    }
+
+    fn start_ban<'a>(
+        &'a self,
+        _: Subject,
+        _: Option<Ban>,
+        _: u64,
+    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>> {
+        Box::pin(std::future::ready(Err(CounterError::new(
+            "connection reset by peer",
+        ))))
+    }
+}
+
+fn limiter(on_failure: FailurePolicy) -> Limiter {
+    let counters = MemoryCounters::new(BANS.forgive_after_seconds, 100);
+    Limiter::shared(
+        Box::new(BanStartFails(counters)),
+        on_failure,
+        BANS,
+        LIMITS,
+        AddressPolicy::default(),
+    )
+}
+
+/// What the keys' storage does with a key's ban.
+enum KeyStorage {
+    /// Records it.
+    Records,
+    /// Answers, but has no ban in force after recording it.
+    Loses,
+    /// Fails.
+    Fails,
+}
+
+impl KeyBans for KeyStorage {
+    fn ban_key(
+        &self,
+        _: i64,
+        ban: Ban,
+        _: u64,
+    ) -> LocalBoxFuture<'_, Result<Option<BanInForce>, BoxError>> {
+        let answer = match self {
+            Self::Records => Ok(Some(BanInForce { ban, started: true })),
+            Self::Loses => Ok(None),
+            Self::Fails => Err("database is locked".into()),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// The verdict on a request of `account` at `now` (every future here is ready at once: the
+/// counters are in memory).
+fn verdict(
+    limiter: &Limiter,
+    account: &Account,
+    key_bans: &KeyStorage,
+    now: u64,
+) -> Result<Verdict, LimitError> {
+    limiter
+        .check(account, now, key_bans)
+        .now_or_never()
+        .expect("in memory, a decision is ready at once")
+}
+
+/// The verdicts on `requests` requests of `account` at [`NOW`].
+fn verdicts(
+    limiter: &Limiter,
+    account: &Account,
+    key_bans: &KeyStorage,
+    requests: usize,
+) -> Vec<Result<Verdict, LimitError>> {
+    (0..requests)
+        .map(|_| verdict(limiter, account, key_bans, NOW))
+        .collect()
+}
+
+/// One allowed request, then the two refusals the policy tolerates.
+fn assert_allowed_then_limited(verdicts: &[Result<Verdict, LimitError>]) {
+    assert!(
+        matches!(verdicts[0], Ok(Verdict::Allowed(_))),
+        "{verdicts:?}"
+    );
+    for verdict in &verdicts[1..3] {
+        assert!(matches!(verdict, Ok(Verdict::Limited(_))), "{verdicts:?}");
+    }
+}
+
+fn address() -> Account {
+    Account {
+        subject: Subject::Address("192.0.2.7".parse().expect("ip")),
+        limits: LIMITS,
+        ban: None,
+    }
+}
+
+fn key() -> Account {
+    Account {
+        subject: Subject::Key(42),
+        limits: LIMITS,
+        ban: None,
+    }
+}
+
+#[test]
+fn an_address_ban_the_store_cannot_start_is_a_refusal_when_failing_closed() {
+    let limiter = limiter(FailurePolicy::Closed);
+    let verdicts = verdicts(&limiter, &address(), &KeyStorage::Records, 5);
+    assert_allowed_then_limited(&verdicts);
+    // Never served: the request that crosses the threshold, and every one after it while
+    // the store cannot record the ban, is refused as the store's failure.
+    for verdict in &verdicts[3..] {
+        assert!(
+            matches!(verdict, Err(LimitError::Counters(_))),
+            "{verdicts:?}"
+        );
+    }
+    assert_eq!(limiter.failures.load(Ordering::Relaxed), 2);
+}
+
+#[test]
+fn an_address_ban_the_store_cannot_start_holds_in_memory_when_failing_open() {
+    let limiter = limiter(FailurePolicy::Open);
+    let verdicts = verdicts(&limiter, &address(), &KeyStorage::Records, 5);
+    assert_allowed_then_limited(&verdicts);
+    // Started in this instance's memory, and the same ban (not a longer one) after it:
+    // the next request is not counted in the store, which knows of no ban.
+    for verdict in &verdicts[3..] {
+        assert_eq!(verdict.as_ref().ok(), Some(&Verdict::Banned(FIRST_BAN)));
+    }
+    assert_eq!(limiter.failures.load(Ordering::Relaxed), 1);
+    // It holds to its end, in the next minutes too, when the store's counts start afresh.
+    for now in [NOW + 60, FIRST_BAN.until - 1] {
+        let later = verdict(&limiter, &address(), &KeyStorage::Records, now);
+        assert_eq!(later.ok(), Some(Verdict::Banned(FIRST_BAN)), "at {now}");
+    }
+    let after = verdict(&limiter, &address(), &KeyStorage::Records, FIRST_BAN.until);
+    assert!(matches!(after, Ok(Verdict::Allowed(_))), "{after:?}");
+}
+
+#[test]
+fn a_key_ban_is_kept_with_the_key_when_the_store_cannot_start_it() {
+    let limiter = limiter(FailurePolicy::Closed);
+    let verdicts = verdicts(&limiter, &key(), &KeyStorage::Records, 4);
+    assert_allowed_then_limited(&verdicts);
+    // Whatever the failure policy: the ban is in the keys' storage, the store's failure
+    // only noted.
+    assert_eq!(verdicts[3].as_ref().ok(), Some(&Verdict::Banned(FIRST_BAN)));
+    assert_eq!(limiter.failures.load(Ordering::Relaxed), 1);
+}
+
+#[test]
+fn a_key_ban_the_keys_storage_does_not_keep_is_a_refusal_with_the_counts() {
+    for storage in [KeyStorage::Fails, KeyStorage::Loses] {
+        let limiter = limiter(FailurePolicy::Open);
+        let verdicts = verdicts(&limiter, &key(), &storage, 4);
+        assert_allowed_then_limited(&verdicts);
+        match &verdicts[3] {
+            Err(LimitError::BanNotRecorded { key, decision, .. }) => {
+                assert_eq!(*key, 42);
+                assert!(!decision.allowed);
+                assert_eq!(decision.rejected, 3);
+            }
+            other => panic!("expected BanNotRecorded, got {other:?}"),
+        }
+        // The counter store did not fail.
+        assert_eq!(limiter.failures.load(Ordering::Relaxed), 0);
+    }
+}
+
+#[test]
+fn ipv6_clients_are_counted_per_prefix_and_ipv4_per_address() {
+    let policy = AddressPolicy::default();
+    let ip = |text: &str| text.parse::<IpAddr>().expect("ip");
+    assert_eq!(
+        policy.subject(ip("2001:db8:1:2:aaaa::1")),
+        policy.subject(ip("2001:db8:1:2:ffff:ffff:ffff:ffff"))
+    );
+    assert_ne!(
+        policy.subject(ip("2001:db8:1:2::1")),
+        policy.subject(ip("2001:db8:1:3::1"))
+    );
+    assert_eq!(
+        policy.subject(ip("2001:db8:1:2::1")),
+        Subject::Address(ip("2001:db8:1:2::"))
+    );
+    assert_ne!(
+        policy.subject(ip("192.0.2.1")),
+        policy.subject(ip("192.0.2.2"))
+    );
+    let exact = AddressPolicy {
+        ipv6_prefix: 128,
+        ..policy
+    };
+    assert_ne!(
+        exact.subject(ip("2001:db8::1")),
+        exact.subject(ip("2001:db8::2"))
+    );
+    let all = AddressPolicy {
+        ipv6_prefix: 0,
+        ..policy
+    };
+    assert_eq!(all.subject(ip("2001:db8::1")), all.subject(ip("ffff::1")));
+}
