@@ -22,7 +22,7 @@ PY
 generated=$(mktemp)
 trap 'rm -f "$generated"' EXIT
 
-cargo about generate --frozen --fail -m crates/petstore-http/Cargo.toml -c about.toml \
+cargo about generate --frozen --fail -m crates/petstore/Cargo.toml -c about.toml \
   scripts/notices.hbs -o "$generated"
 
 # Swagger UI: the zip inside the vendored crate this Cargo.lock resolves.

@@ -28,7 +28,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-browser=crates/petstore-http/tests/browser
+browser=crates/petstore/tests/browser
 if ! [ -d "$browser/node_modules/playwright-core" ]; then
   echo "test-tools: installing playwright-core"
   (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error)

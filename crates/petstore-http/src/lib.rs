@@ -1,13 +1,15 @@
-//! The HTTP face of the Animal Store Service: the actix-web application ([`app`]) over an
-//! [`AppState`], and the `petstore` binary's [`commands`].
+//! The HTTP face of the Animal Store Service: a library that turns the domain's storage
+//! interface and the rate limiter (`petstore-ratelimit`) into an actix-web application
+//! ([`app`]) over an [`AppState`]. The `petstore` program (its own crate) parses the command
+//! line, opens the backend and serves this application.
 //!
 //! The crate talks to storage only through the domain's interface, `Arc<dyn Storage>`, wrapped
-//! in [`db::Database`]; the backend is chosen and opened in [`commands`] alone. Modules depend
-//! one way, from the bottom up:
+//! in [`db::Database`]; it never names a backend. Modules depend one way, from the bottom up:
 //!
 //! - [`clock`], [`connection`], [`encode`], [`report`], [`sunset`]: leaves; then [`telemetry`]
 //!   (logging, request ids, metric names and the Prometheus recorder).
-//! - [`ratelimit`]: counters, limits, bans and their headers; knows no keys and no storage.
+//! - [`ratelimit`]: the limiter's headers and the client address behind proxies; knows no keys
+//!   and no storage.
 //! - [`config`] (typed settings), then [`links`] (addresses written into responses).
 //! - [`error`]: [`ApiError`], the [`ErrorCode`] catalogue, the one writer of the Error object.
 //! - [`db`] (storage calls from async code), then [`auth`] (bearer keys, looked up through it).
@@ -15,8 +17,7 @@
 //! - [`state`]: [`AppState`], built by one constructor; then [`idempotency`] (safe retries of
 //!   writes, for the handlers).
 //! - [`middleware`] (admission composes auth and rate limits), [`routes`] (thin handlers),
-//!   [`admin`] (key administration, shared by the CLI and the admin API), then [`app`], then
-//!   [`commands`].
+//!   [`admin`] (key administration, shared by the CLI and the admin API), then [`app`].
 //!
 //! Start reading at [`app`], which production and every test build alike.
 
@@ -24,7 +25,6 @@ pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod clock;
-pub mod commands;
 pub mod config;
 pub mod connection;
 pub mod db;

@@ -7,8 +7,8 @@ use comfy_table::{Table, presets};
 use petstore_domain::{AdminToken, AdminTokenSpec, Storage};
 use serde_json::{Value, json};
 
-use super::cli::{AdminTokensCommand, Format};
-use super::timestamp;
+use crate::cli::{AdminTokensCommand, Format};
+use crate::timestamp;
 
 /// Runs an `admin-tokens` command against `storage`.
 pub async fn admin_tokens(

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 
 use comfy_table::{Table, presets};
 
-use super::cli::{Format, OrdersCommand};
-use super::timestamp;
+use crate::cli::{Format, OrdersCommand};
+use crate::timestamp;
 
 /// Runs an `orders` command against `storage`.
 pub async fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<dyn Error>> {

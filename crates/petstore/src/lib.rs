@@ -1,6 +1,10 @@
-//! The `petstore` binary's commands: parse the command line ([`cli`]) and run `serve` (the
-//! default), `migrate`, `openapi`, `keys`, `admin-tokens`, `orders` or `health`. This is where the storage backend is chosen and opened
-//! ([`open_store`]); everything after it talks to a `dyn Storage`.
+//! The `petstore` program: parse the command line ([`cli`]: clap, every setting also from a
+//! `PETSTORE_*` variable) and run `serve` (the default: the `petstore-http` application over the
+//! chosen backend, with the admin and metrics listeners), `migrate`, `openapi`, `keys`,
+//! `admin-tokens`, `orders` or `health`. This is where the storage backend is chosen and opened
+//! ([`open_store`]); everything after it talks to a `dyn Storage`. `main.rs` only calls [`run`].
+//!
+//! It depends on every other crate of the service, and none depends on it.
 
 mod admin_tokens;
 pub mod cli;
@@ -23,7 +27,8 @@ use cli::{Cli, Command, HealthArgs, MigrateArgs, MigrateCommand, ServeFromEnviro
 /// success or failure (`keys verify`) comes back as `Ok`.
 pub fn run() -> Result<ExitCode, Box<dyn Error>> {
     let cli = Cli::parse();
-    crate::telemetry::logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
+    petstore_http::telemetry::logging::init(cli.log_format)
+        .map_err(|error| error as Box<dyn Error>)?;
     let done = |result: Result<(), Box<dyn Error>>| result.map(|()| ExitCode::SUCCESS);
     let database = cli.database;
     let uses_database = !matches!(cli.command, Some(Command::Openapi(_) | Command::Health(_)));
@@ -63,9 +68,9 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
         )),
         Some(Command::Openapi(args)) => {
             let document = if args.admin {
-                crate::admin::openapi::document()
+                petstore_http::admin::openapi::document()
             } else {
-                crate::routes::openapi::document(&args.server())
+                petstore_http::routes::openapi::document(&args.server())
             }
             .to_pretty_json()?;
             println!("{document}");
@@ -204,11 +209,14 @@ fn open_store(config: &StoreConfig, keep_warm: bool) -> Result<Store, Box<dyn Er
     Ok(Store::open(&config)?)
 }
 
-fn serve_blocking(config: crate::config::Config, store: StoreConfig) -> Result<(), Box<dyn Error>> {
+fn serve_blocking(
+    config: petstore_http::config::Config,
+    store: StoreConfig,
+) -> Result<(), Box<dyn Error>> {
     actix_web::rt::System::new().block_on(serve(config, store))
 }
 
 /// A Unix time in RFC 3339 (UTC, whole seconds) for the listings; `-` for none.
 fn timestamp(unix: Option<i64>) -> String {
-    crate::admin::keys::rfc3339(unix).unwrap_or_else(|| "-".into())
+    petstore_http::admin::keys::rfc3339(unix).unwrap_or_else(|| "-".into())
 }

@@ -7,7 +7,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    match petstore_http::commands::run() {
+    match petstore::run() {
         Ok(code) => code,
         Err(error) => {
             eprintln!("error: {}", petstore_http::error::Chain(error.as_ref()));

@@ -10,10 +10,10 @@ use comfy_table::{ContentArrangement, Table, presets};
 use petstore_domain::{ApiKey, ApiKeySecret, Storage};
 use serde_json::{Value, json};
 
-use super::cli::{Format, KeysCommand};
-use super::timestamp;
-use crate::admin::keys::{self as admin, IssuedKey, KeyChange, KeyView, NewKey};
-use crate::clock::{Clock, SystemClock};
+use crate::cli::{Format, KeysCommand};
+use crate::timestamp;
+use petstore_http::admin::keys::{self as admin, IssuedKey, KeyChange, KeyView, NewKey};
+use petstore_http::clock::{Clock, SystemClock};
 
 /// `keys verify`'s exit status when no active key has the secret.
 const UNKNOWN: u8 = 3;

@@ -12,12 +12,12 @@ use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
 use petstore_store::{Backend, Store, StoreConfig};
 
-use super::open_store;
-use crate::app::{admin_app, app, metrics_app};
-use crate::config::{Config, MetricsEndpoint};
-use crate::connection::Connection;
-use crate::state::AppState;
-use crate::telemetry::metric::{self, Exporter};
+use crate::open_store;
+use petstore_http::app::{admin_app, app, metrics_app};
+use petstore_http::config::{Config, MetricsEndpoint};
+use petstore_http::connection::Connection;
+use petstore_http::state::AppState;
+use petstore_http::telemetry::metric::{self, Exporter};
 
 /// Runs the server on the storage `store` names until SIGINT or SIGTERM, then stops accepting,
 /// lets in-flight requests finish (up to 30 s) and returns.
@@ -207,7 +207,7 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
             Ok(())
         }
         Err(error) => {
-            let reason = crate::report::Chain(&error).to_string();
+            let reason = petstore_http::report::Chain(&error).to_string();
             // Told by its words: `redis`'s cluster client keeps only the text of a node's
             // error, so rustls's typed error is not there to match for a cluster.
             let lower = reason.to_ascii_lowercase();
@@ -242,8 +242,11 @@ fn admin_server(
         .bind(addr)
         .map_err(|error| format!("cannot open the admin listener on {addr}: {error}"))?;
     for addr in server.addrs() {
-        println!("admin on http://{addr}{}", crate::admin::ADMIN_BASE);
-        log::info!("admin API on http://{addr}{}", crate::admin::ADMIN_BASE);
+        println!("admin on http://{addr}{}", petstore_http::admin::ADMIN_BASE);
+        log::info!(
+            "admin API on http://{addr}{}",
+            petstore_http::admin::ADMIN_BASE
+        );
     }
     let server = server.run();
     let handle = server.handle();
@@ -275,7 +278,7 @@ fn prune_idempotency_records(state: web::Data<AppState>) -> actix_web::rt::task:
                 Ok(pruned) => log::info!("pruned {pruned} expired idempotency record(s)"),
                 Err(error) => log::warn!(
                     "could not prune idempotency records: {}",
-                    crate::error::Chain(&error)
+                    petstore_http::error::Chain(&error)
                 ),
             }
             actix_web::rt::time::sleep(PRUNE_EVERY).await;

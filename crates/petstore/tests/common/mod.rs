@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-#[path = "redis_support.rs"]
+// Shared with petstore-http's in-process tests.
+#[path = "../../../petstore-http/tests/common/redis_support.rs"]
 pub mod redis_support;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_petstore");
