@@ -37,12 +37,13 @@
 //! ```
 #![deny(missing_docs)]
 
+mod builder;
 mod error;
 mod limits;
 pub mod operations;
+mod query;
 mod retry;
 
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -51,210 +52,20 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 
+pub use builder::ClientBuilder;
 pub use error::Error;
 pub use limits::RateLimitState;
 pub use petstore_domain::{
     ErrorCode, Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus, Plan,
     RateLimitStatus, WindowStatus,
 };
+pub use query::{Listing, OrderQuery, PetQuery};
 pub use retry::RetryPolicy;
 
 use operations::Operation;
 
 /// The header that makes a write safe to retry.
 const IDEMPOTENCY_KEY: &str = "Idempotency-Key";
-
-/// A page of a listing: its items, and where the next page is when more follow. (Non-exhaustive:
-/// a field may be added in a minor version.)
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct Listing<T> {
-    /// The items, in ascending id order.
-    pub items: Vec<T>,
-    /// The next page's address (from `Link: <...>; rel="next"`), when more items follow.
-    pub next: Option<String>,
-}
-
-impl<T> Listing<T> {
-    /// The next page's cursor (its `after` parameter), when more items follow.
-    pub fn next_after(&self) -> Option<i64> {
-        let next = Url::parse(self.next.as_deref()?).ok()?;
-        next.query_pairs()
-            .find(|(name, _)| name == "after")
-            .and_then(|(_, value)| value.parse().ok())
-    }
-}
-
-/// What `GET /pets` is asked for; every field optional. Built from the default, as filters will
-/// be added in minor versions (the struct is non-exhaustive):
-///
-/// ```
-/// use petstore_client::{PetQuery, PetStatus};
-///
-/// let query = PetQuery::default().status(PetStatus::Available).limit(50);
-/// assert_eq!(query.limit, Some(50));
-/// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct PetQuery {
-    /// How many pets at most per page: 1 to 100 (the service's default is 20).
-    pub limit: Option<u32>,
-    /// Only pets with this status.
-    pub status: Option<PetStatus>,
-    /// Only pets whose id is greater (a cursor).
-    pub after: Option<i64>,
-}
-
-impl PetQuery {
-    /// At most `limit` pets per page (1 to 100).
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    /// Only pets with `status`.
-    #[must_use]
-    pub fn status(mut self, status: PetStatus) -> Self {
-        self.status = Some(status);
-        self
-    }
-
-    /// Only pets whose id is greater than `id`.
-    #[must_use]
-    pub fn after(mut self, id: i64) -> Self {
-        self.after = Some(id);
-        self
-    }
-}
-
-/// What `GET /store/orders` is asked for; built from the default like [`PetQuery`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct OrderQuery {
-    /// How many orders at most per page: 1 to 100 (default 20).
-    pub limit: Option<u32>,
-    /// Only orders whose id is greater (a cursor).
-    pub after: Option<i64>,
-}
-
-impl OrderQuery {
-    /// At most `limit` orders per page (1 to 100).
-    #[must_use]
-    pub fn limit(mut self, limit: u32) -> Self {
-        self.limit = Some(limit);
-        self
-    }
-
-    /// Only orders whose id is greater than `id`.
-    #[must_use]
-    pub fn after(mut self, id: i64) -> Self {
-        self.after = Some(id);
-        self
-    }
-}
-
-/// Builds a [`Client`]: [`Client::builder`]. Its `Debug` output leaves the API key out.
-#[derive(Clone)]
-pub struct ClientBuilder {
-    base_url: String,
-    api_key: String,
-    timeout: Duration,
-    connect_timeout: Duration,
-    user_agent: String,
-    retry: RetryPolicy,
-    wait_when_exhausted: bool,
-    max_wait: Duration,
-}
-
-impl fmt::Debug for ClientBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ClientBuilder")
-            .field("base_url", &self.base_url)
-            .field("api_key", &"(hidden)")
-            .field("timeout", &self.timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("user_agent", &self.user_agent)
-            .field("retry", &self.retry)
-            .field("wait_when_exhausted", &self.wait_when_exhausted)
-            .field("max_wait", &self.max_wait)
-            .finish()
-    }
-}
-
-impl ClientBuilder {
-    /// How long one request may take, from sending to the end of the body (default 30 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// How long connecting may take (default 5 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// The `User-Agent` (default `petstore-client/<version>`).
-    pub fn user_agent(mut self, user_agent: impl Into<String>) -> Self {
-        self.user_agent = user_agent.into();
-        self
-    }
-
-    /// How to retry (default [`RetryPolicy::default`]).
-    pub fn retry_policy(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
-    /// Whether to wait for the window's reset before sending when the last response said the
-    /// window is used up, instead of sending and collecting a `429` (default `true`).
-    pub fn wait_when_exhausted(mut self, wait: bool) -> Self {
-        self.wait_when_exhausted = wait;
-        self
-    }
-
-    /// The longest the client waits for room before a request (a reset, a `Retry-After`, a
-    /// ban); past it the call fails at once with [`Error::RateLimitWait`] (default 2 min: a day
-    /// window used up is not waited out).
-    pub fn max_wait(mut self, max_wait: Duration) -> Self {
-        self.max_wait = max_wait;
-        self
-    }
-
-    /// The client. Fails if the base URL is not an `http` or `https` URL, or the key cannot be
-    /// sent in a header.
-    pub fn build(self) -> Result<Client, Error> {
-        let base = Url::parse(self.base_url.trim_end_matches('/'))
-            .map_err(|e| Error::Config(format!("base URL {:?}: {e}", self.base_url)))?;
-        if !matches!(base.scheme(), "http" | "https") || base.cannot_be_a_base() {
-            return Err(Error::Config(format!(
-                "base URL {:?} is not an http(s) URL",
-                self.base_url
-            )));
-        }
-        let mut auth = HeaderValue::from_str(&format!("Bearer {}", self.api_key))
-            .map_err(|_| Error::Config("the API key is not a valid header value".into()))?;
-        auth.set_sensitive(true);
-        let http = reqwest::Client::builder()
-            .timeout(self.timeout)
-            .connect_timeout(self.connect_timeout)
-            .user_agent(self.user_agent)
-            .build()
-            .map_err(Error::Transport)?;
-        Ok(Client {
-            inner: Arc::new(Inner {
-                http,
-                base: base.as_str().trim_end_matches('/').to_owned(),
-                auth,
-                retry: self.retry,
-                wait_when_exhausted: self.wait_when_exhausted,
-                max_wait: self.max_wait,
-                limits: Mutex::new(Limits::default()),
-            }),
-        })
-    }
-}
 
 /// A client of one service, with one API key. Cheap to clone (clones share their connection
 /// pool and rate-limit state), and safe to use from many tasks at once.
@@ -694,84 +505,7 @@ fn next_link(headers: &HeaderMap) -> Option<String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_next_link_is_found_among_others() {
-        let mut headers = HeaderMap::new();
-        headers.append(
-            header::LINK,
-            HeaderValue::from_static("<https://x/v1/pets>; rel=\"successor-version\""),
-        );
-        headers.append(
-            header::LINK,
-            HeaderValue::from_static("<https://x/v1/pets?limit=2&after=7>; rel=\"next\""),
-        );
-        let next = next_link(&headers);
-        assert_eq!(next.as_deref(), Some("https://x/v1/pets?limit=2&after=7"));
-        let listing = Listing::<Pet> {
-            items: Vec::new(),
-            next,
-        };
-        assert_eq!(listing.next_after(), Some(7));
-        assert_eq!(next_link(&HeaderMap::new()), None);
-    }
-
-    #[test]
-    fn a_client_needs_an_http_base_url_and_a_sendable_key() {
-        assert!(
-            Client::builder("https://api.example.com/v1/", "pst_x")
-                .build()
-                .is_ok()
-        );
-        for bad in ["ftp://example.com", "not a url", "mailto:x@example.com"] {
-            assert!(matches!(
-                Client::builder(bad, "pst_x").build(),
-                Err(Error::Config(_))
-            ));
-        }
-        assert!(matches!(
-            Client::builder("https://x", "pst_\nx").build(),
-            Err(Error::Config(_))
-        ));
-    }
-
-    #[test]
-    fn queries_become_parameters_and_paths_fill_in() {
-        let client = Client::builder("https://api.example.com/v1/", "pst_x")
-            .build()
-            .expect("client");
-        let url = client
-            .pets_url(&PetQuery {
-                limit: Some(5),
-                status: Some(PetStatus::Sold),
-                after: Some(9),
-            })
-            .expect("url");
-        assert_eq!(
-            url.as_str(),
-            "https://api.example.com/v1/pets?limit=5&status=sold&after=9"
-        );
-        let plain = client.pets_url(&PetQuery::default()).expect("url");
-        assert_eq!(plain.as_str(), "https://api.example.com/v1/pets");
-        let order = client
-            .url(&operations::GET_ORDER, &[("{orderId}", 42)])
-            .expect("url");
-        assert_eq!(order.as_str(), "https://api.example.com/v1/store/orders/42");
-        assert!(
-            client
-                .parse_next("https://evil.example.com/v1/pets")
-                .is_err(),
-            "the key stays home"
-        );
-        assert!(
-            client
-                .parse_next("https://api.example.com/v1/pets?after=3")
-                .is_ok()
-        );
-    }
-}
+mod tests;
 
 /// The README's examples, run as documentation tests.
 #[doc = include_str!("../README.md")]
