@@ -5,8 +5,7 @@ use std::error::Error;
 use std::fmt;
 use std::net::IpAddr;
 
-use futures_util::future::LocalBoxFuture;
-use petstore_domain::{Ban, Counts, RateLimits};
+use petstore_domain::{Ban, Counts, RateLimits, async_trait};
 
 pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -66,29 +65,30 @@ impl CounterError {
 
 /// Where counters live. Each call is atomic for its subject: concurrent calls never count more
 /// than the limits between them.
+#[async_trait(?Send)]
 pub trait CounterStore: Send + Sync + 'static {
     /// Counts one request for `subject` at `now` (Unix seconds) if both windows of `limits`
     /// have room; refusals are counted too, per minute. A banned subject is not counted.
-    fn hit<'a>(
-        &'a self,
+    async fn hit(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>>;
+    ) -> Result<Hit, CounterError>;
 
     /// What [`Self::hit`] would find, without counting anything: the subject's counts now (its
     /// ban, if banned). For the rate-limit status, which spends nothing.
-    fn peek<'a>(
-        &'a self,
+    async fn peek(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>>;
+    ) -> Result<Hit, CounterError>;
 
     /// Whether the store answers now, readying what requests will use (a start-up check; in
     /// memory, always).
-    fn ping(&self) -> LocalBoxFuture<'_, Result<(), CounterError>> {
-        Box::pin(std::future::ready(Ok(())))
+    async fn ping(&self) -> Result<(), CounterError> {
+        Ok(())
     }
 
     /// A ban of `subject` starts: forgets its refusals in the current minute (so that, once the
@@ -97,12 +97,12 @@ pub trait CounterStore: Send + Sync + 'static {
     /// not started while one is in force at `now` (requests counted together, or on several
     /// instances, cross the threshold together): nothing changes, and the ban in force is the
     /// answer. `None` when this call started it (for a key, always).
-    fn start_ban<'a>(
-        &'a self,
+    async fn start_ban(
+        &self,
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>>;
+    ) -> Result<Option<Ban>, CounterError>;
 }
 
 /// `error` and its sources, as one line: `outer: cause: root cause`.

@@ -52,9 +52,9 @@ impl ApiClient {
 /// The caller of an operation, as its handler's signature states it: `Caller<Read>` for any
 /// valid key, `Caller<Write>` for a read-write key (a read-only key gets `403
 /// insufficient_scope`). Whether a resource needs a key at all is declared with the resource
-/// (`routes`), since its `401` precedes the `405` of a method it does not serve: a handler that
-/// does not use the caller (listing pets, say) takes none, and its key requirement is that
-/// declaration alone.
+/// (`routes`), since its `401` precedes the `405` of a method it does not serve; every handler
+/// of an operation that needs a key takes its `Caller` all the same (listing pets takes a
+/// `Caller<Read>` it does not use), so that its signature says who may call it.
 #[derive(Debug, Clone)]
 pub struct Caller<S: Scope = Read> {
     client: ApiClient,

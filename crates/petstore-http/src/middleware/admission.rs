@@ -7,9 +7,7 @@ use actix_web::http::Method;
 use actix_web::http::header::{HeaderMap, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
-use futures_util::FutureExt;
-use futures_util::future::LocalBoxFuture;
-use petstore_domain::{Ban, RateDecision, RateLimits};
+use petstore_domain::{Ban, RateDecision, RateLimits, async_trait};
 
 use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials};
@@ -329,29 +327,26 @@ struct StoredBans<'a> {
     credentials: Option<Credentials<'a>>,
 }
 
+#[async_trait(?Send)]
 impl KeyBans for StoredBans<'_> {
-    fn ban_key(
+    async fn ban_key(
         &self,
         id: i64,
         ban: Ban,
         now: u64,
-    ) -> LocalBoxFuture<'_, Result<Option<BanInForce>, Box<dyn std::error::Error + Send + Sync>>>
-    {
-        async move {
-            let state = self.state;
-            // `false` when another request just imposed one: the key read below has it.
-            let started = state
-                .db
-                .call("ban_key", |storage| storage.ban_key(id, ban, now))
-                .await?;
-            let Some(credentials) = self.credentials else {
-                return Ok(None);
-            };
-            let client: Option<ApiClient> = state.auth.look_up(&state.db, credentials).await?;
-            Ok(client
-                .and_then(|client| client.key().ban_at(now))
-                .map(|ban| BanInForce { ban, started }))
-        }
-        .boxed_local()
+    ) -> Result<Option<BanInForce>, Box<dyn std::error::Error + Send + Sync>> {
+        let state = self.state;
+        // `false` when another request just imposed one: the key read below has it.
+        let started = state
+            .db
+            .call("ban_key", |storage| storage.ban_key(id, ban, now))
+            .await?;
+        let Some(credentials) = self.credentials else {
+            return Ok(None);
+        };
+        let client: Option<ApiClient> = state.auth.look_up(&state.db, credentials).await?;
+        Ok(client
+            .and_then(|client| client.key().ban_at(now))
+            .map(|ban| BanInForce { ban, started }))
     }
 }

@@ -248,6 +248,7 @@ pub async fn cancel_order(
 )]
 pub async fn get_inventory(
     state: web::Data<AppState>,
+    _caller: Caller<Read>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     no_query_parameters(&req)?;

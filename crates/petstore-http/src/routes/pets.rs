@@ -8,7 +8,7 @@ use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredRes
 
 use super::parse_id;
 use super::respond::encoded_body;
-use crate::auth::{Caller, Write};
+use crate::auth::{Caller, Read, Write};
 use crate::encode::EncodeJson;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
@@ -44,6 +44,7 @@ use crate::sunset::{SUNSET, SUNSET_UNIX};
 )]
 pub async fn list_pets(
     state: web::Data<AppState>,
+    _caller: Caller<Read>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let pairs = query_pairs(&req)?;
@@ -180,6 +181,7 @@ fn created(pets: &str, pet: &Pet) -> StoredResponse {
 #[deprecated(note = "removed on 5 December 2030: use GET /pets with a status filter")]
 pub async fn get_pet(
     state: web::Data<AppState>,
+    _caller: Caller<Read>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     if state.clock.unix_seconds() >= SUNSET_UNIX {

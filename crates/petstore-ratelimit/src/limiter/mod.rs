@@ -3,8 +3,7 @@
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::future::LocalBoxFuture;
-use petstore_domain::{Ban, BanPolicy, RateDecision, RateLimits};
+use petstore_domain::{Ban, BanPolicy, RateDecision, RateLimits, async_trait};
 
 use crate::policy::first_in_10_seconds;
 use crate::store::BoxError;
@@ -68,15 +67,11 @@ pub struct BanInForce {
 }
 
 /// Where key bans are kept (with the keys, so every instance and the operators see them).
+#[async_trait(?Send)]
 pub trait KeyBans {
     /// Records `ban` of key `id`, unless a ban is already in force at `now` (another request
     /// may just have imposed one), and returns the key's ban in force afterwards.
-    fn ban_key(
-        &self,
-        id: i64,
-        ban: Ban,
-        now: u64,
-    ) -> LocalBoxFuture<'_, Result<Option<BanInForce>, BoxError>>;
+    async fn ban_key(&self, id: i64, ban: Ban, now: u64) -> Result<Option<BanInForce>, BoxError>;
 }
 
 /// Counts requests and decides; shared by every worker.

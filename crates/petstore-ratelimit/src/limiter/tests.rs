@@ -25,34 +25,33 @@ const FIRST_BAN: Ban = Ban {
 /// between a request's count and its ban.
 struct BanStartFails(MemoryCounters);
 
+#[async_trait(?Send)]
 impl CounterStore for BanStartFails {
-    fn hit<'a>(
-        &'a self,
+    async fn hit(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.0.hit(subject, limits, now)
+    ) -> Result<Hit, CounterError> {
+        self.0.hit(subject, limits, now).await
     }
 
-    fn peek<'a>(
-        &'a self,
+    async fn peek(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.0.peek(subject, limits, now)
+    ) -> Result<Hit, CounterError> {
+        self.0.peek(subject, limits, now).await
     }
 
-    fn start_ban<'a>(
-        &'a self,
+    async fn start_ban(
+        &self,
         _: Subject,
         _: Option<Ban>,
         _: u64,
-    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>> {
-        Box::pin(std::future::ready(Err(CounterError::new(
-            "connection reset by peer",
-        ))))
+    ) -> Result<Option<Ban>, CounterError> {
+        Err(CounterError::new("connection reset by peer"))
     }
 }
 
@@ -77,19 +76,14 @@ enum KeyStorage {
     Fails,
 }
 
+#[async_trait(?Send)]
 impl KeyBans for KeyStorage {
-    fn ban_key(
-        &self,
-        _: i64,
-        ban: Ban,
-        _: u64,
-    ) -> LocalBoxFuture<'_, Result<Option<BanInForce>, BoxError>> {
-        let answer = match self {
+    async fn ban_key(&self, _: i64, ban: Ban, _: u64) -> Result<Option<BanInForce>, BoxError> {
+        match self {
             Self::Records => Ok(Some(BanInForce { ban, started: true })),
             Self::Loses => Ok(None),
             Self::Fails => Err("database is locked".into()),
-        };
-        Box::pin(std::future::ready(answer))
+        }
     }
 }
 

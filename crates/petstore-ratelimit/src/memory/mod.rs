@@ -5,8 +5,7 @@ use std::hash::{BuildHasher, RandomState};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use futures_util::future::{FutureExt, LocalBoxFuture};
-use petstore_domain::{Ban, Counts, RateLimits, Window};
+use petstore_domain::{Ban, Counts, RateLimits, Window, async_trait};
 
 use crate::policy::first_in_10_seconds;
 use crate::{CounterError, CounterStore, Hit, Subject};
@@ -351,32 +350,33 @@ fn peek(entry: &Entry, limits: RateLimits, now: u64) -> Hit {
     }
 }
 
+#[async_trait(?Send)]
 impl CounterStore for MemoryCounters {
-    fn peek<'a>(
-        &'a self,
+    async fn peek(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        std::future::ready(Ok(self.peek_now(subject, limits, now))).boxed_local()
+    ) -> Result<Hit, CounterError> {
+        Ok(self.peek_now(subject, limits, now))
     }
 
-    fn hit<'a>(
-        &'a self,
+    async fn hit(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        std::future::ready(Ok(self.hit_now(subject, limits, now))).boxed_local()
+    ) -> Result<Hit, CounterError> {
+        Ok(self.hit_now(subject, limits, now))
     }
 
-    fn start_ban<'a>(
-        &'a self,
+    async fn start_ban(
+        &self,
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>> {
-        std::future::ready(Ok(self.start_ban_now(subject, ban, now))).boxed_local()
+    ) -> Result<Option<Ban>, CounterError> {
+        Ok(self.start_ban_now(subject, ban, now))
     }
 }
 

@@ -22,8 +22,7 @@ mod tests;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures_util::future::{FutureExt, LocalBoxFuture};
-use petstore_domain::{Ban, RateLimits, Window};
+use petstore_domain::{Ban, RateLimits, Window, async_trait};
 use redis::TlsCertificates;
 use redis::aio::ConnectionManagerConfig;
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
@@ -251,35 +250,36 @@ impl RedisCounters {
     }
 }
 
+#[async_trait(?Send)]
 impl CounterStore for RedisCounters {
-    fn ping(&self) -> LocalBoxFuture<'_, Result<(), CounterError>> {
-        self.ping_inner().boxed_local()
+    async fn ping(&self) -> Result<(), CounterError> {
+        self.ping_inner().await
     }
 
-    fn hit<'a>(
-        &'a self,
+    async fn hit(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.hit_batched(subject, limits, now).boxed_local()
+    ) -> Result<Hit, CounterError> {
+        self.hit_batched(subject, limits, now).await
     }
 
-    fn peek<'a>(
-        &'a self,
+    async fn peek(
+        &self,
         subject: Subject,
         limits: RateLimits,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Hit, CounterError>> {
-        self.peek_inner(subject, limits, now).boxed_local()
+    ) -> Result<Hit, CounterError> {
+        self.peek_inner(subject, limits, now).await
     }
 
-    fn start_ban<'a>(
-        &'a self,
+    async fn start_ban(
+        &self,
         subject: Subject,
         ban: Option<Ban>,
         now: u64,
-    ) -> LocalBoxFuture<'a, Result<Option<Ban>, CounterError>> {
-        self.start_ban_inner(subject, ban, now).boxed_local()
+    ) -> Result<Option<Ban>, CounterError> {
+        self.start_ban_inner(subject, ban, now).await
     }
 }
