@@ -9,7 +9,6 @@ use serde::Serialize;
 use utoipa::openapi::schema::{ObjectBuilder, Type};
 
 use super::ErrorCode;
-use crate::ratelimit::headers::retry_after;
 
 /// The Error object: what every error response carries, and its schema (`Error`) in the OpenAPI
 /// document.
@@ -40,28 +39,42 @@ fn code_schema() -> ObjectBuilder {
 /// An Error object response: `code` and `message`, sent with `status` (the code's own status,
 /// except from the safety net, where the body must repeat whatever status the response has).
 /// Adds the headers that every error of the code carries: `WWW-Authenticate` on `401`, and
-/// `Retry-After` on `503` (1 s; 60 s for `storage_full`). The code also goes into the
-/// response's extensions, where the access log finds it.
-pub fn error_response(status: StatusCode, code: ErrorCode, message: &str) -> HttpResponse {
+/// `Retry-After` when the error says when to come back (`retry_after`, whole seconds: the one
+/// place the field is written). The code also goes into the response's extensions, where the
+/// access log finds it.
+pub fn error_response(
+    status: StatusCode,
+    code: ErrorCode,
+    message: &str,
+    retry_after: Option<u64>,
+) -> HttpResponse {
     let mut response = HttpResponseBuilder::new(status).json(ErrorObject {
         code: code.as_str(),
         message,
         status: status.as_u16(),
     });
     let headers = response.headers_mut();
-    match code {
-        ErrorCode::Unauthorized => {
-            headers.insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"petstore\""),
-            );
-        }
-        ErrorCode::ServiceUnavailable => retry_after(headers, 1),
-        // Space is not freed in a second: an operator has to act.
-        ErrorCode::StorageFull => retry_after(headers, 60),
-        _ => {}
+    if code == ErrorCode::Unauthorized {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"petstore\""),
+        );
+    }
+    if let Some(seconds) = retry_after {
+        headers.insert(header::RETRY_AFTER, seconds.into());
     }
     // For the access log.
     response.extensions_mut().insert(code);
     response
+}
+
+/// When an error of `code` says to come back, whatever caused it: `503` in a second; a full disk
+/// in a minute (space is not freed in a second: an operator has to act). Errors that carry a
+/// wait of their own (a `429`, a key in flight) say so themselves ([`super::ApiError::retry_after`]).
+pub fn default_retry_after(code: ErrorCode) -> Option<u64> {
+    match code {
+        ErrorCode::ServiceUnavailable => Some(1),
+        ErrorCode::StorageFull => Some(60),
+        _ => None,
+    }
 }

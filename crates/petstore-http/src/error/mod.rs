@@ -15,12 +15,11 @@ use petstore_domain::{
     OrderStatus, PetStatus, RateLimits, StorageError, StorageErrorKind, ValidationError,
 };
 
-pub use body::{ErrorObject, error_response};
+pub use body::{ErrorObject, default_retry_after, error_response};
 pub use code::{ErrorCode, status_of};
 
-use crate::ratelimit::LimitError;
-use crate::ratelimit::headers::retry_after;
 pub use crate::report::Chain;
+use petstore_ratelimit::LimitError;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 
@@ -192,6 +191,22 @@ impl ApiError {
         Self::Internal(cause.into())
     }
 
+    /// Whole seconds after which the request may succeed, for `Retry-After`: the wait a refusal
+    /// carries (over a limit, banned, a ban that could not be recorded), a second for an
+    /// `Idempotency-Key` in flight, else the code's own ([`default_retry_after`]).
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::RateLimited { retry_after, .. } | Self::TemporarilyBanned { retry_after } => {
+                Some(*retry_after)
+            }
+            Self::RateLimiting(LimitError::BanNotRecorded { retry_after, .. }) => {
+                Some(*retry_after)
+            }
+            Self::IdempotencyRequestInProgress => Some(IN_PROGRESS_RETRY_AFTER),
+            _ => default_retry_after(self.code()),
+        }
+    }
+
     /// The catalogue code.
     pub fn code(&self) -> ErrorCode {
         match self {
@@ -262,28 +277,18 @@ impl ResponseError for ApiError {
     fn error_response(&self) -> HttpResponse {
         self.log();
         let code = self.code();
-        let mut response = error_response(status_of(code), code, &self.to_string());
+        let mut response =
+            error_response(status_of(code), code, &self.to_string(), self.retry_after());
         if let Self::RequestTimeout(_) = self {
             // What is left of the body may still come, or never: the connection is done.
             response
                 .head_mut()
                 .set_connection_type(ConnectionType::Close);
         }
-        let headers = response.headers_mut();
-        match self {
-            Self::MethodNotAllowed { allow, .. } => {
-                headers.insert(header::ALLOW, HeaderValue::from_static(allow));
-            }
-            Self::RateLimited {
-                retry_after: wait, ..
-            }
-            | Self::TemporarilyBanned { retry_after: wait } => {
-                retry_after(headers, *wait);
-            }
-            Self::IdempotencyRequestInProgress => {
-                retry_after(headers, IN_PROGRESS_RETRY_AFTER);
-            }
-            _ => {}
+        if let Self::MethodNotAllowed { allow, .. } = self {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(allow));
         }
         response
     }

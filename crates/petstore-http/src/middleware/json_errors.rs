@@ -4,7 +4,7 @@ use actix_web::body::BoxBody;
 use actix_web::dev::ServiceResponse;
 use actix_web::http::header;
 
-use crate::error::{ErrorCode, error_response};
+use crate::error::{ErrorCode, default_retry_after, error_response};
 
 /// Replaces any error response that is not already JSON (one produced by actix itself, say) by
 /// the Error object for its status. Headers the original carried (`Allow`, ...) are kept.
@@ -24,7 +24,7 @@ pub(super) fn json_errors(response: ServiceResponse<BoxBody>) -> ServiceResponse
     let message = status.canonical_reason().unwrap_or("error").to_lowercase();
     let (request, original) = response.into_parts();
     // The body's `status` must be the response's, even for a status with no code of its own.
-    let mut replacement = error_response(status, code, &message);
+    let mut replacement = error_response(status, code, &message, default_retry_after(code));
     for (name, value) in original.headers() {
         if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
             replacement

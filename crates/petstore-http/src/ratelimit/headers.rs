@@ -1,11 +1,12 @@
 //! The rate-limit response headers: `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
 //! `X-RateLimit-Reset` (the window closest to exhaustion), the IETF `RateLimit-Policy` and
-//! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows, and `Retry-After`.
+//! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows. A refusal's
+//! `Retry-After` is its error's, written with the Error object (`error::error_response`).
 
 use std::convert::Infallible;
 use std::fmt;
 
-use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::web::Bytes;
 use petstore_domain::{Ban, RateDecision, RateLimits, Window};
 use quick_cache::sync::Cache;
@@ -110,9 +111,6 @@ pub fn write(headers: &mut HeaderMap, decision: &RateDecision, limits: &LimitHea
         [decision.minute, decision.day]
             .map(|w| (w.window, w.remaining(), w.reset_at.saturating_sub(now))),
     );
-    if !decision.allowed {
-        retry_after(headers, decision.retry_after(now));
-    }
 }
 
 /// Headers for a banned client: nothing remains until the ban ends.
@@ -126,13 +124,6 @@ pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: &LimitHeaders, now: 
         ban.until,
         [(Window::Minute, 0, wait), (Window::Day, 0, wait)],
     );
-    retry_after(headers, wait);
-}
-
-/// `Retry-After: seconds`: the one writer of the field, for refusals (here), and for the errors
-/// that say when to come back (`error`: `503`, a full disk, an `Idempotency-Key` in flight).
-pub fn retry_after(headers: &mut HeaderMap, seconds: u64) {
-    headers.insert(header::RETRY_AFTER, seconds.into());
 }
 
 /// Headers when the counts cannot be known (the shared counter store is down and the service

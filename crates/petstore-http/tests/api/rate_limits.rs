@@ -116,6 +116,11 @@ async fn a_free_key_gets_exactly_60_requests_a_minute(app: TestApp) {
     assert_eq!(limit_headers(&refused), (60, 0, T0 + 60));
     assert_eq!(refused.header("retry-after"), Some("55"));
     assert_eq!(
+        refused.headers.get_all("retry-after").count(),
+        1,
+        "Retry-After written once"
+    );
+    assert_eq!(
         refused.header("ratelimit-policy"),
         Some("\"minute\";q=60;w=60, \"day\";q=1000;w=86400")
     );
@@ -328,6 +333,7 @@ async fn a_key_that_keeps_pushing_is_banned_escalating_until_unbanned(app: TestA
     let banned = app.get_as("/v1/pets", &key).await;
     banned.assert_error(429, "temporarily_banned");
     assert_eq!(banned.header("retry-after"), Some("300"));
+    assert_eq!(banned.headers.get_all("retry-after").count(), 1);
     assert_eq!(limit_headers(&banned), (2, 0, T0 + 5 + 300));
     let stored = app
         .store

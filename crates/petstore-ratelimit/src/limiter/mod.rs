@@ -50,6 +50,8 @@ pub enum LimitError {
         key: i64,
         /// The refused request's counts, for its headers.
         decision: RateDecision,
+        /// Whole seconds until the refused request could succeed (its `Retry-After`).
+        retry_after: u64,
         /// Why.
         #[source]
         source: BoxError,
@@ -200,6 +202,7 @@ impl Limiter {
                         return Err(LimitError::BanNotRecorded {
                             key: id,
                             decision,
+                            retry_after: decision.retry_after(now),
                             source: source.into(),
                         });
                     }
@@ -207,6 +210,7 @@ impl Limiter {
                         return Err(LimitError::BanNotRecorded {
                             key: id,
                             decision,
+                            retry_after: decision.retry_after(now),
                             source,
                         });
                     }
