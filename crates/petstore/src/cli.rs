@@ -23,7 +23,7 @@ pub struct Cli {
     #[arg(
         long,
         env = "PETSTORE_LOG_FORMAT",
-        value_enum,
+        value_parser = one_of::<LogFormat>(&["text", "json"]),
         default_value = "text",
         global = true
     )]
@@ -292,6 +292,16 @@ pub enum AdminTokensCommand {
     },
 }
 
+/// A parser for a setting whose type (defined where it is used, without clap) reads one of
+/// `names`: clap checks the name and lists the names in `--help`, then the type parses it.
+fn one_of<T>(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<T>())
+}
+
 /// How a command prints what it shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
@@ -445,7 +455,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "PETSTORE_RATE_LIMIT_ON_FAILURE",
-        value_enum,
+        value_parser = one_of::<FailurePolicy>(&["open", "closed"]),
         default_value = "open"
     )]
     pub rate_limit_on_failure: FailurePolicy,
@@ -482,6 +492,7 @@ pub struct ServeArgs {
     #[arg(
         long,
         env = "PETSTORE_FORWARDED_HEADER",
+        value_parser = one_of::<ForwardedHeader>(&["x-forwarded-for", "forwarded"]),
         default_value = "x-forwarded-for"
     )]
     pub forwarded_header: ForwardedHeader,
