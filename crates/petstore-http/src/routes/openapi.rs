@@ -187,7 +187,7 @@ const SHARED_HEADERS: [(&str, bool, &str); 7] = [
         "X-Request-Id",
         false,
         "The request's id, as the service logged it: the request's own `X-Request-Id` when it \
-         sent one of 1 to 128 visible ASCII characters, else a new UUIDv7. Quote it when \
+         sent one of 1 to 40 letters, digits, `-`, `_`, `.`, `:`, `+`, `/` or `=`, else a new UUIDv7. Quote it when \
          reporting a problem.",
     ),
 ];
