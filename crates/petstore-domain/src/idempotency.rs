@@ -10,8 +10,8 @@
 //! leaves the key free.
 
 use std::fmt;
-use std::sync::Arc;
 
+use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::ValidationError;
@@ -143,29 +143,27 @@ pub enum ClaimOutcome {
     Mismatch,
 }
 
-/// Completes a claim with the response to what a write created, inside the write's own
-/// transaction, so that neither can be stored without the other.
-pub struct Completion<T> {
-    /// The claim to complete.
-    pub claim: IdempotencyClaim,
-    /// The response to store, given what was created (its id, say).
-    pub respond: Arc<dyn Fn(&T) -> StoredResponse + Send + Sync>,
+/// A resource that a create makes (a pet, an order): answered `201` with its address and its
+/// JSON, which is also what a retry of the create with the same `Idempotency-Key` gets.
+pub trait Created: Serialize {
+    /// The collection it is created in, as a path under the API's base (`/pets`).
+    const COLLECTION: &'static str;
+
+    /// Its id, the last segment of its address.
+    fn id(&self) -> i64;
 }
 
-impl<T> Clone for Completion<T> {
-    fn clone(&self) -> Self {
+impl StoredResponse {
+    /// The `201` of a create that made `made`: its `Location` as a path under the API's base
+    /// (`/pets/7`: the base is the request's, added when the response is written), and its JSON.
+    /// The storage stores it in the create's own transaction, so that neither is kept without the
+    /// other. Serialising a resource cannot fail (plain fields); an empty body would show it.
+    pub fn created<T: Created>(made: &T) -> Self {
         Self {
-            claim: self.claim.clone(),
-            respond: self.respond.clone(),
+            status: 201,
+            location: Some(format!("{}/{}", T::COLLECTION, made.id())),
+            body: serde_json::to_string(made).unwrap_or_default(),
         }
-    }
-}
-
-impl<T> fmt::Debug for Completion<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Completion")
-            .field("claim", &self.claim)
-            .finish_non_exhaustive()
     }
 }
 

@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::pet::whole_number;
-use crate::{Completion, PetStatus, StorageError, ValidationError};
+use crate::{Created, IdempotencyClaim, PetStatus, StorageError, ValidationError};
 
 string_enum! {
     /// Where an order is in its life.
@@ -50,6 +50,14 @@ pub struct Order {
     /// is visible to its owner only.
     #[serde(skip)]
     pub owner: Option<i64>,
+}
+
+impl Created for Order {
+    const COLLECTION: &'static str = "/store/orders";
+
+    fn id(&self) -> i64 {
+        self.id
+    }
 }
 
 fn rfc3339<S: Serializer>(secs: &i64, s: S) -> Result<S::Ok, S::Error> {
@@ -98,7 +106,7 @@ impl NewOrder {
     pub fn validate_into(
         self,
         owner: Option<i64>,
-        completion: Option<Completion<Order>>,
+        claim: Option<IdempotencyClaim>,
     ) -> Result<PlaceOrder, ValidationError> {
         if self.pet_id < 1 {
             return Err(ValidationError::invalid(
@@ -115,7 +123,7 @@ impl NewOrder {
         Ok(PlaceOrder {
             pet_id: self.pet_id,
             owner,
-            completion,
+            claim,
         })
     }
 }
@@ -127,8 +135,9 @@ pub struct PlaceOrder {
     pub pet_id: i64,
     /// The API key placing it (`None`: an operator).
     pub owner: Option<i64>,
-    /// With an `Idempotency-Key`: completed with the order's response in its transaction.
-    pub completion: Option<Completion<Order>>,
+    /// With an `Idempotency-Key`: its claim, completed with the order's response
+    /// ([`StoredResponse::created`](crate::StoredResponse::created)) in the order's transaction.
+    pub claim: Option<IdempotencyClaim>,
 }
 
 /// The counts of pets by status (`GET /store/inventory`).

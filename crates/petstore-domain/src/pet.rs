@@ -3,7 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use validator::Validate;
 
-use crate::ValidationError;
+use crate::{Created, ValidationError};
 
 /// Longest accepted pet name, in characters (Unicode scalar values).
 pub const MAX_NAME_CHARS: usize = 255;
@@ -40,6 +40,14 @@ pub struct Pet {
     pub category_id: i64,
     /// Availability.
     pub status: PetStatus,
+}
+
+impl Created for Pet {
+    const COLLECTION: &'static str = "/pets";
+
+    fn id(&self) -> i64 {
+        self.id
+    }
 }
 
 /// The body of `POST /pets`, exactly as a client sends it.

@@ -4,14 +4,13 @@
 //! codes.
 
 use std::future::Future;
-use std::sync::Arc;
 
 use actix_web::body::to_bytes;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use petstore_domain::{
-    ClaimOutcome, Completion, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotentRequest,
+    ClaimOutcome, Created, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotentRequest,
     StoredResponse,
 };
 
@@ -22,39 +21,34 @@ use crate::state::AppState;
 /// `Idempotent-Replayed: true`, on a response answered from the stored one.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
-/// How a create answers, given what it made: the response it sends, and stores for a replay.
-pub type Respond<T> = Arc<dyn Fn(&T) -> StoredResponse + Send + Sync>;
-
 /// The one path of a create (`POST /pets`, `POST /store/orders`), with an `Idempotency-Key` or
-/// without: without one, `create` runs and what it made is answered; with one, `run` claims
-/// the key first and `create` runs with the claim's completion, which stores the answer with
-/// what it made, in the same transaction.
+/// without: without one, `create` runs; with one, `run` claims the key first and `create` runs
+/// with the claim, which the storage completes with [`StoredResponse::created`] of what it
+/// made, in the same transaction. Either way the answer is that same `201`, written here once.
 pub async fn create<T, F, Fut>(
     state: &AppState,
     req: &HttpRequest,
     client: &ApiClient,
     key: Option<IdempotencyKey>,
     body: &[u8],
-    respond: Respond<T>,
     create: F,
 ) -> Result<HttpResponse, ApiError>
 where
-    F: FnOnce(Option<Completion<T>>) -> Fut,
+    T: Created,
+    F: FnOnce(Option<IdempotencyClaim>) -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
 {
+    let base = state.links.public_base(req);
     let Some(key) = key else {
         let made = create(None).await?;
-        return Ok(self::respond(respond(&made), false));
+        return Ok(respond(StoredResponse::created(&made), false, &base));
     };
-    run(state, req, client, key, body, |claim| async move {
-        let completion = Completion {
-            claim,
-            respond: Arc::clone(&respond),
-        };
-        let made = create(Some(completion)).await?;
-        Ok(respond(&made))
+    let (stored, replayed) = run(state, req, client, key, body, |claim| async move {
+        let made = create(Some(claim)).await?;
+        Ok(StoredResponse::created(&made))
     })
-    .await
+    .await?;
+    Ok(respond(stored, replayed, &base))
 }
 
 /// Runs the write `write` once per `key`: claims the key for this request (its API key, method,
@@ -74,7 +68,7 @@ async fn run<F, Fut>(
     key: IdempotencyKey,
     body: &[u8],
     write: F,
-) -> Result<HttpResponse, ApiError>
+) -> Result<(StoredResponse, bool), ApiError>
 where
     F: FnOnce(IdempotencyClaim) -> Fut,
     Fut: Future<Output = Result<StoredResponse, ApiError>>,
@@ -95,12 +89,12 @@ where
         .await?;
     let claim = match outcome {
         ClaimOutcome::Claimed(claim) => claim,
-        ClaimOutcome::Completed(stored) => return Ok(respond(stored, true)),
+        ClaimOutcome::Completed(stored) => return Ok((stored, true)),
         ClaimOutcome::InFlight => return Err(ApiError::IdempotencyRequestInProgress),
         ClaimOutcome::Mismatch => return Err(ApiError::IdempotencyKeyReused),
     };
     match write(claim.clone()).await {
-        Ok(stored) => Ok(respond(stored, false)),
+        Ok(stored) => Ok((stored, false)),
         Err(error) if is_final(&error) => {
             let stored = stored_error(&error).await?;
             let done = state
@@ -116,7 +110,7 @@ where
                     Chain(&failure)
                 );
             }
-            Ok(respond(stored, false))
+            Ok((stored, false))
         }
         Err(error) => {
             let released = state
@@ -158,12 +152,20 @@ async fn stored_error(error: &ApiError) -> Result<StoredResponse, ApiError> {
     })
 }
 
-/// The HTTP response of `stored`: its status, `Location` and JSON body.
-fn respond(stored: StoredResponse, replayed: bool) -> HttpResponse {
+/// The HTTP response of `stored`: its status, `Location` and JSON body. A `Location` stored as a
+/// path is under the API's `base` (this request's); one stored whole (by releases before
+/// 2026-11-26, kept 24 hours) is written as it is.
+fn respond(stored: StoredResponse, replayed: bool, base: &str) -> HttpResponse {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.content_type(ContentType::json());
-    if let Some(location) = stored.location
+    let location = stored
+        .location
+        .map(|location| match location.starts_with('/') {
+            true => format!("{base}{location}"),
+            false => location,
+        });
+    if let Some(location) = location
         && let Ok(location) = HeaderValue::try_from(location)
     {
         response.insert_header((header::LOCATION, location));

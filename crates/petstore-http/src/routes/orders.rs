@@ -1,12 +1,10 @@
 //! The store area (experimental): place, read, list and cancel orders, and the inventory. A key
 //! sees its own orders only; another key's order is a `404`, so ids do not leak.
 
-use std::sync::Arc;
-
 use actix_web::{HttpRequest, HttpResponse, http::header, web};
 use petstore_domain::{
     Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery,
-    StorageError, StoredResponse,
+    StorageError,
 };
 
 use super::parse_id;
@@ -113,22 +111,11 @@ pub async fn place_order(
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    let orders = format!("{}/store/orders", state.links.public_base(&req));
     let owner = Some(caller.key().id);
-    let respond: idempotency::Respond<Order> =
-        Arc::new(move |order: &Order| placed_response(&orders, order));
-    idempotency::create(
-        &state,
-        &req,
-        caller.client(),
-        key,
-        &body,
-        respond,
-        |completion| async {
-            let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;
-            place(&state, order).await
-        },
-    )
+    idempotency::create(&state, &req, caller.client(), key, &body, |claim| async {
+        let order = parse::<NewOrder>(&body)?.validate_into(owner, claim)?;
+        place(&state, order).await
+    })
     .await
 }
 
@@ -141,16 +128,6 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
         })
         .await?
         .map_err(|error| refused(error, pet, None))
-}
-
-/// The `201` of a placed order, as stored for replay. Serialising an order cannot fail (plain
-/// fields); an empty body would show it.
-fn placed_response(orders: &str, order: &Order) -> StoredResponse {
-    StoredResponse {
-        status: 201,
-        location: Some(format!("{orders}/{}", order.id)),
-        body: serde_json::to_string(order).unwrap_or_default(),
-    }
 }
 
 /// `getOrder`: the caller's order, or `404`.

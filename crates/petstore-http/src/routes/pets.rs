@@ -1,15 +1,12 @@
 //! `GET /pets`, `POST /pets`, `GET /pets/{petId}`.
 
-use std::sync::Arc;
-
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus, StoredResponse};
+use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
 use super::parse_id;
 use super::respond::encoded_body;
 use crate::auth::{Caller, Read, Write};
-use crate::encode::EncodeJson;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
 use crate::idempotency;
@@ -119,20 +116,10 @@ pub async fn create_pet(
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    let pets = format!("{}/pets", state.links.public_base(&req));
-    let respond: idempotency::Respond<Pet> = Arc::new(move |pet: &Pet| created(&pets, pet));
-    idempotency::create(
-        &state,
-        &req,
-        caller.client(),
-        key,
-        &body,
-        respond,
-        |completion| async {
-            let draft = parse::<NewPet>(&body)?.validate_into()?;
-            create(&state, CreatePet { draft, completion }).await
-        },
-    )
+    idempotency::create(&state, &req, caller.client(), key, &body, |claim| async {
+        let draft = parse::<NewPet>(&body)?.validate_into()?;
+        create(&state, CreatePet { draft, claim }).await
+    })
     .await
 }
 
@@ -141,20 +128,6 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
         .db
         .call("create_pet", |storage| storage.create_pet(&pet))
         .await
-}
-
-/// The `201` of a created pet, as stored for replay: its address and JSON.
-fn created(pets: &str, pet: &Pet) -> StoredResponse {
-    let mut body = Vec::with_capacity(96);
-    // A pet's JSON is written by hand (`encode`), from strings serde_json escapes: it cannot
-    // fail, and is UTF-8 (the fallback never runs).
-    let _ = pet.encode_json(&mut body);
-    StoredResponse {
-        status: 201,
-        location: Some(format!("{pets}/{}", pet.id)),
-        body: String::from_utf8(body)
-            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
-    }
 }
 
 /// `getPet` (deprecated): the pet, `404`, or `410` once past the sunset.

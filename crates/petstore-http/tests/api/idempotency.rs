@@ -4,11 +4,10 @@
 
 use actix_web::http::header;
 use actix_web::test::TestRequest;
-use std::sync::Arc;
 
 use petstore_domain::{
-    ClaimOutcome, Completion, CreatePet, Fingerprint, IdempotencyKey, IdempotentRequest, KeySpec,
-    Pet, PetDraft, PetStatus, Plan, StorageErrorKind, StoredResponse,
+    ClaimOutcome, CreatePet, Fingerprint, IdempotencyKey, IdempotentRequest, KeySpec, PetDraft,
+    PetStatus, Plan, StorageErrorKind, StoredResponse,
 };
 
 use petstore_http::Clock;
@@ -74,6 +73,52 @@ async fn a_retried_create_is_answered_from_the_first_without_a_second_pet(app: T
     // Without a key, the same body is a new pet each time.
     assert_eq!(app.send(post(&app.key, None, REX)).await.status, 201);
     assert_eq!(pet_count(&app).await, 2);
+}
+
+/// The storage keeps a create's `Location` as a path under the API's base; the answer and its
+/// replay carry the whole address. A record stored by an earlier release, with the whole
+/// address, is replayed as it was stored.
+async fn a_replay_answers_the_whole_address_of_what_was_created(app: TestApp) {
+    let first = app.send(post(&app.key, Some("where"), REX)).await;
+    let id = first.json()["id"].as_i64().expect("an id");
+    let address = format!("https://api.example.com/v1/pets/{id}");
+    assert_eq!(first.header("location"), Some(address.as_str()));
+    let again = app.send(post(&app.key, Some("where"), REX)).await;
+    assert_eq!(again.header("location"), Some(address.as_str()));
+
+    let owner = key_id(&app, &app.key).await;
+    let request = IdempotentRequest {
+        owner,
+        key: IdempotencyKey::parse(b"from-before").expect("key"),
+        fingerprint: Fingerprint::of("POST", "/v1/pets", REX.as_bytes()),
+        now: app.clock.unix_seconds(),
+        retention: 86_400,
+        lease: 60,
+    };
+    let ClaimOutcome::Claimed(claim) = app
+        .store
+        .claim_idempotency_key(&request)
+        .await
+        .expect("claim")
+    else {
+        panic!("a fresh key is claimed");
+    };
+    let stored = StoredResponse {
+        status: 201,
+        location: Some("https://old.example.com/v1/pets/77".into()),
+        body: r#"{"id":77,"name":"Rex","categoryId":1,"status":"available"}"#.into(),
+    };
+    app.store
+        .complete_idempotency_key(&claim, &stored)
+        .await
+        .expect("complete");
+    let old = app.send(post(&app.key, Some("from-before"), REX)).await;
+    assert!(replayed(&old));
+    assert_eq!(
+        old.header("location"),
+        Some("https://old.example.com/v1/pets/77")
+    );
+    assert_eq!(old.body, stored.body.as_bytes());
 }
 
 async fn a_key_reused_with_another_request_is_refused(app: TestApp) {
@@ -194,14 +239,7 @@ async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app
     // (`Unavailable`, a retry of that request gets the answer given since).
     let late = CreatePet {
         draft: PetDraft::new("Rex", 1, PetStatus::Available).expect("draft"),
-        completion: Some(Completion {
-            claim: abandoned,
-            respond: Arc::new(|pet: &Pet| StoredResponse {
-                status: 201,
-                location: Some(format!("/v1/pets/{}", pet.id)),
-                body: String::new(),
-            }),
-        }),
+        claim: Some(abandoned),
     };
     let lost = app
         .store
@@ -323,6 +361,7 @@ async fn a_read_only_key_cannot_write_even_idempotently(app: TestApp) {
 
 api_tests!(
     a_retried_create_is_answered_from_the_first_without_a_second_pet,
+    a_replay_answers_the_whole_address_of_what_was_created,
     a_key_reused_with_another_request_is_refused,
     keys_are_scoped_to_the_api_key_that_sent_them,
     a_client_error_is_stored_and_replayed_too,

@@ -126,9 +126,8 @@ impl PetRepository for MemoryStorage {
             status: draft.status(),
         };
         // Both or neither, under the one lock.
-        if let Some(completion) = &create.completion {
-            let response = (completion.respond)(&pet);
-            if !complete(&mut data, &completion.claim, response) {
+        if let Some(claim) = &create.claim {
+            if !complete(&mut data, claim, StoredResponse::created(&pet)) {
                 return Err(StorageError::new(
                     StorageErrorKind::Unavailable,
                     "the idempotency claim was taken over",
@@ -178,9 +177,8 @@ impl OrderRepository for MemoryStorage {
             created_at: now(),
             owner: order.owner,
         };
-        if let Some(completion) = &order.completion {
-            let response = (completion.respond)(&placed);
-            if !complete(&mut data, &completion.claim, response) {
+        if let Some(claim) = &order.claim {
+            if !complete(&mut data, claim, StoredResponse::created(&placed)) {
                 return Err(OrderError::Storage(StorageError::new(
                     StorageErrorKind::Unavailable,
                     "the idempotency claim was taken over",

@@ -79,6 +79,26 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// `count` distinct free ports whose cluster bus ports (the port plus 10,000) are free too:
+/// every listener is held until all are found, so no port is handed out twice.
+fn free_cluster_ports(count: usize) -> Vec<u16> {
+    let mut held = Vec::new();
+    let mut ports = Vec::new();
+    while ports.len() < count {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+        let port = listener.local_addr().expect("its address").port();
+        held.push(listener);
+        let Some(bus) = port.checked_add(10_000) else {
+            continue;
+        };
+        if let Ok(bus_listener) = std::net::TcpListener::bind(("127.0.0.1", bus)) {
+            held.push(bus_listener);
+            ports.push(port);
+        }
+    }
+    ports
+}
+
 /// Whether Debian's `redis-server` and `redis-cli` are here; outside CI a loud skip when not.
 fn redis_tools() -> bool {
     let found = ["redis-server", "redis-cli"].iter().all(|tool| {
@@ -258,7 +278,7 @@ impl RedisCluster {
             return None;
         }
         let dir = tempfile::tempdir().expect("temp dir");
-        let ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+        let ports = free_cluster_ports(6);
         let nodes = ports
             .iter()
             .map(|port| {

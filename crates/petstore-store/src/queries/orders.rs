@@ -11,7 +11,7 @@ use diesel::prelude::*;
 use diesel_async::AsyncPgConnection;
 use petstore_domain::{
     Inventory, Order, OrderAction, OrderError, OrderListQuery, OrderStatus, Page, PetStatus,
-    PlaceOrder, lifecycle,
+    PlaceOrder, StoredResponse, lifecycle,
 };
 
 use super::pets::UnknownStatus;
@@ -159,9 +159,9 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
         .returning(ORDER_COLUMNS);
     let row: OrderRow = run!(conn, get_result, insert)?;
     let placed = Order::try_from(row)?;
-    if let Some(completion) = &order.completion {
-        let response = (completion.respond)(&placed);
-        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
+    if let Some(claim) = &order.claim {
+        let response = StoredResponse::created(&placed);
+        if !super::idempotency::complete(conn.reborrow(), claim, &response).await? {
             return Err(Failure::Store(StoreError::ClaimLost));
         }
     }
