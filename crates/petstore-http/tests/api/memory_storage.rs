@@ -126,13 +126,13 @@ impl PetRepository for MemoryStorage {
             status: draft.status(),
         };
         // Both or neither, under the one lock.
-        if let Some(claim) = &create.claim {
-            if !complete(&mut data, claim, StoredResponse::created(&pet)) {
-                return Err(StorageError::new(
-                    StorageErrorKind::Unavailable,
-                    "the idempotency claim was taken over",
-                ));
-            }
+        if let Some(claim) = &create.claim
+            && !complete(&mut data, claim, StoredResponse::created(&pet))
+        {
+            return Err(StorageError::new(
+                StorageErrorKind::Unavailable,
+                "the idempotency claim was taken over",
+            ));
         }
         data.pets.insert(id, pet.clone());
         Ok(pet)
@@ -177,13 +177,13 @@ impl OrderRepository for MemoryStorage {
             created_at: now(),
             owner: order.owner,
         };
-        if let Some(claim) = &order.claim {
-            if !complete(&mut data, claim, StoredResponse::created(&placed)) {
-                return Err(OrderError::Storage(StorageError::new(
-                    StorageErrorKind::Unavailable,
-                    "the idempotency claim was taken over",
-                )));
-            }
+        if let Some(claim) = &order.claim
+            && !complete(&mut data, claim, StoredResponse::created(&placed))
+        {
+            return Err(OrderError::Storage(StorageError::new(
+                StorageErrorKind::Unavailable,
+                "the idempotency claim was taken over",
+            )));
         }
         if let Some(pet) = data.pets.get_mut(&order.pet_id) {
             pet.status = pet_after;
