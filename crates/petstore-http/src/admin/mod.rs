@@ -14,51 +14,63 @@ use actix_web::web;
 
 pub use routes::AUDIT_LOG;
 
-use crate::routes::method_not_allowed;
+use crate::routes::resource;
 
 /// The admin API's base path.
 pub const ADMIN_BASE: &str = "/admin/v1";
 
-/// Registers the admin API's routes: the keys, behind an admin token, and the document, which
-/// needs none.
+/// Registers the admin API's route table (the same [`resource`] entries as the public API's):
+/// the keys, behind an admin token, and the document, which needs none.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource(format!("{ADMIN_BASE}/openapi.json"))
-            .route(web::get().to(openapi::openapi_json))
-            .route(web::head().to(openapi::openapi_json))
-            .default_service(web::to(method_not_allowed("GET, HEAD"))),
-    )
+    cfg.service(resource(
+        &format!("{ADMIN_BASE}/openapi.json"),
+        "adminOpenapi",
+        "GET, HEAD",
+        [
+            web::get().to(openapi::openapi_json),
+            web::head().to(openapi::openapi_json),
+        ],
+    ))
     .service(
         web::scope(&format!("{ADMIN_BASE}/keys"))
             .wrap(from_fn(token::require_admin))
-            .service(
-                web::resource("")
-                    .route(web::get().to(routes::list_keys))
-                    .route(web::head().to(routes::list_keys))
-                    .route(web::post().to(routes::create_key))
-                    .default_service(web::to(method_not_allowed("GET, HEAD, POST"))),
-            )
-            .service(
-                web::resource("/{keyId}")
-                    .route(web::get().to(routes::get_key))
-                    .route(web::head().to(routes::get_key))
-                    .route(web::patch().to(routes::update_key))
-                    .default_service(web::to(method_not_allowed("GET, HEAD, PATCH"))),
-            )
-            .service(
-                web::resource("/{keyId}/rotate")
-                    .route(web::post().to(routes::rotate_key))
-                    .default_service(web::to(method_not_allowed("POST"))),
-            )
-            .service(
-                web::resource("/{keyId}/revoke")
-                    .route(web::post().to(routes::revoke_key))
-                    .default_service(web::to(method_not_allowed("POST"))),
-            )
-            .service(
-                web::resource("/{keyId}/unban")
-                    .route(web::post().to(routes::unban_key))
-                    .default_service(web::to(method_not_allowed("POST"))),
-            ),
+            .service(resource(
+                "",
+                "listKeys",
+                "GET, HEAD, POST",
+                [
+                    web::get().to(routes::list_keys),
+                    web::head().to(routes::list_keys),
+                    web::post().to(routes::create_key),
+                ],
+            ))
+            .service(resource(
+                "/{keyId}",
+                "getKey",
+                "GET, HEAD, PATCH",
+                [
+                    web::get().to(routes::get_key),
+                    web::head().to(routes::get_key),
+                    web::patch().to(routes::update_key),
+                ],
+            ))
+            .service(resource(
+                "/{keyId}/rotate",
+                "rotateKey",
+                "POST",
+                [web::post().to(routes::rotate_key)],
+            ))
+            .service(resource(
+                "/{keyId}/revoke",
+                "revokeKey",
+                "POST",
+                [web::post().to(routes::revoke_key)],
+            ))
+            .service(resource(
+                "/{keyId}/unban",
+                "unbanKey",
+                "POST",
+                [web::post().to(routes::unban_key)],
+            )),
     );
 }

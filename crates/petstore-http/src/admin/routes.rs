@@ -15,8 +15,7 @@ use utoipa::ToSchema;
 use super::keys::{self, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey};
 use super::token::Admin;
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{JsonBody, no_query_parameters, query_pairs};
-use crate::routes::parse_id;
+use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
 use crate::state::AppState;
 
@@ -87,6 +86,17 @@ fn now(state: &AppState) -> i64 {
     i64::try_from(state.clock.unix_seconds()).unwrap_or(i64::MAX)
 }
 
+/// `GET /keys`'s parameters; a key's state is judged at the time of the request (the app's
+/// clock).
+impl FromQuery for KeyListQuery {
+    fn from_query(pairs: &[(String, String)], req: &HttpRequest) -> Result<Self, ApiError> {
+        let state = req
+            .app_data::<web::Data<AppState>>()
+            .ok_or_else(|| ApiError::internal("the admin API runs without its state"))?;
+        Ok(Self::from_pairs(as_strs(pairs), now(state))?)
+    }
+}
+
 fn parse_plan(text: &str) -> Result<Plan, ValidationError> {
     text.parse()
 }
@@ -149,10 +159,9 @@ fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T) -> HttpRes
 pub async fn create_key(
     state: web::Data<AppState>,
     admin: Admin,
-    req: HttpRequest,
+    _: NoQuery,
     body: JsonBody<CreateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
     let body = body.0;
     let new = NewKey {
         plan: Some(parse_plan(&body.plan)?),
@@ -209,11 +218,9 @@ pub async fn create_key(
 pub async fn list_keys(
     state: web::Data<AppState>,
     _admin: Admin,
-    req: HttpRequest,
+    Query(query): Query<KeyListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let pairs = query_pairs(&req)?;
-    let now = now(&state);
-    let query = KeyListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())), now)?;
+    let now = query.now;
     let page = state
         .db
         .call("list_keys_page", |storage| {
@@ -246,11 +253,9 @@ pub async fn list_keys(
 pub async fn get_key(
     state: web::Data<AppState>,
     _admin: Admin,
-    req: HttpRequest,
-    path: web::Path<String>,
+    KeyId(id): KeyId,
+    _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
-    let id = parse_id("keyId", &path)?;
     let key = state
         .db
         .call("find_key", |storage| Box::pin(keys::get(storage, id)))
@@ -279,12 +284,10 @@ pub async fn get_key(
 pub async fn update_key(
     state: web::Data<AppState>,
     admin: Admin,
-    req: HttpRequest,
-    path: web::Path<String>,
+    KeyId(id): KeyId,
+    _: NoQuery,
     body: JsonBody<UpdateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
-    let id = parse_id("keyId", &path)?;
     let body = body.0;
     let change = KeyChange {
         plan: body.plan.as_deref().map(parse_plan).transpose()?,
@@ -326,12 +329,10 @@ pub async fn update_key(
 pub async fn rotate_key(
     state: web::Data<AppState>,
     admin: Admin,
-    req: HttpRequest,
-    path: web::Path<String>,
+    KeyId(id): KeyId,
+    _: NoQuery,
     body: JsonBody<RotateKeyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
-    let id = parse_id("keyId", &path)?;
     let grace = body
         .0
         .grace_seconds
@@ -371,14 +372,13 @@ pub async fn rotate_key(
 pub async fn revoke_key(
     state: web::Data<AppState>,
     admin: Admin,
-    req: HttpRequest,
-    path: web::Path<String>,
+    KeyId(id): KeyId,
+    _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
     change_key(
         &state,
         &admin,
-        &req,
-        &path,
+        id,
         "revoke_key",
         "revoked",
         |storage, id| Box::pin(keys::revoke(storage, id)),
@@ -406,14 +406,13 @@ pub async fn revoke_key(
 pub async fn unban_key(
     state: web::Data<AppState>,
     admin: Admin,
-    req: HttpRequest,
-    path: web::Path<String>,
+    KeyId(id): KeyId,
+    _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
     change_key(
         &state,
         &admin,
-        &req,
-        &path,
+        id,
         "unban_key",
         "unbanned",
         |storage, id| Box::pin(keys::unban(storage, id)),
@@ -421,13 +420,12 @@ pub async fn unban_key(
     .await
 }
 
-/// A change of a key named by its id in the path and nothing else (revoke, unban): the id
-/// parsed, the change made through `operation`, audited as `action`, the key answered.
+/// A change of key `id` that takes nothing else (revoke, unban): made through `operation`,
+/// audited as `action`, the key answered.
 async fn change_key<'a, F>(
     state: &'a AppState,
     admin: &Admin,
-    req: &HttpRequest,
-    path: &str,
+    id: i64,
     operation: &'static str,
     action: &'static str,
     change: F,
@@ -435,8 +433,6 @@ async fn change_key<'a, F>(
 where
     F: FnOnce(&'a dyn Storage, i64) -> BoxFuture<'a, Result<ApiKey, KeyAdminError>>,
 {
-    no_query_parameters(req)?;
-    let id = parse_id("keyId", path)?;
     let key = state
         .db
         .call(operation, |storage| change(storage, id))

@@ -12,7 +12,7 @@ pub(crate) mod respond;
 
 use actix_web::dev::HttpServiceFactory;
 use actix_web::middleware::from_fn;
-use actix_web::{HttpRequest, HttpResponse, Route, web};
+use actix_web::{HttpRequest, HttpResponse, Resource, Route, web};
 
 use crate::error::ApiError;
 use crate::middleware::{Access, Counting, Marks, admission};
@@ -31,7 +31,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     let get_pet = web::get().to(pets::get_pet);
     #[allow(deprecated)]
     let head_pet = web::head().to(pets::get_pet);
-    cfg.service(resource(
+    cfg.service(admitted(
         format!("{base}/pets"),
         "pets",
         keyed,
@@ -42,14 +42,14 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             web::post().to(pets::create_pet),
         ],
     ))
-    .service(resource(
+    .service(admitted(
         format!("{base}/pets/{{petId}}"),
         "getPet",
         Access::key(Marks::Deprecated),
         "GET, HEAD",
         [get_pet, head_pet],
     ))
-    .service(resource(
+    .service(admitted(
         format!("{base}/rate_limit"),
         "getRateLimit",
         Access {
@@ -62,7 +62,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             web::head().to(rate_limit::get_rate_limit),
         ],
     ))
-    .service(resource(
+    .service(admitted(
         format!("{base}/openapi.json"),
         "openapi",
         Access::OPEN,
@@ -72,7 +72,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             web::head().to(openapi::openapi_json),
         ],
     ))
-    .service(resource(
+    .service(admitted(
         format!("{base}/store/orders"),
         "listOrders",
         experimental,
@@ -83,7 +83,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             web::post().to(orders::place_order),
         ],
     ))
-    .service(resource(
+    .service(admitted(
         format!("{base}/store/orders/{{orderId}}"),
         "getOrder",
         experimental,
@@ -94,7 +94,7 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             web::delete().to(orders::cancel_order),
         ],
     ))
-    .service(resource(
+    .service(admitted(
         format!("{base}/store/inventory"),
         "getInventory",
         experimental,
@@ -106,22 +106,33 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     ));
 }
 
-/// A resource at `path` named `name`: its `routes`, `405` with `Allow: allow` for any other
-/// method, and admission as `access` declares, before either.
-fn resource<const N: usize>(
+/// A resource of the public API: [`resource`], behind admission as `access` declares.
+fn admitted<const N: usize>(
     path: String,
     name: &'static str,
     access: Access,
     allow: &'static str,
     routes: [Route; N],
 ) -> impl HttpServiceFactory {
+    resource(&path, name, allow, routes)
+        .wrap(from_fn(move |req, next| admission(access, req, next)))
+}
+
+/// One entry of a route table (the public API's, the admin API's): the resource at `path`
+/// named `name`, its `routes`, and `405` with `Allow: allow` for any other method. Who may call
+/// it is the table's to add (a `wrap` around it, or around its scope).
+pub fn resource<const N: usize>(
+    path: &str,
+    name: &'static str,
+    allow: &'static str,
+    routes: [Route; N],
+) -> Resource {
     routes
         .into_iter()
         .fold(web::resource(path).name(name), |resource, route| {
             resource.route(route)
         })
         .default_service(web::to(method_not_allowed(allow)))
-        .wrap(from_fn(move |req, next| admission(access, req, next)))
 }
 
 /// `405` with `Allow: allow`, for any method a resource does not serve.
@@ -139,17 +150,4 @@ pub fn method_not_allowed(
 /// `404` for any path that is not an endpoint.
 pub async fn not_found(req: HttpRequest) -> Result<HttpResponse, ApiError> {
     Err(ApiError::RouteNotFound(req.path().to_owned()))
-}
-
-/// A path parameter `name` that must be an int64 (`400 invalid_path_parameter` otherwise).
-pub fn parse_id(name: &'static str, raw: &str) -> Result<i64, ApiError> {
-    let invalid = || ApiError::InvalidPath {
-        name,
-        reason: "must be an integer (int64)",
-    };
-    let digits = raw.strip_prefix('-').unwrap_or(raw);
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(invalid());
-    }
-    raw.parse().map_err(|_| invalid())
 }

@@ -7,11 +7,10 @@ use petstore_domain::{
     StorageError,
 };
 
-use super::parse_id;
 use super::respond::json_body;
 use crate::auth::{Caller, Read, Write};
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, no_query_parameters, parse, query_pairs};
+use crate::extract::{IdempotencyHeader, JsonBytes, NoQuery, OrderId, Query, parse};
 use crate::idempotency;
 use crate::state::AppState;
 
@@ -43,10 +42,8 @@ pub async fn list_orders(
     state: web::Data<AppState>,
     req: HttpRequest,
     caller: Caller<Read>,
+    Query(mut query): Query<OrderListQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let pairs = query_pairs(&req)?;
-    let mut query =
-        OrderListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     query.owner = Some(caller.key().id);
     let page = state
         .db
@@ -149,13 +146,9 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
 )]
 pub async fn get_order(
     state: web::Data<AppState>,
-    req: HttpRequest,
     caller: Caller<Read>,
+    OrderId(id): OrderId,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_id(
-        "orderId",
-        req.match_info().get("orderId").unwrap_or_default(),
-    )?;
     let owner = Some(caller.key().id);
     let order = state
         .db
@@ -189,13 +182,9 @@ pub async fn get_order(
 )]
 pub async fn cancel_order(
     state: web::Data<AppState>,
-    req: HttpRequest,
     caller: Caller<Write>,
+    OrderId(id): OrderId,
 ) -> Result<HttpResponse, ApiError> {
-    let id = parse_id(
-        "orderId",
-        req.match_info().get("orderId").unwrap_or_default(),
-    )?;
     let owner = Some(caller.key().id);
     let order = state
         .db
@@ -226,9 +215,8 @@ pub async fn cancel_order(
 pub async fn get_inventory(
     state: web::Data<AppState>,
     _caller: Caller<Read>,
-    req: HttpRequest,
+    _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
     let inventory = state
         .db
         .call("inventory", |storage| storage.inventory())

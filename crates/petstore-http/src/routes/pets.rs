@@ -4,11 +4,10 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
-use super::parse_id;
 use super::respond::encoded_body;
 use crate::auth::{Caller, Read, Write};
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, parse, query_pairs};
+use crate::extract::{IdempotencyHeader, JsonBytes, PetId, Query, parse};
 use crate::idempotency;
 use crate::state::AppState;
 use crate::sunset::{SUNSET, SUNSET_UNIX};
@@ -42,10 +41,9 @@ use crate::sunset::{SUNSET, SUNSET_UNIX};
 pub async fn list_pets(
     state: web::Data<AppState>,
     _caller: Caller<Read>,
+    Query(query): Query<PetListQuery>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let pairs = query_pairs(&req)?;
-    let query = PetListQuery::from_pairs(pairs.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
     let page = state
         .db
         .call("list_pets", |storage| storage.list_pets(&query))
@@ -155,15 +153,16 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
 pub async fn get_pet(
     state: web::Data<AppState>,
     _caller: Caller<Read>,
-    req: HttpRequest,
+    id: Result<PetId, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
+    // Past the sunset the resource is gone, whatever the id.
     if state.clock.unix_seconds() >= SUNSET_UNIX {
         return Err(ApiError::EndpointRemoved {
             sunset: SUNSET,
             replacement: "GET /pets with a `status` filter",
         });
     }
-    let id = parse_id("petId", req.match_info().get("petId").unwrap_or_default())?;
+    let PetId(id) = id?;
     let pet = state
         .db
         .call("find_pet", |storage| storage.find_pet(id))

@@ -11,7 +11,7 @@ use petstore_domain::{RateLimitStatus, WindowStatus};
 
 use crate::auth::{Caller, Read};
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::no_query_parameters;
+use crate::extract::NoQuery;
 use crate::ratelimit::RateStatus;
 
 /// `getRateLimit`.
@@ -31,11 +31,10 @@ use crate::ratelimit::RateStatus;
     ),
 )]
 pub async fn get_rate_limit(
-    req: HttpRequest,
     caller: Caller<Read>,
     status: RateStatus,
+    _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    no_query_parameters(&req)?;
     Ok(HttpResponse::Ok().json(RateLimitStatus {
         plan: caller.key().plan,
         minute: WindowStatus::from(&status.decision.minute),
