@@ -50,7 +50,22 @@ impl<T, F> Op<T> for F where
 /// `get_result`, `first`) on the connection `$conn` (a `&mut Conn`): synchronously on SQLite,
 /// awaited on PostgreSQL, where it resolves only once the statement has ended
 /// ([`on_postgres!`]). Only usable inside an async function.
+///
+/// `run!(conn, locked first, query)` reads rows that the transaction then holds until it ends:
+/// `SELECT ... FOR UPDATE` on PostgreSQL; on SQLite the query as it is, the transaction
+/// (`BEGIN IMMEDIATE`) holding the whole database already.
 macro_rules! run {
+    ($conn:expr, locked $method:ident, $query:expr) => {
+        match $conn {
+            #[cfg(feature = "sqlite")]
+            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
+            #[cfg(feature = "postgres")]
+            $crate::conn::Conn::Postgres { conn, .. } => {
+                let mut shared: &diesel_async::AsyncPgConnection = conn;
+                on_postgres!($method, diesel::QueryDsl::for_update($query), &mut shared)
+            }
+        }
+    };
     ($conn:expr, $method:ident, $query:expr) => {
         match $conn {
             #[cfg(feature = "sqlite")]

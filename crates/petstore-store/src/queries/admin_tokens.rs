@@ -4,27 +4,13 @@ use diesel::prelude::*;
 use petstore_domain::{AdminToken, AdminTokenSecret, AdminTokenSpec, KeyHash};
 
 use super::keys::random_bytes;
-use super::unix_now;
+use super::{columns, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::admin_tokens;
 
-type TokenColumns = (
-    admin_tokens::id,
-    admin_tokens::label,
-    admin_tokens::display_prefix,
-    admin_tokens::created_at,
-    admin_tokens::revoked_at,
-);
-const TOKEN_COLUMNS: TokenColumns = (
-    admin_tokens::id,
-    admin_tokens::label,
-    admin_tokens::display_prefix,
-    admin_tokens::created_at,
-    admin_tokens::revoked_at,
-);
-
-#[derive(Queryable)]
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = admin_tokens)]
 struct TokenRow {
     id: i64,
     label: String,
@@ -63,7 +49,7 @@ pub(crate) async fn create(
             admin_tokens::label.eq(spec.label()),
             admin_tokens::created_at.eq(unix_now()),
         ))
-        .returning(TOKEN_COLUMNS);
+        .returning(columns::<TokenRow>());
     let row: TokenRow = run!(&mut conn, get_result, insert)?;
     Ok((row.into(), secret))
 }
@@ -74,7 +60,7 @@ pub(crate) async fn find_active(
     hash: KeyHash,
 ) -> Result<Option<AdminToken>, StoreError> {
     let query = admin_tokens::table
-        .select(TOKEN_COLUMNS)
+        .select(columns::<TokenRow>())
         .filter(admin_tokens::token_hash.eq(hash.as_str().to_owned()))
         .filter(admin_tokens::revoked_at.is_null());
     let row: Option<TokenRow> = run!(&mut conn, first, query).optional()?;
@@ -84,7 +70,7 @@ pub(crate) async fn find_active(
 /// Every token, revoked ones included, in id order.
 pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>, StoreError> {
     let query = admin_tokens::table
-        .select(TOKEN_COLUMNS)
+        .select(columns::<TokenRow>())
         .order(admin_tokens::id.asc());
     let rows: Vec<TokenRow> = run!(&mut conn, load, query)?;
     Ok(rows.into_iter().map(AdminToken::from).collect())

@@ -9,6 +9,7 @@ use petstore_domain::{
     IdempotentRequest, RecordState, StoredResponse, decide_claim,
 };
 
+use super::columns;
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::idempotency_keys as keys;
@@ -18,7 +19,8 @@ const COMPLETED: &str = "completed";
 /// Records deleted per pruning round.
 pub(crate) const PRUNE_BATCH: i64 = 500;
 
-#[derive(Queryable)]
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = keys)]
 struct Record {
     fingerprint: String,
     token: i64,
@@ -29,27 +31,6 @@ struct Record {
     response_location: Option<String>,
     response_body: Option<String>,
 }
-
-type RecordColumns = (
-    keys::fingerprint,
-    keys::token,
-    keys::state,
-    keys::claimed_at,
-    keys::created_at,
-    keys::response_status,
-    keys::response_location,
-    keys::response_body,
-);
-const RECORD_COLUMNS: RecordColumns = (
-    keys::fingerprint,
-    keys::token,
-    keys::state,
-    keys::claimed_at,
-    keys::created_at,
-    keys::response_status,
-    keys::response_location,
-    keys::response_body,
-);
 
 /// A claim token: random, so that a claim taken over cannot be mistaken for the one before.
 fn random_token() -> Result<i64, StoreError> {
@@ -140,7 +121,7 @@ pub(crate) async fn claim(
     }
     let held = keys::table
         .find((request.owner, request.key.as_str()))
-        .select(RECORD_COLUMNS);
+        .select(columns::<Record>());
     let held: Option<Record> = run!(conn, first, held).optional()?;
     // Deleted (pruned or released) between the insert and the read: the caller retries.
     let Some(held) = held else {

@@ -6,45 +6,13 @@ use petstore_domain::{
     Plan, RateLimits, Scope,
 };
 
-use super::{overfetch, unix_now};
+use super::{columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::api_keys;
 
-type KeyColumns = (
-    api_keys::id,
-    api_keys::display_prefix,
-    api_keys::plan,
-    api_keys::label,
-    api_keys::per_minute,
-    api_keys::per_day,
-    api_keys::created_at,
-    api_keys::revoked_at,
-    api_keys::banned_until,
-    api_keys::ban_level,
-    api_keys::scope,
-    api_keys::expires_at,
-    api_keys::last_used_at,
-    api_keys::previous_secret_until,
-);
-const KEY_COLUMNS: KeyColumns = (
-    api_keys::id,
-    api_keys::display_prefix,
-    api_keys::plan,
-    api_keys::label,
-    api_keys::per_minute,
-    api_keys::per_day,
-    api_keys::created_at,
-    api_keys::revoked_at,
-    api_keys::banned_until,
-    api_keys::ban_level,
-    api_keys::scope,
-    api_keys::expires_at,
-    api_keys::last_used_at,
-    api_keys::previous_secret_until,
-);
-
-#[derive(Queryable)]
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = api_keys)]
 struct KeyRow {
     id: i64,
     display_prefix: String,
@@ -144,7 +112,7 @@ pub(crate) async fn create(
             api_keys::scope.eq(spec.scope().as_str()),
             api_keys::expires_at.eq(spec.expires_at()),
         ))
-        .returning(KEY_COLUMNS);
+        .returning(columns::<KeyRow>());
     let row: KeyRow = run!(&mut conn, get_result, insert)?;
     Ok((row.try_into()?, secret))
 }
@@ -155,7 +123,7 @@ pub(crate) async fn find_active(
     hash: KeyHash,
 ) -> Result<Option<KeyMatch>, StoreError> {
     let query = api_keys::table
-        .select((KEY_COLUMNS, api_keys::key_hash))
+        .select((columns::<KeyRow>(), api_keys::key_hash))
         .filter(
             api_keys::key_hash
                 .eq(hash.as_str())
@@ -179,7 +147,7 @@ pub(crate) async fn find_active(
 /// Every key, revoked ones included, in id order.
 pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>, StoreError> {
     let query = api_keys::table
-        .select(KEY_COLUMNS)
+        .select(columns::<KeyRow>())
         .order(api_keys::id.asc());
     let rows: Vec<KeyRow> = run!(&mut conn, load, query)?;
     rows.into_iter().map(ApiKey::try_from).collect()
@@ -187,7 +155,7 @@ pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>, StoreError> 
 
 /// The key with this id, revoked or not.
 pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>, StoreError> {
-    let query = api_keys::table.find(id).select(KEY_COLUMNS);
+    let query = api_keys::table.find(id).select(columns::<KeyRow>());
     let row: Option<KeyRow> = run!(&mut conn, first, query).optional()?;
     row.map(ApiKey::try_from).transpose()
 }
@@ -205,7 +173,7 @@ pub(crate) async fn list_page(
     };
     let now = query.now;
     let page = api_keys::table
-        .select(KEY_COLUMNS)
+        .select(columns::<KeyRow>())
         .filter(api_keys::id.gt(query.page.after.unwrap_or(0)))
         .filter(api_keys::plan.eq_any(plans))
         .order(api_keys::id.asc())
@@ -270,7 +238,7 @@ pub(crate) async fn update(
     }
     let statement = diesel::update(api_keys::table.find(id))
         .set(changes)
-        .returning(KEY_COLUMNS);
+        .returning(columns::<KeyRow>());
     let row: Option<KeyRow> = run!(&mut conn, get_result, statement).optional()?;
     row.map(ApiKey::try_from).transpose()
 }
@@ -349,7 +317,7 @@ pub(crate) async fn rotate(
         api_keys::key_hash.eq(hash.as_str()),
         api_keys::display_prefix.eq(secret.display_prefix()),
     ))
-    .returning(KEY_COLUMNS);
+    .returning(columns::<KeyRow>());
     let row: Option<KeyRow> = run!(&mut conn, get_result, update).optional()?;
     row.map(|row| Ok((row.try_into()?, secret))).transpose()
 }

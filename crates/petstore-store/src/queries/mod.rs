@@ -11,6 +11,22 @@ pub(crate) mod pets;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use diesel::Selectable;
+
+/// A backend the crate is built with, to name a row type's columns by: a row type's
+/// `Selectable` (derived, or written once for `PetRow`) has the same columns on every backend.
+#[cfg(feature = "sqlite")]
+type SomeBackend = diesel::sqlite::Sqlite;
+#[cfg(all(feature = "postgres", not(feature = "sqlite")))]
+type SomeBackend = diesel::pg::Pg;
+
+/// The columns of row type `T`, in the order it is decoded from, for `SELECT` and `RETURNING`.
+/// (Diesel's `columns::<T>()` names one backend, and every query here is built once and run on
+/// whichever connection the call has.)
+fn columns<T: Selectable<SomeBackend>>() -> T::SelectExpression {
+    T::construct_selection()
+}
+
 /// Now, in Unix seconds.
 fn unix_now() -> i64 {
     SystemTime::now()

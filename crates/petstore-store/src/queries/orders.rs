@@ -7,37 +7,19 @@
 //! client told why) and `Err` when the store failed.
 
 use diesel::prelude::*;
-#[cfg(feature = "postgres")]
-use diesel_async::AsyncPgConnection;
 use petstore_domain::{
     Inventory, Order, OrderAction, OrderError, OrderListQuery, OrderStatus, Page, PetStatus,
     PlaceOrder, StoredResponse, lifecycle,
 };
 
 use super::pets::UnknownStatus;
-use super::{overfetch, unix_now};
+use super::{columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::{orders, pets};
 
-type OrderColumns = (
-    orders::id,
-    orders::pet_id,
-    orders::quantity,
-    orders::status,
-    orders::created_at,
-    orders::owner_key_id,
-);
-const ORDER_COLUMNS: OrderColumns = (
-    orders::id,
-    orders::pet_id,
-    orders::quantity,
-    orders::status,
-    orders::created_at,
-    orders::owner_key_id,
-);
-
-#[derive(Queryable)]
+#[derive(Queryable, Selectable)]
+#[diesel(table_name = orders)]
 struct OrderRow {
     id: i64,
     pet_id: i64,
@@ -95,15 +77,7 @@ impl From<petstore_domain::LifecycleError> for Failure {
 /// transaction holds the whole database).
 async fn locked_pet_status(conn: &mut Conn<'_>, id: i64) -> Result<Option<PetStatus>, Failure> {
     let query = pets::table.find(id).select(pets::status);
-    let status: Option<String> = match conn {
-        #[cfg(feature = "sqlite")]
-        Conn::Sqlite(c) => query.first(&mut **c).optional()?,
-        #[cfg(feature = "postgres")]
-        Conn::Postgres { conn, .. } => {
-            let mut conn: &AsyncPgConnection = conn;
-            on_postgres!(first, query.for_update(), &mut conn).optional()?
-        }
-    };
+    let status: Option<String> = run!(conn, locked first, query).optional()?;
     status
         .map(|text| {
             text.parse()
@@ -118,16 +92,8 @@ async fn locked_order(
     id: i64,
     owner: Option<i64>,
 ) -> Result<Option<Order>, Failure> {
-    let query = orders::table.find(id).select(ORDER_COLUMNS);
-    let row: Option<OrderRow> = match conn {
-        #[cfg(feature = "sqlite")]
-        Conn::Sqlite(c) => query.first(&mut **c).optional()?,
-        #[cfg(feature = "postgres")]
-        Conn::Postgres { conn, .. } => {
-            let mut conn: &AsyncPgConnection = conn;
-            on_postgres!(first, query.for_update(), &mut conn).optional()?
-        }
-    };
+    let query = orders::table.find(id).select(columns::<OrderRow>());
+    let row: Option<OrderRow> = run!(conn, locked first, query).optional()?;
     Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
 }
 
@@ -156,7 +122,7 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
             orders::created_at.eq(unix_now()),
             orders::owner_key_id.eq(order.owner),
         ))
-        .returning(ORDER_COLUMNS);
+        .returning(columns::<OrderRow>());
     let row: OrderRow = run!(conn, get_result, insert)?;
     let placed = Order::try_from(row)?;
     if let Some(claim) = &order.claim {
@@ -238,7 +204,7 @@ pub(crate) async fn find(
     id: i64,
     owner: Option<i64>,
 ) -> Result<Option<Order>, StoreError> {
-    let query = orders::table.find(id).select(ORDER_COLUMNS);
+    let query = orders::table.find(id).select(columns::<OrderRow>());
     let row: Option<OrderRow> = run!(&mut conn, first, query).optional()?;
     Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
 }
@@ -249,7 +215,7 @@ pub(crate) async fn list(
     query: OrderListQuery,
 ) -> Result<Page<Order>, StoreError> {
     let all = orders::table
-        .select(ORDER_COLUMNS)
+        .select(columns::<OrderRow>())
         .order(orders::id.asc())
         .limit(overfetch(query.page.limit))
         .filter(orders::id.gt(query.page.after.unwrap_or(0)));

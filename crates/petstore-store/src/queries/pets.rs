@@ -11,14 +11,10 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus, StoredResponse};
 
-use super::{overfetch, unix_now};
+use super::{columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::pets;
-
-type PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
-// One column list for SELECT and RETURNING, decoded by position into `PetRow`.
-const PET_COLUMNS: PetColumns = (pets::id, pets::name, pets::category_id, pets::status);
 
 /// Inserts one pet.
 async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreError> {
@@ -29,7 +25,7 @@ async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreErr
             pets::status.eq(pet.status().as_str()),
             pets::created_at.eq(unix_now()),
         ))
-        .returning(PET_COLUMNS);
+        .returning(columns::<PetRow>());
     let PetRow(pet) = run!(conn, get_result, insert).map_err(read_error)?;
     Ok(pet)
 }
@@ -40,6 +36,15 @@ async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreErr
 /// [`read_error`] reports it as corrupt.
 #[repr(transparent)]
 struct PetRow(Pet);
+
+/// The columns a [`PetRow`] is read from, for `SELECT` and `RETURNING` alike.
+impl<DB: Backend> Selectable<DB> for PetRow {
+    type SelectExpression = (pets::id, pets::name, pets::category_id, pets::status);
+
+    fn construct_selection() -> Self::SelectExpression {
+        (pets::id, pets::name, pets::category_id, pets::status)
+    }
+}
 
 impl<DB: Backend> Queryable<(BigInt, Text, BigInt, Text), DB> for PetRow
 where
@@ -154,7 +159,7 @@ pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet, St
 /// The pet with this id, if any.
 pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>, StoreError> {
     // `get_result`, not `first`: a primary-key lookup needs no `LIMIT ?` to bind.
-    let query = pets::table.select(PET_COLUMNS).find(id);
+    let query = pets::table.select(columns::<PetRow>()).find(id);
     let row: Option<PetRow> = run!(&mut conn, get_result, query)
         .optional()
         .map_err(read_error)?;
@@ -165,7 +170,7 @@ pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>, Sto
 pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page<Pet>, StoreError> {
     // One static query per shape (not `into_boxed`), so Diesel keeps each one prepared.
     let all = pets::table
-        .select(PET_COLUMNS)
+        .select(columns::<PetRow>())
         .order(pets::id.asc())
         .limit(overfetch(query.page.limit));
     let after = query.page.after;
