@@ -14,6 +14,7 @@ use utoipa::ToSchema;
 
 use super::keys::{self, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey};
 use super::token::Admin;
+use crate::error::responses::{AdminUnauthorized, KeyIdOnly, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
@@ -153,7 +154,7 @@ fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T) -> HttpRes
         (status = 201, description = "The key, with its secret.", body = IssuedKey,
             headers(("Location" = String, description = "The key's address."))),
         (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        AdminUnauthorized,
     ),
 )]
 pub async fn create_key(
@@ -212,7 +213,7 @@ pub async fn create_key(
     responses(
         (status = 200, description = "A page of keys.", body = KeyPage),
         (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
+        AdminUnauthorized,
     ),
 )]
 pub async fn list_keys(
@@ -244,10 +245,9 @@ pub async fn list_keys(
     params(("keyId" = i64, Path, description = "The key's id.")),
     responses(
         (status = 200, description = "The key (never its secret).", body = KeyView),
-        (status = 400, description = "`invalid_path_parameter`: `keyId` is not an int64; \
-            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
-        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+        KeyIdOnly,
+        AdminUnauthorized,
+        KeyNotFound,
     ),
 )]
 pub async fn get_key(
@@ -277,8 +277,8 @@ pub async fn get_key(
     responses(
         (status = 200, description = "The key as it now is.", body = KeyView),
         (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
-        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+        AdminUnauthorized,
+        KeyNotFound,
     ),
 )]
 pub async fn update_key(
@@ -321,9 +321,9 @@ pub async fn update_key(
     responses(
         (status = 200, description = "The key, with its new secret.", body = IssuedKey),
         (status = 400, description = "An unknown or invalid field, named.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
-        (status = 404, description = "`key_not_found`.", body = ErrorObject),
         (status = 409, description = "`key_revoked`: a revoked key cannot be rotated.", body = ErrorObject),
+        AdminUnauthorized,
+        KeyNotFound,
     ),
 )]
 pub async fn rotate_key(
@@ -363,10 +363,9 @@ pub async fn rotate_key(
     params(("keyId" = i64, Path, description = "The key's id.")),
     responses(
         (status = 200, description = "The key, revoked.", body = KeyView),
-        (status = 400, description = "`invalid_path_parameter`: `keyId` is not an int64; \
-            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
-        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+        KeyIdOnly,
+        AdminUnauthorized,
+        KeyNotFound,
     ),
 )]
 pub async fn revoke_key(
@@ -397,10 +396,9 @@ pub async fn revoke_key(
     params(("keyId" = i64, Path, description = "The key's id.")),
     responses(
         (status = 200, description = "The key, unbanned.", body = KeyView),
-        (status = 400, description = "`invalid_path_parameter`: `keyId` is not an int64; \
-            `unknown_query_parameter`: the operation takes none.", body = ErrorObject),
-        (status = 401, description = "`unauthorized`: no valid admin token.", body = ErrorObject),
-        (status = 404, description = "`key_not_found`.", body = ErrorObject),
+        KeyIdOnly,
+        AdminUnauthorized,
+        KeyNotFound,
     ),
 )]
 pub async fn unban_key(

@@ -4,6 +4,7 @@
 
 mod body;
 mod code;
+pub mod responses;
 
 use std::error::Error;
 use std::time::Duration;

@@ -9,6 +9,7 @@ use petstore_domain::{
 
 use super::respond::json_body;
 use crate::auth::{Caller, Read, Write};
+use crate::error::responses::{JsonBodyErrors, NoParameters, PetNotFound, ReadOnlyKey};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, NoQuery, OrderId, Query, parse};
 use crate::idempotency;
@@ -87,17 +88,12 @@ pub async fn list_orders(
         )),
         (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
             `invalid_field`, naming the field; `invalid_header`.", body = ErrorObject),
-        (status = 403, description = "`insufficient_scope`: the key is read-only.",
-            body = ErrorObject),
-        (status = 404, description = "`pet_not_found`.", body = ErrorObject),
-        (status = 408, description = "`request_timeout`: the body did not arrive within the \
-            body timeout (10 s by default); the connection is closed.", body = ErrorObject),
         (status = 409, description = "`pet_not_available`: the pet is pending or sold; or \
             `idempotency_request_in_progress`.", body = ErrorObject,
             headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."))),
-        (status = 413, description = "`payload_too_large`.", body = ErrorObject),
-        (status = 415, description = "`unsupported_media_type`.", body = ErrorObject),
-        (status = 422, description = "`idempotency_key_reused`.", body = ErrorObject),
+        ReadOnlyKey,
+        PetNotFound,
+        JsonBodyErrors,
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
@@ -172,11 +168,10 @@ pub async fn get_order(
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
         (status = 400, description = "`invalid_path_parameter`.", body = ErrorObject),
-        (status = 403, description = "`insufficient_scope`: the key is read-only.",
-            body = ErrorObject),
         (status = 404, description = "`order_not_found`.", body = ErrorObject),
         (status = 409, description = "`order_not_cancellable`: the order is approved, \
             delivered or cancelled already.", body = ErrorObject),
+        ReadOnlyKey,
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
@@ -207,8 +202,7 @@ pub async fn cancel_order(
     summary = "Pets by status (experimental)",
     responses(
         (status = 200, description = "The counts.", body = Inventory),
-        (status = 400, description = "`unknown_query_parameter`: the operation takes none.",
-            body = ErrorObject),
+        NoParameters,
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]

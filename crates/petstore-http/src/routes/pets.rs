@@ -6,6 +6,7 @@ use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
 use super::respond::encoded_body;
 use crate::auth::{Caller, Read, Write};
+use crate::error::responses::{JsonBodyErrors, PetNotFound, ReadOnlyKey};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, PetId, Query, parse};
 use crate::idempotency;
@@ -93,18 +94,11 @@ pub async fn list_pets(
         (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
             `invalid_field`, naming the field; `invalid_header`: a malformed `Idempotency-Key`.",
             body = ErrorObject),
-        (status = 408, description = "`request_timeout`: the body did not arrive within the \
-            body timeout (10 s by default); the connection is closed.", body = ErrorObject),
-        (status = 413, description = "`payload_too_large`: over 64 KiB.", body = ErrorObject),
-        (status = 403, description = "`insufficient_scope`: the key is read-only (an addition \
-            to the interface).", body = ErrorObject),
         (status = 409, description = "`idempotency_request_in_progress`: a request with this \
             `Idempotency-Key` is still being processed; retry after `Retry-After`.",
             body = ErrorObject, headers(("Retry-After" = u64, description = "Seconds to wait."))),
-        (status = 415, description = "`unsupported_media_type`: not `application/json`.",
-            body = ErrorObject),
-        (status = 422, description = "`idempotency_key_reused`: the `Idempotency-Key` was used \
-            with a different request.", body = ErrorObject),
+        ReadOnlyKey,
+        JsonBodyErrors,
     ),
 )]
 pub async fn create_pet(
@@ -144,8 +138,8 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
         )),
         (status = 400, description = "`invalid_path_parameter`: `petId` is not an int64.",
             body = ErrorObject),
-        (status = 404, description = "`pet_not_found`.", body = ErrorObject),
         (status = 410, description = "`endpoint_removed`: past the sunset.", body = ErrorObject),
+        PetNotFound,
     ),
     extensions(("x-sunset" = json!("2030-12-05"))),
 )]

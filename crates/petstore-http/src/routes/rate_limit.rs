@@ -10,7 +10,8 @@ use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse};
 use petstore_domain::{RateLimitStatus, WindowStatus};
 
 use crate::auth::{Caller, Read};
-use crate::error::{ApiError, ErrorObject};
+use crate::error::ApiError;
+use crate::error::responses::NoParameters;
 use crate::extract::NoQuery;
 use crate::ratelimit::RateStatus;
 
@@ -26,8 +27,7 @@ use crate::ratelimit::RateStatus;
         standing); a banned key still gets `429 temporarily_banned`.",
     responses(
         (status = 200, description = "The standing.", body = RateLimitStatus),
-        (status = 400, description = "`unknown_query_parameter`: the operation takes none.",
-            body = ErrorObject),
+        NoParameters,
     ),
 )]
 pub async fn get_rate_limit(

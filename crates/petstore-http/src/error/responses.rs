@@ -1,0 +1,80 @@
+//! The Error responses that several operations answer alike, described once for the OpenAPI
+//! documents (utoipa's `IntoResponses`): an operation lists the set's name among its responses.
+//! The types describe; no one builds them.
+#![expect(
+    dead_code,
+    reason = "response sets exist for the OpenAPI documents: never built, never read"
+)]
+
+use utoipa::IntoResponses;
+
+use super::ErrorObject;
+
+/// `403`, for an operation that writes.
+#[derive(IntoResponses)]
+#[response(
+    status = 403,
+    description = "`insufficient_scope`: the key is read-only (scopes are an addition to the \
+        interface)."
+)]
+pub struct ReadOnlyKey(ErrorObject<'static>);
+
+/// The refusals of a JSON body and its `Idempotency-Key`, for a create.
+#[derive(IntoResponses)]
+pub enum JsonBodyErrors {
+    /// The body was too slow.
+    #[response(
+        status = 408,
+        description = "`request_timeout`: the body did not arrive within the body timeout \
+            (10 s by default); the connection is closed."
+    )]
+    Timeout(ErrorObject<'static>),
+    /// The body was too large.
+    #[response(status = 413, description = "`payload_too_large`: over 64 KiB.")]
+    TooLarge(ErrorObject<'static>),
+    /// The body was not JSON.
+    #[response(
+        status = 415,
+        description = "`unsupported_media_type`: not `application/json`."
+    )]
+    NotJson(ErrorObject<'static>),
+    /// The `Idempotency-Key` came with another request before.
+    #[response(
+        status = 422,
+        description = "`idempotency_key_reused`: the `Idempotency-Key` was used with a \
+            different request."
+    )]
+    KeyReused(ErrorObject<'static>),
+}
+
+/// `400`, for an operation that takes no query parameter.
+#[derive(IntoResponses)]
+#[response(
+    status = 400,
+    description = "`unknown_query_parameter`: the operation takes none."
+)]
+pub struct NoParameters(ErrorObject<'static>);
+
+/// `404`, for an operation on a pet named by the request.
+#[derive(IntoResponses)]
+#[response(status = 404, description = "`pet_not_found`.")]
+pub struct PetNotFound(ErrorObject<'static>);
+
+/// `401`, which every operation on keys of the admin API can answer.
+#[derive(IntoResponses)]
+#[response(status = 401, description = "`unauthorized`: no valid admin token.")]
+pub struct AdminUnauthorized(ErrorObject<'static>);
+
+/// `404`, for an admin operation on one key.
+#[derive(IntoResponses)]
+#[response(status = 404, description = "`key_not_found`.")]
+pub struct KeyNotFound(ErrorObject<'static>);
+
+/// `400`, for an admin operation on one key that takes nothing but its id.
+#[derive(IntoResponses)]
+#[response(
+    status = 400,
+    description = "`invalid_path_parameter`: `keyId` is not an int64; `unknown_query_parameter`: \
+        the operation takes none."
+)]
+pub struct KeyIdOnly(ErrorObject<'static>);
