@@ -7,9 +7,9 @@ use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
 use petstore_domain::{BanPolicy, Plan, Scope};
 use petstore_store::StoreConfig;
 
+use crate::logging::LogFormat;
 use petstore_http::config::{Config, CorsOrigins, HttpSettings, MetricsEndpoint, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
-use petstore_http::telemetry::LogFormat;
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]

@@ -4,12 +4,17 @@
 //! `admin-tokens`, `orders` or `health`. This is where the storage backend is chosen and opened
 //! ([`open_store`]); everything after it talks to a `dyn Storage`. `main.rs` only calls [`run`].
 //!
+//! The process's logging is set up here too ([`logging`]: the subscriber, text or JSON lines,
+//! every line redacted of secrets).
+//!
 //! It depends on every other crate of the service, and none depends on it.
 
 mod admin_tokens;
 pub mod cli;
 mod keys;
+pub mod logging;
 mod orders;
+mod redact;
 mod serve;
 
 use std::error::Error;
@@ -27,8 +32,7 @@ use cli::{Cli, Command, HealthArgs, MigrateArgs, MigrateCommand, ServeFromEnviro
 /// success or failure (`keys verify`) comes back as `Ok`.
 pub fn run() -> Result<ExitCode, Box<dyn Error>> {
     let cli = Cli::parse();
-    petstore_http::telemetry::logging::init(cli.log_format)
-        .map_err(|error| error as Box<dyn Error>)?;
+    logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
     let done = |result: Result<(), Box<dyn Error>>| result.map(|()| ExitCode::SUCCESS);
     let database = cli.database;
     let uses_database = !matches!(cli.command, Some(Command::Openapi(_) | Command::Health(_)));

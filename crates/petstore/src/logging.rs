@@ -3,7 +3,7 @@
 //! anything shaped like an API key.
 //!
 //! Lines written while a request is handled carry its span, `request{request_id=...
-//! traceparent=...}`; the access log (target [`ACCESS_LOG`]) is one line per request, written
+//! traceparent=...}`; the access log (target [`petstore_http::telemetry::ACCESS_LOG`]) is one line per request, written
 //! by the `observe` middleware once the response is ready.
 
 use std::fmt;
@@ -21,10 +21,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::report::redact_keys;
-
-/// The target of the access log: `RUST_LOG=info,petstore::access=off` silences it.
-pub const ACCESS_LOG: &str = "petstore::access";
+use crate::redact::redact_keys;
 
 /// How log lines are written (`--log-format text|json`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
