@@ -14,10 +14,14 @@
 //! the caller keeps keys, through the [`KeyBans`] it passes in. Start with `limiter/`; the
 //! counter stores are `memory/` and `redis/` (the connection, the batches and their scripts).
 //!
-//! Modules depend one way: `store` (the counter store's interface) and `policy` at the
-//! bottom; the stores `memory` and `redis`; then `limiter`.
+//! Which address an anonymous request counts against, behind proxies that are trusted to say
+//! who their client is, is [`TrustedProxies::client_address`].
+//!
+//! Modules depend one way: `store` (the counter store's interface), `policy` and `address` at
+//! the bottom; the stores `memory` and `redis`; then `limiter`.
 #![deny(missing_docs)]
 
+mod address;
 mod limiter;
 mod memory;
 pub mod metric;
@@ -25,6 +29,7 @@ mod policy;
 mod redis;
 mod store;
 
+pub use address::{ForwardedHeader, TrustedProxies};
 pub use limiter::{Account, BanInForce, KeyBans, LimitError, Limiter, Verdict};
 pub use memory::MemoryCounters;
 pub use policy::{AddressPolicy, FailurePolicy};

@@ -15,6 +15,7 @@ use crate::error::ApiError;
 use crate::ratelimit::headers;
 use crate::ratelimit::{
     Account, BanInForce, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Verdict,
+    client_address,
 };
 use crate::report::Chain;
 use crate::state::AppState;
@@ -125,7 +126,7 @@ impl Admitted {
                 ban: client.key().ban,
             },
             None => Account {
-                subject: limiter.address_subject(state.trusted_proxies.client_address(req)),
+                subject: limiter.address_subject(client_address(&state.trusted_proxies, req)),
                 limits: limiter.anonymous_limits(),
                 ban: None,
             },

@@ -16,6 +16,7 @@ use super::json_errors::json_errors;
 use crate::auth::ApiClient;
 use crate::connection::{BodyRead, Connection};
 use crate::error::ErrorCode;
+use crate::ratelimit::client_address;
 use crate::state::AppState;
 use crate::telemetry::metric::RequestMetrics;
 use crate::telemetry::request_id::{X_REQUEST_ID, traceparent};
@@ -46,7 +47,7 @@ pub async fn observe(
     let client = tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
         .then(|| {
             req.app_data::<web::Data<AppState>>()
-                .map(|state| state.trusted_proxies.client_address(&req))
+                .map(|state| client_address(&state.trusted_proxies, &req))
         })
         .flatten();
     // Inner layers answer every error as a response (the request is theirs until then: routing

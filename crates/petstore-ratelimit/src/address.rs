@@ -1,12 +1,11 @@
 //! The client address a request is counted against when it has no valid key: the TCP peer,
 //! unless the peer is a trusted proxy, in which case the forwarding header that the proxies
-//! write says who it is.
+//! write says who it is. Framework-free: the caller hands over the peer and that header's
+//! values.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::str::FromStr;
 
-use actix_web::dev::ServiceRequest;
-use actix_web::http::header::HeaderMap;
 use ipnet::{IpNet, Ipv4Net};
 
 /// Proxies (load balancers) whose forwarding header is believed, and which header that is.
@@ -92,11 +91,24 @@ impl TrustedProxies {
         self.blocks.iter().any(|block| block.contains(&ip))
     }
 
-    /// The address to count `req` against.
-    pub fn client_address(&self, req: &ServiceRequest) -> IpAddr {
-        let peer = req
-            .peer_addr()
-            .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |a| a.ip().to_canonical());
+    /// The request header the proxies write the client's address in, lowercase:
+    /// `x-forwarded-for` or `forwarded`.
+    pub fn header_name(&self) -> &'static str {
+        match self.header {
+            ForwardedHeader::XForwardedFor => "x-forwarded-for",
+            ForwardedHeader::Forwarded => "forwarded",
+        }
+    }
+
+    /// The address to count a request against, given its TCP `peer` (`None`: unknown, counted
+    /// as `0.0.0.0`) and `values`, every value of the header [`Self::header_name`] names, in
+    /// order (a value that is not text as `unknown`).
+    pub fn client_address<'h>(
+        &self,
+        peer: Option<IpAddr>,
+        values: impl IntoIterator<Item = &'h str>,
+    ) -> IpAddr {
+        let peer = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |ip| ip.to_canonical());
         if !self.contains(peer) {
             return peer;
         }
@@ -106,7 +118,7 @@ impl TrustedProxies {
         // obfuscated `_name`, garbage) stands for the peer of the proxy that wrote it, which is
         // all that is known: the last trusted hop.
         let mut client = peer;
-        for entry in self.entries(req.headers()).iter().rev() {
+        for entry in self.entries(values).iter().rev() {
             let Some(ip) = parse_node(entry) else {
                 return client;
             };
@@ -120,19 +132,14 @@ impl TrustedProxies {
 
     /// The entries of the proxies' header, client first (every occurrence of the header, in
     /// order, as one list).
-    fn entries<'h>(&self, headers: &'h HeaderMap) -> Vec<&'h str> {
-        let values = |name: &str| {
-            headers
-                .get_all(name)
-                .map(|value| value.to_str().unwrap_or("unknown"))
-                .flat_map(|value| value.split(','))
-                .map(str::trim)
-                .collect::<Vec<_>>()
-        };
+    fn entries<'h>(&self, values: impl IntoIterator<Item = &'h str>) -> Vec<&'h str> {
+        let elements = values
+            .into_iter()
+            .flat_map(|value| value.split(','))
+            .map(str::trim);
         match self.header {
-            ForwardedHeader::XForwardedFor => values("x-forwarded-for"),
-            ForwardedHeader::Forwarded => values("forwarded")
-                .into_iter()
+            ForwardedHeader::XForwardedFor => elements.collect(),
+            ForwardedHeader::Forwarded => elements
                 .map(|element| {
                     element
                         .split(';')
@@ -164,7 +171,6 @@ fn parse_node(node: &str) -> Option<IpAddr> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use actix_web::test::TestRequest;
 
     fn address(trusted: &str, peer: &str, headers: &[(&str, &str)]) -> String {
         address_from(ForwardedHeader::XForwardedFor, trusted, peer, headers)
@@ -176,15 +182,16 @@ mod tests {
         peer: &str,
         headers: &[(&str, &str)],
     ) -> String {
-        let mut req = TestRequest::default().peer_addr(peer.parse().expect("peer"));
-        for header in headers {
-            req = req.append_header(*header);
-        }
-        let proxies: TrustedProxies = trusted.parse().expect("list");
-        proxies
-            .with_header(header)
-            .client_address(&req.to_srv_request())
-            .to_string()
+        let peer: std::net::SocketAddr = peer.parse().expect("peer");
+        let proxies = trusted
+            .parse::<TrustedProxies>()
+            .expect("list")
+            .with_header(header);
+        let values = headers
+            .iter()
+            .filter(|(name, _)| name.eq_ignore_ascii_case(proxies.header_name()))
+            .map(|(_, value)| *value);
+        proxies.client_address(Some(peer.ip()), values).to_string()
     }
 
     #[test]
