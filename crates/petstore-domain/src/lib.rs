@@ -7,9 +7,10 @@
 //! (list parameters and keyset paging) and [`repository`] (the asynchronous traits a storage
 //! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
 //! backend must agree on are pure functions here: [`order::lifecycle`] and
-//! [`idempotency::decide_claim`]. No module imports one that imports it back: `error`, then
-//! `rate_limit`, `pet`, `secret`, `key`, `admin`, `query`, `idempotency`, `order`, and
-//! `repository` on top.
+//! [`idempotency::decide_claim`]. What operators do to API keys, over the storage interface, is
+//! [`key_admin`] (the `petstore keys` commands and the admin API share it). No module imports
+//! one that imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
+//! `query`, `idempotency`, `order`, `repository`, and `key_admin` on top.
 #![deny(missing_docs)]
 
 #[macro_use]
@@ -20,6 +21,7 @@ pub mod error;
 pub mod error_code;
 pub mod idempotency;
 pub mod key;
+pub mod key_admin;
 pub mod order;
 pub mod pet;
 pub mod query;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{Format, KeysCommand};
 use crate::timestamp;
-use petstore_http::admin::keys::{self as admin, IssuedKey, KeyChange, KeyView, NewKey};
+use petstore_domain::key_admin::{self as admin, IssuedKey, KeyChange, KeyView, NewKey};
 use petstore_http::clock::{Clock, SystemClock};
 
 /// `keys verify`'s exit status when no active key has the secret.

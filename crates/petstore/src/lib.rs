@@ -222,5 +222,5 @@ fn serve_blocking(
 
 /// A Unix time in RFC 3339 (UTC, whole seconds) for the listings; `-` for none.
 fn timestamp(unix: Option<i64>) -> String {
-    petstore_http::admin::keys::rfc3339(unix).unwrap_or_else(|| "-".into())
+    petstore_domain::key_admin::rfc3339(unix).unwrap_or_else(|| "-".into())
 }

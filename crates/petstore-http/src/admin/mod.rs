@@ -1,10 +1,9 @@
-//! Key administration: what operators do to API keys ([`keys`], one implementation for the
-//! `petstore keys` commands and the admin API), and the admin API itself, served on a listener
-//! of its own (`--admin-bind`), never on the public one: its routes ([`configure`]), its
+//! The admin API, over what operators do to API keys (`petstore_domain::key_admin`, which the
+//! `petstore keys` commands run too), served on a listener of its own (`--admin-bind`), never
+//! on the public one: its routes ([`configure`]), its
 //! admin-token authentication ([`token`]), its audit log and its OpenAPI document
 //! ([`openapi`]).
 
-pub mod keys;
 pub mod openapi;
 mod routes;
 pub mod token;

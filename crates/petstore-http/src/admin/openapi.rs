@@ -10,9 +10,9 @@ use utoipa::openapi::{OpenApi as Document, RefOr, Server};
 use utoipa::{Modify, OpenApi};
 
 use super::ADMIN_BASE;
-use super::keys::{IssuedKey, KeyView};
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
 use crate::error::{ApiError, ErrorObject};
+use petstore_domain::key_admin::{IssuedKey, KeyView};
 
 #[derive(OpenApi)]
 #[openapi(

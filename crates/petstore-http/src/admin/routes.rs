@@ -1,5 +1,5 @@
 //! `/admin/v1/keys`: the admin API's handlers. Each parses, makes one call of
-//! [`keys`](super::keys) (the code `petstore keys` runs too) through the storage's bounds, writes
+//! [`key_admin`](petstore_domain::key_admin) (the code `petstore keys` runs too) through the storage's bounds, writes
 //! one audit line when it changed something, and maps the answer.
 
 use std::borrow::Cow;
@@ -12,13 +12,15 @@ use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, Storage, ValidationErro
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::keys::{self, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey};
 use super::token::Admin;
 use crate::error::responses::{AdminUnauthorized, KeyIdOnly, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
 use crate::state::AppState;
+use petstore_domain::key_admin::{
+    self as keys, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey,
+};
 
 /// The target of the audit log: one line per change made through the admin API.
 pub const AUDIT_LOG: &str = "petstore::audit";

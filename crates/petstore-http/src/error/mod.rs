@@ -12,6 +12,7 @@ use std::time::Duration;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{ConnectionType, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
+use petstore_domain::key_admin::KeyAdminError;
 use petstore_domain::{
     OrderStatus, PetStatus, RateLimits, StorageError, StorageErrorKind, ValidationError,
 };
@@ -183,6 +184,19 @@ fn storage_message(error: &StorageError) -> &'static str {
             "the service cannot store anything now (its storage is full); reads still work"
         }
         StorageErrorKind::Failed => INTERNAL,
+    }
+}
+
+/// A key operation's failure (admin API): a validation or storage failure like anywhere else,
+/// the key's own with their codes.
+impl From<KeyAdminError> for ApiError {
+    fn from(error: KeyAdminError) -> Self {
+        match error {
+            KeyAdminError::NotFound(id) => Self::KeyNotFound(id),
+            KeyAdminError::Revoked(id) => Self::KeyRevoked(id),
+            KeyAdminError::Invalid(invalid) => Self::Validation(invalid),
+            KeyAdminError::Storage(storage) => Self::Storage(storage),
+        }
     }
 }
 

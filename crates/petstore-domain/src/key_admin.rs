@@ -7,15 +7,13 @@
 use std::borrow::Cow;
 use std::time::Duration;
 
-use petstore_domain::{
+use serde::Serialize;
+
+use crate::key::{KeyUpdate, LAST_TIME, validate_label};
+use crate::{
     ApiKey, ApiKeySecret, KeyListQuery, KeySpec, Page, Plan, RateLimits, Scope, Storage,
     StorageError, ValidationError,
-    key::{KeyUpdate, LAST_TIME, validate_label},
 };
-use serde::Serialize;
-use utoipa::ToSchema;
-
-use crate::error::ApiError;
 
 /// Why a key operation did nothing.
 #[derive(Debug, thiserror::Error)]
@@ -32,19 +30,6 @@ pub enum KeyAdminError {
     /// The storage failed.
     #[error(transparent)]
     Storage(#[from] StorageError),
-}
-
-/// The admin API's answer to a key operation's failure: a validation or storage failure like
-/// anywhere else, the key's own with their codes.
-impl From<KeyAdminError> for ApiError {
-    fn from(error: KeyAdminError) -> Self {
-        match error {
-            KeyAdminError::NotFound(id) => Self::KeyNotFound(id),
-            KeyAdminError::Revoked(id) => Self::KeyRevoked(id),
-            KeyAdminError::Invalid(invalid) => Self::Validation(invalid),
-            KeyAdminError::Storage(storage) => Self::Storage(storage),
-        }
-    }
 }
 
 /// A new key's attributes, as an operator gives them (not yet validated).
@@ -217,7 +202,8 @@ pub async fn unban(storage: &dyn Storage, id: i64) -> Result<ApiKey, KeyAdminErr
 
 /// A key as operators see it, never with its secret: what `keys show --format json` prints and
 /// what the admin API answers. Times are RFC 3339 (UTC), `null` when unset.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "camelCase")]
 pub struct KeyView {
     /// The key's id.
@@ -277,7 +263,8 @@ impl KeyView {
 }
 
 /// A key with its new secret, shown this once: what creating and rotating answer.
-#[derive(Debug, Clone, Serialize, ToSchema)]
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct IssuedKey {
     /// The key.
     #[serde(flatten)]
