@@ -98,8 +98,9 @@ install_missing psql postgresql-client
 install_missing taskset util-linux
 case ",$BACKENDS," in *,postgres,*) install_missing pgbench postgresql ;; esac
 
-cargo build --release --quiet --bin petstore --example ceiling --example pg_floor \
-  --example sqlite_floor
+# The program and, from petstore-http, the ceiling and the floors: one build.
+cargo build --release --quiet -p petstore -p petstore-http --bin petstore --example ceiling \
+  --example pg_floor --example sqlite_floor
 # PETSTORE_BENCH_BIN measures another build of petstore (an earlier commit's, say) on the same
 # harness, floors and ceiling.
 BIN=${PETSTORE_BENCH_BIN:-$PWD/target/release/petstore}

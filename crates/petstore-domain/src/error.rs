@@ -1,5 +1,6 @@
 //! The domain's two error types: an input that breaks a rule ([`ValidationError`]), and a
-//! storage call that failed ([`StorageError`], whatever the backend).
+//! storage call that failed ([`StorageError`], whatever the backend); and [`Chain`], how any
+//! error is shown in a log line, with its causes.
 
 use std::borrow::Cow;
 use std::error::Error;
@@ -106,5 +107,22 @@ impl StorageError {
     /// The backend's error, for a caller that knows the backend (its tests, say).
     pub fn backend_error(&self) -> &(dyn Error + Send + Sync + 'static) {
         &*self.source
+    }
+}
+
+/// Displays an error and every error in its `source` chain, `outer: inner: innermost`, so that
+/// a log line says what failed all the way down.
+#[derive(Debug, Clone, Copy)]
+pub struct Chain<'a>(pub &'a (dyn Error + 'static));
+
+impl fmt::Display for Chain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)?;
+        let mut source = self.0.source();
+        while let Some(error) = source {
+            write!(f, ": {error}")?;
+            source = error.source();
+        }
+        Ok(())
     }
 }

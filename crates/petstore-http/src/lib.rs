@@ -6,7 +6,7 @@
 //! The crate talks to storage only through the domain's interface, `Arc<dyn Storage>`, wrapped
 //! in [`db::Database`]; it never names a backend. Modules depend one way, from the bottom up:
 //!
-//! - [`clock`], [`connection`], [`encode`], [`report`], [`sunset`]: leaves; then [`telemetry`]
+//! - [`clock`], [`connection`], [`encode`], [`sunset`]: leaves; then [`telemetry`]
 //!   (logging, request ids, metric names and the Prometheus recorder).
 //! - [`ratelimit`]: the limiter's headers and the client address behind proxies; knows no keys
 //!   and no storage.
@@ -35,7 +35,6 @@ pub mod idempotency;
 pub mod links;
 mod middleware;
 pub mod ratelimit;
-pub mod report;
 pub mod routes;
 pub mod state;
 pub mod sunset;

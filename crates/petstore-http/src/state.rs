@@ -11,10 +11,10 @@ use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
 use crate::config::{Config, CorsOrigins, IdempotencySettings, RateLimitConfig};
 use crate::db::Database;
+use crate::error::Chain;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
 use crate::ratelimit::{HeaderCache, Limiter, RedisCounters, TrustedProxies};
-use crate::report::Chain;
 use crate::telemetry::metric::{Exporter, RequestMetrics};
 
 /// How many valid keys the key cache holds at most (and as many tokens known not to be keys).

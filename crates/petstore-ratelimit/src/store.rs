@@ -63,27 +63,20 @@ impl CounterError {
     }
 }
 
+/// What counting (or reading) a subject's requests found, or why the store could not tell.
+pub type Counted = Result<Hit, CounterError>;
+
 /// Where counters live. Each call is atomic for its subject: concurrent calls never count more
 /// than the limits between them.
 #[async_trait(?Send)]
 pub trait CounterStore: Send + Sync + 'static {
     /// Counts one request for `subject` at `now` (Unix seconds) if both windows of `limits`
     /// have room; refusals are counted too, per minute. A banned subject is not counted.
-    async fn hit(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError>;
+    async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted;
 
     /// What [`Self::hit`] would find, without counting anything: the subject's counts now (its
     /// ban, if banned). For the rate-limit status, which spends nothing.
-    async fn peek(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError>;
+    async fn peek(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted;
 
     /// Whether the store answers now, readying what requests will use (a start-up check; in
     /// memory, always).
@@ -103,16 +96,4 @@ pub trait CounterStore: Send + Sync + 'static {
         ban: Option<Ban>,
         now: u64,
     ) -> Result<Option<Ban>, CounterError>;
-}
-
-/// `error` and its sources, as one line: `outer: cause: root cause`.
-pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    line
 }

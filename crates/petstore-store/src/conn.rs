@@ -56,24 +56,20 @@ impl<T, F> Op<T> for F where
 /// (`BEGIN IMMEDIATE`) holding the whole database already.
 macro_rules! run {
     ($conn:expr, locked $method:ident, $query:expr) => {
-        match $conn {
-            #[cfg(feature = "sqlite")]
-            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
-            #[cfg(feature = "postgres")]
-            $crate::conn::Conn::Postgres { conn, .. } => {
-                let mut shared: &diesel_async::AsyncPgConnection = conn;
-                on_postgres!($method, diesel::QueryDsl::for_update($query), &mut shared)
-            }
-        }
+        run!(@on $conn, $method, $query, diesel::QueryDsl::for_update($query))
     };
     ($conn:expr, $method:ident, $query:expr) => {
+        run!(@on $conn, $method, $query, $query)
+    };
+    // The query as SQLite runs it, and as PostgreSQL does.
+    (@on $conn:expr, $method:ident, $sqlite:expr, $postgres:expr) => {
         match $conn {
             #[cfg(feature = "sqlite")]
-            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
+            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($sqlite, &mut **c),
             #[cfg(feature = "postgres")]
             $crate::conn::Conn::Postgres { conn, .. } => {
                 let mut shared: &diesel_async::AsyncPgConnection = conn;
-                on_postgres!($method, $query, &mut shared)
+                on_postgres!($method, $postgres, &mut shared)
             }
         }
     };

@@ -143,16 +143,3 @@ impl From<StoreError> for StorageError {
         StorageError::new(error.kind(), error)
     }
 }
-
-/// `error` and its sources, as one line: `outer: cause: root cause`.
-#[cfg(feature = "postgres")]
-pub(crate) fn chain(error: &(dyn Error + 'static)) -> String {
-    let mut line = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        line.push_str(": ");
-        line.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    line
-}

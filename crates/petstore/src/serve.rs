@@ -207,7 +207,7 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
             Ok(())
         }
         Err(error) => {
-            let reason = petstore_http::report::Chain(&error).to_string();
+            let reason = petstore_http::error::Chain(&error).to_string();
             // Told by its words: `redis`'s cluster client keeps only the text of a node's
             // error, so rustls's typed error is not there to match for a cluster.
             let lower = reason.to_ascii_lowercase();

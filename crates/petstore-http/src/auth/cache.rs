@@ -2,19 +2,21 @@
 //! period, not one per request.
 
 use std::fmt;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
 use std::time::{Duration, Instant};
 
 use quick_cache::sync::Cache;
 
 use super::ApiClient;
 
-/// What the key cache files a key under: 128 bits of two SipHash functions keyed at random when
-/// the cache is built. Computing it costs a small fraction of the key's SHA-256 (the stored
-/// hash), which a request therefore only pays on a cache miss; and like that hash it does not
-/// reveal the secret, while no one outside the process can aim a collision at it.
+/// What the key cache files a token's lookup under, and all it compares: the token's keyed
+/// BLAKE3 hash, 256 bits, keyed at random when the cache is built. A hit therefore means the
+/// presented token has the same 256-bit cryptographic hash as the one looked up (as strong a
+/// check as comparing SHA-256s), which no one outside the process can compute or aim a
+/// collision at, and which does not reveal the secret. One hash per request, a fraction of the
+/// cost of the key's SHA-256 (the stored hash), which a request pays only on a cache miss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct KeyFingerprint(u64, u64);
+pub struct KeyFingerprint([u8; 32]);
 
 /// Recent key lookups, positive and negative, each trusted for `ttl`. Revoking a key therefore
 /// takes effect on every instance within `ttl`.
@@ -27,25 +29,15 @@ pub struct KeyFingerprint(u64, u64);
 /// can aim: the caches hash them with a fast hash rather than a second SipHash.
 pub struct KeyCache {
     ttl: Duration,
-    seeds: (RandomState, RandomState),
+    /// The fingerprints' key, random, never out of the process.
+    secret: [u8; 32],
     /// `None`: caching is off (a zero TTL or capacity).
     sides: Option<Sides>,
 }
 
 struct Sides {
-    valid: Cache<KeyFingerprint, (ApiClient, Digest, Instant)>,
+    valid: Cache<KeyFingerprint, (ApiClient, Instant)>,
     invalid: Cache<KeyFingerprint, Instant>,
-}
-
-/// The SHA-256 of a presented token, which a valid key's entry is kept with: a hit on its
-/// fingerprint alone (128 bits) is not trusted with a key's rights; the token must hash to it
-/// too.
-pub type Digest = [u8; 32];
-
-/// The SHA-256 of `token`.
-pub fn digest(token: &[u8]) -> Digest {
-    use sha2::Digest as _;
-    sha2::Sha256::digest(token).into()
 }
 
 impl fmt::Debug for KeyCache {
@@ -60,9 +52,18 @@ impl KeyCache {
     /// A cache trusting lookups for `ttl` (zero disables it), holding at most `capacity` valid
     /// keys and as many invalid tokens.
     pub fn new(ttl: Duration, capacity: usize) -> Self {
+        let mut secret = [0u8; 32];
+        if getrandom::fill(&mut secret).is_err() {
+            // Without the operating system's random source, the standard library's randomly
+            // keyed hasher (128 bits of key) stands in: unpredictable from outside all the same.
+            let seeds = std::hash::RandomState::new();
+            for (word, chunk) in secret.chunks_exact_mut(8).enumerate() {
+                chunk.copy_from_slice(&seeds.hash_one(word).to_le_bytes());
+            }
+        }
         Self {
             ttl,
-            seeds: (RandomState::new(), RandomState::new()),
+            secret,
             sides: (!ttl.is_zero() && capacity > 0).then(|| Sides {
                 valid: Cache::new(capacity),
                 invalid: Cache::new(capacity),
@@ -72,24 +73,22 @@ impl KeyCache {
 
     /// The fingerprint of a presented key, under which its lookups are cached.
     pub fn fingerprint(&self, token: &[u8]) -> KeyFingerprint {
-        KeyFingerprint(self.seeds.0.hash_one(token), self.seeds.1.hash_one(token))
+        KeyFingerprint(*blake3::keyed_hash(&self.secret, token).as_bytes())
     }
 
-    /// The cached answer for `token`, filed under `fingerprint`: `Some(None)` means "known not
-    /// to be a valid key". A valid key's entry answers only a token with the same SHA-256 as
-    /// the one it was looked up with; any other token finds nothing (and is looked up).
-    pub fn get(&self, fingerprint: KeyFingerprint, token: &[u8]) -> Option<Option<ApiClient>> {
+    /// The cached answer for the token whose fingerprint is `fingerprint`: `Some(None)` means
+    /// "known not to be a valid key".
+    pub fn get(&self, fingerprint: KeyFingerprint) -> Option<Option<ApiClient>> {
         let sides = self.sides.as_ref()?;
-        if let Some((client, stored, fetched)) = sides.valid.get(&fingerprint) {
-            return (fetched.elapsed() < self.ttl && digest(token) == stored)
-                .then_some(Some(client));
+        if let Some((client, fetched)) = sides.valid.get(&fingerprint) {
+            return (fetched.elapsed() < self.ttl).then_some(Some(client));
         }
         let fetched = sides.invalid.get(&fingerprint)?;
         (fetched.elapsed() < self.ttl).then_some(None)
     }
 
-    /// Records the lookup of `token`, filed under `fingerprint`.
-    pub fn put(&self, fingerprint: KeyFingerprint, token: &[u8], key: Option<ApiClient>) {
+    /// Records the lookup of the token whose fingerprint is `fingerprint`.
+    pub fn put(&self, fingerprint: KeyFingerprint, key: Option<ApiClient>) {
         let Some(sides) = &self.sides else {
             return;
         };
@@ -97,9 +96,7 @@ impl KeyCache {
         match key {
             Some(client) => {
                 sides.invalid.remove(&fingerprint);
-                sides
-                    .valid
-                    .insert(fingerprint, (client, digest(token), now));
+                sides.valid.insert(fingerprint, (client, now));
             }
             None => {
                 sides.valid.remove(&fingerprint);
@@ -186,23 +183,32 @@ mod tests {
 
     /// Records `token`'s lookup under its own fingerprint.
     fn put(cache: &KeyCache, token: String, key: Option<ApiClient>) {
-        cache.put(cache.fingerprint(token.as_bytes()), token.as_bytes(), key);
+        cache.put(cache.fingerprint(token.as_bytes()), key);
     }
 
     /// Asks for `token` under its own fingerprint.
     fn get(cache: &KeyCache, token: String) -> Option<Option<ApiClient>> {
-        cache.get(cache.fingerprint(token.as_bytes()), token.as_bytes())
+        cache.get(cache.fingerprint(token.as_bytes()))
     }
 
     #[test]
-    fn a_valid_key_is_answered_only_to_a_token_with_its_sha256() {
+    fn a_valid_key_is_answered_only_to_a_token_with_its_whole_256_bit_fingerprint() {
         let cache = KeyCache::new(Duration::from_secs(60), 10);
         let (a, b) = (numbered(&cache, 1), numbered(&cache, 2));
         let filed = cache.fingerprint(a.as_bytes());
-        cache.put(filed, a.as_bytes(), Some(client(1)));
-        assert!(matches!(cache.get(filed, a.as_bytes()), Some(Some(_))));
-        // Another token under the same fingerprint (a collision) finds nothing.
-        assert!(cache.get(filed, b.as_bytes()).is_none());
+        cache.put(filed, Some(client(1)));
+        assert!(matches!(get(&cache, a), Some(Some(_))));
+        assert!(get(&cache, b).is_none());
+        // A fingerprint equal to the filed one in its first 128 bits (what the cache used to
+        // trust) but not in the rest finds nothing.
+        let mut near = filed.0;
+        near[31] ^= 1;
+        assert!(cache.get(KeyFingerprint(near)).is_none());
+        // The fingerprint is the keyed BLAKE3 of the token: 256 bits of it.
+        assert_eq!(
+            filed.0,
+            *blake3::keyed_hash(&cache.secret, numbered(&cache, 1).as_bytes()).as_bytes()
+        );
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl Authenticator {
     /// (malformed, unknown, revoked, expired, or a rotated-out secret past its grace period).
     /// `None`: ask the storage ([`Self::look_up`]). Expiry is checked on every request.
     pub fn cached(&self, credentials: Credentials<'_>, now: u64) -> Option<Option<ApiClient>> {
-        let cached = self.cache.get(credentials.fingerprint, credentials.token);
+        let cached = self.cache.get(credentials.fingerprint);
         let result = if cached.is_some() { "hit" } else { "miss" };
         self.lookups
             .get(
@@ -197,8 +197,7 @@ impl Authenticator {
             .call("find_active_key", |storage| storage.find_active_key(&hash))
             .await?
             .map(ApiClient::new);
-        self.cache
-            .put(credentials.fingerprint, credentials.token, found.clone());
+        self.cache.put(credentials.fingerprint, found.clone());
         Ok(found)
     }
 }

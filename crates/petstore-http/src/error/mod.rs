@@ -20,7 +20,7 @@ use petstore_domain::{
 pub use body::{ErrorObject, default_retry_after, error_response};
 pub use code::{ErrorCode, status_of};
 
-pub use crate::report::Chain;
+pub use petstore_domain::error::Chain;
 use petstore_ratelimit::LimitError;
 
 type BoxError = Box<dyn Error + Send + Sync>;

@@ -12,12 +12,12 @@ use petstore_domain::{Ban, RateDecision, RateLimits, async_trait};
 use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials};
 use crate::error::ApiError;
+use crate::error::Chain;
 use crate::ratelimit::headers;
 use crate::ratelimit::{
     Account, BanInForce, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Verdict,
     client_address,
 };
-use crate::report::Chain;
 use crate::state::AppState;
 
 /// Identifies the caller (a valid key, else the client address), counts the request as the

@@ -28,7 +28,7 @@ fn allowed(hit: &Hit) -> bool {
 /// The reason a `PING` failed, all of it.
 async fn refusal(counters: &RedisCounters) -> String {
     let error = counters.ping().await.expect_err("refused");
-    petstore_http::report::Chain(&error).to_string()
+    petstore_http::error::Chain(&error).to_string()
 }
 
 #[actix_web::test]

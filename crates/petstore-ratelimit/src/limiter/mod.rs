@@ -8,7 +8,8 @@ use petstore_domain::{Ban, BanPolicy, RateDecision, RateLimits, async_trait};
 use crate::policy::first_in_10_seconds;
 use crate::store::BoxError;
 use crate::{
-    AddressPolicy, CounterError, CounterStore, FailurePolicy, Hit, MemoryCounters, Subject, metric,
+    AddressPolicy, Counted, CounterError, CounterStore, FailurePolicy, Hit, MemoryCounters,
+    Subject, metric,
 };
 
 #[cfg(test)]
@@ -95,9 +96,9 @@ impl Limiter {
     /// A limiter counting in this process only.
     pub fn in_memory(bans: BanPolicy, anonymous: RateLimits, addresses: AddressPolicy) -> Self {
         let counters = MemoryCounters::new(bans.forgive_after_seconds, addresses.max_addresses);
-        Self::with_counters(
+        // Closed: memory does not fail, and needs no fallback.
+        Self::shared(
             Box::new(counters),
-            None,
             FailurePolicy::Closed,
             bans,
             anonymous,
@@ -115,24 +116,6 @@ impl Limiter {
     ) -> Self {
         let fallback = (on_failure == FailurePolicy::Open)
             .then(|| MemoryCounters::new(bans.forgive_after_seconds, addresses.max_addresses));
-        Self::with_counters(counters, fallback, on_failure, bans, anonymous, addresses)
-    }
-
-    /// Whether the counter store answers now, readying it for requests: for a start-up check
-    /// that tells a configuration that cannot work (a certificate refused) from a store that is
-    /// only down for now.
-    pub async fn ping(&self) -> Result<(), CounterError> {
-        self.counters.ping().await
-    }
-
-    fn with_counters(
-        counters: Box<dyn CounterStore>,
-        fallback: Option<MemoryCounters>,
-        on_failure: FailurePolicy,
-        bans: BanPolicy,
-        anonymous: RateLimits,
-        addresses: AddressPolicy,
-    ) -> Self {
         Self {
             counters,
             fallback,
@@ -143,6 +126,13 @@ impl Limiter {
             failures: AtomicU64::new(0),
             last_warning: AtomicU64::new(0),
         }
+    }
+
+    /// Whether the counter store answers now, readying it for requests: for a start-up check
+    /// that tells a configuration that cannot work (a certificate refused) from a store that is
+    /// only down for now.
+    pub async fn ping(&self) -> Result<(), CounterError> {
+        self.counters.ping().await
     }
 
     /// The subject a request from `ip` without a valid key is counted against.
@@ -285,12 +275,7 @@ impl Limiter {
 
     /// Counts in the counter store, or in the fallback while it fails (fail open); an address
     /// banned in the fallback ([`Self::fallback_ban`]) is not counted.
-    async fn hit(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         if let Some(ban) = self.fallback_ban(subject, now) {
             return Ok(Hit::Banned(ban));
         }
@@ -349,7 +334,7 @@ impl Limiter {
             };
             log::warn!(
                 "{}; {action} ({failures} failures so far)",
-                crate::store::chain(error)
+                petstore_domain::error::Chain(error)
             );
         }
     }

@@ -27,21 +27,11 @@ struct BanStartFails(MemoryCounters);
 
 #[async_trait(?Send)]
 impl CounterStore for BanStartFails {
-    async fn hit(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         self.0.hit(subject, limits, now).await
     }
 
-    async fn peek(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn peek(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         self.0.peek(subject, limits, now).await
     }
 

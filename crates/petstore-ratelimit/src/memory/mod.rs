@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use petstore_domain::{Ban, Counts, RateLimits, Window, async_trait};
 
 use crate::policy::first_in_10_seconds;
-use crate::{CounterError, CounterStore, Hit, Subject};
+use crate::{Counted, CounterError, CounterStore, Hit, Subject};
 
 const SHARDS: usize = 16;
 /// A shard is swept of expired entries every this many requests.
@@ -352,21 +352,11 @@ fn peek(entry: &Entry, limits: RateLimits, now: u64) -> Hit {
 
 #[async_trait(?Send)]
 impl CounterStore for MemoryCounters {
-    async fn peek(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn peek(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         Ok(self.peek_now(subject, limits, now))
     }
 
-    async fn hit(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         Ok(self.hit_now(subject, limits, now))
     }
 

@@ -28,7 +28,7 @@ use redis::aio::ConnectionManagerConfig;
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use tokio::sync::oneshot;
 
-use crate::{CounterError, CounterStore, Hit, Subject};
+use crate::{Counted, CounterError, CounterStore, Subject};
 
 use batch::numbered;
 use batch::{Counting, Pending};
@@ -170,12 +170,7 @@ impl RedisCounters {
 
     /// Queues one request's hit, starting a task to send the queue if none is at it, and waits
     /// for its answer, at most the timeout.
-    async fn hit_batched(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn hit_batched(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         let (answer, answered) = oneshot::channel();
         let start_sending = {
             let mut queue = self.counting.lock_queue();
@@ -199,12 +194,7 @@ impl RedisCounters {
     }
 
     /// The status peek: [`PEEK`] for one subject, in a round trip of its own.
-    async fn peek_inner(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn peek_inner(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         let mut invocation = self.peek.prepare_invoke();
         self.counting
             .add_subject(&mut invocation, subject, limits, now, 1);
@@ -256,21 +246,11 @@ impl CounterStore for RedisCounters {
         self.ping_inner().await
     }
 
-    async fn hit(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         self.hit_batched(subject, limits, now).await
     }
 
-    async fn peek(
-        &self,
-        subject: Subject,
-        limits: RateLimits,
-        now: u64,
-    ) -> Result<Hit, CounterError> {
+    async fn peek(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
         self.peek_inner(subject, limits, now).await
     }
 

@@ -3,6 +3,7 @@
 use super::batch::*;
 use super::script::*;
 use super::*;
+use crate::Hit;
 use petstore_domain::{Ban, Counts};
 
 fn counts(allowed: bool, minute_used: u32, day_used: u32, rejected: u32) -> Counts {

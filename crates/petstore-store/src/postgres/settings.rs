@@ -80,7 +80,7 @@ impl PgSettings {
         let mut config = tokio_postgres::Config::from_str(&url).map_err(|error| {
             StoreError::Config(format!(
                 "the database URL is not usable: {}",
-                crate::error::chain(&error)
+                petstore_domain::error::Chain(&error)
             ))
         })?;
 
@@ -178,7 +178,7 @@ impl PgSettings {
             format!(
                 "connecting with sslmode={}: {}",
                 self.mode.as_str(),
-                crate::error::chain(&error)
+                petstore_domain::error::Chain(&error)
             )
             .into(),
         )
@@ -262,9 +262,11 @@ mod tests {
                 Err(error) => error,
             };
             assert!(
-                crate::error::chain(&error).contains(named),
+                petstore_domain::error::Chain(&error)
+                    .to_string()
+                    .contains(named),
                 "{url}: {}",
-                crate::error::chain(&error)
+                petstore_domain::error::Chain(&error)
             );
         }
     }
