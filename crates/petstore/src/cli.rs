@@ -8,7 +8,8 @@ use petstore_domain::{BanPolicy, Plan, Scope};
 use petstore_store::StoreConfig;
 
 use crate::logging::LogFormat;
-use petstore_http::config::{Config, CorsOrigins, HttpSettings, MetricsEndpoint, RateLimitConfig};
+use crate::serve::{MetricsEndpoint, ServeConfig};
+use petstore_http::config::{Config, CorsOrigins, HttpSettings, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
 
 /// The Animal Store Service.
@@ -499,27 +500,14 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The server's [`Config`].
-    pub fn into_config(self) -> Config {
-        Config {
-            bind: self.bind,
-            workers: self.workers.map(usize::from),
-            bootstrap_key: self.bootstrap_key,
-            migrate: !self.no_migrate,
+    /// The server's [`ServeConfig`].
+    pub fn into_config(self) -> ServeConfig {
+        let app = Config {
             key_cache_ttl: self.key_cache_ttl,
             client_body_timeout: self.client_body_timeout,
-            shutdown_delay: self.shutdown_delay,
-            shutdown_timeout: self.shutdown_timeout,
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             cors: self.cors_allowed_origins,
             idempotency_retention: self.idempotency_retention,
-            metrics: match (self.metrics, self.metrics_bind, &self.admin_bind) {
-                (false, _, _) => MetricsEndpoint::Off,
-                (true, Some(addr), _) => MetricsEndpoint::Separate(addr),
-                (true, None, Some(_)) => MetricsEndpoint::Admin,
-                (true, None, None) => MetricsEndpoint::Main,
-            },
-            admin_bind: self.admin_bind,
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 ca_file: self.rate_limit_ca_file,
@@ -538,6 +526,22 @@ impl ServeArgs {
                     max_addresses: self.rate_limit_max_clients,
                 },
             },
+        };
+        ServeConfig {
+            app,
+            bind: self.bind,
+            workers: self.workers.map(usize::from),
+            bootstrap_key: self.bootstrap_key,
+            migrate: !self.no_migrate,
+            shutdown_delay: self.shutdown_delay,
+            shutdown_timeout: self.shutdown_timeout,
+            metrics: match (self.metrics, self.metrics_bind, &self.admin_bind) {
+                (false, _, _) => MetricsEndpoint::Off,
+                (true, Some(addr), _) => MetricsEndpoint::Separate(addr),
+                (true, None, Some(_)) => MetricsEndpoint::Admin,
+                (true, None, None) => MetricsEndpoint::Main,
+            },
+            admin_bind: self.admin_bind,
         }
     }
 }
@@ -564,7 +568,7 @@ mod tests {
         // Debug output, since the configs hold types without `PartialEq` (the proxies' list).
         assert_eq!(
             format!("{:?}", args.into_config()),
-            format!("{:?}", Config::new())
+            format!("{:?}", ServeConfig::new())
         );
         assert_eq!(
             format!("{:?}", cli.database.store_config(true)),

@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use petstore_store::{Backend, Store, StoreConfig};
 
-pub use serve::serve;
+pub use serve::{MetricsEndpoint, ServeConfig, serve};
 
 use cli::{Cli, Command, HealthArgs, MigrateArgs, MigrateCommand, ServeFromEnvironment};
 
@@ -213,10 +213,7 @@ fn open_store(config: &StoreConfig, keep_warm: bool) -> Result<Store, Box<dyn Er
     Ok(Store::open(&config)?)
 }
 
-fn serve_blocking(
-    config: petstore_http::config::Config,
-    store: StoreConfig,
-) -> Result<(), Box<dyn Error>> {
+fn serve_blocking(config: serve::ServeConfig, store: StoreConfig) -> Result<(), Box<dyn Error>> {
     actix_web::rt::System::new().block_on(serve(config, store))
 }
 

@@ -14,14 +14,76 @@ use petstore_store::{Backend, Store, StoreConfig};
 
 use crate::open_store;
 use petstore_http::app::{admin_app, app, metrics_app};
-use petstore_http::config::{Config, MetricsEndpoint};
+use petstore_http::config::Config;
 use petstore_http::connection::Connection;
 use petstore_http::state::AppState;
 use petstore_http::telemetry::metric::{self, Exporter};
 
+/// What `petstore serve` runs with: the application's settings, and the listeners around it.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    /// The application's settings.
+    pub app: Config,
+    /// Address to listen on (`host:port`; port 0 picks a free one).
+    pub bind: String,
+    /// Worker threads; `None` for one per CPU.
+    pub workers: Option<usize>,
+    /// Create and print a free-plan key when no key exists yet.
+    pub bootstrap_key: bool,
+    /// Apply pending migrations at start-up; without, refuse to start while any is pending.
+    pub migrate: bool,
+    /// On SIGTERM/SIGINT, how long to keep serving with `/readyz` answering `503` before the
+    /// listener closes, so load balancers stop sending first.
+    pub shutdown_delay: Duration,
+    /// Then, how long in-flight requests may take to finish.
+    pub shutdown_timeout: Duration,
+    /// Where `GET /metrics` is served.
+    pub metrics: MetricsEndpoint,
+    /// Address of the admin listener (`/admin/v1`, and `/metrics` unless they have a listener
+    /// of their own); `None`: no admin API.
+    pub admin_bind: Option<String>,
+}
+
+impl ServeConfig {
+    /// The defaults of `petstore serve` (see `--help`).
+    pub fn new() -> Self {
+        Self {
+            app: Config::new(),
+            bind: "127.0.0.1:8080".into(),
+            workers: None,
+            bootstrap_key: true,
+            migrate: true,
+            shutdown_delay: Duration::from_secs(5),
+            shutdown_timeout: Duration::from_secs(30),
+            metrics: MetricsEndpoint::Main,
+            admin_bind: None,
+        }
+    }
+}
+
+impl Default for ServeConfig {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Where the Prometheus metrics are served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MetricsEndpoint {
+    /// At `/metrics` on the API's listener.
+    Main,
+    /// At `/metrics` on a listener of their own, at this address (`host:port`): keeps them off
+    /// the public network.
+    Separate(String),
+    /// At `/metrics` on the admin listener (`--admin-bind`), off the public one.
+    Admin,
+    /// Not recorded, not served.
+    Off,
+}
+
 /// Runs the server on the storage `store` names until SIGINT or SIGTERM, then stops accepting,
 /// lets in-flight requests finish (up to 30 s) and returns.
-pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Error>> {
+pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dyn Error>> {
     raise_open_files_limit();
     // Explicit, so that the storage divides its connections among as many workers as run.
     let workers = config.workers.unwrap_or_else(|| {
@@ -90,11 +152,11 @@ pub async fn serve(config: Config, store: StoreConfig) -> Result<(), Box<dyn Err
     if config.bootstrap_key {
         bootstrap_key(storage.as_ref(), &config).await?;
     }
-    let mut state = AppState::new(&config, storage.clone())?;
+    let mut state = AppState::new(&config.app, storage.clone())?;
     if let (Some(exporter), MetricsEndpoint::Main) = (&exporter, &config.metrics) {
         state = state.with_metrics(exporter.clone());
     }
-    match &config.rate_limit.redis_url {
+    match &config.app.rate_limit.redis_url {
         Some(url) => check_redis(&state, url).await?,
         None => log::info!("rate limits counted in this process"),
     }
@@ -342,7 +404,7 @@ fn raise_open_files_limit() {
 /// output is a terminal, where it is printed once with a ready curl line. Anywhere else
 /// (a container, a service manager) output is kept in logs, which must never hold a key: no key
 /// is created, and the log says how to make one.
-async fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box<dyn Error>> {
+async fn bootstrap_key(storage: &dyn Storage, config: &ServeConfig) -> Result<(), Box<dyn Error>> {
     if !storage.list_keys().await?.is_empty() {
         return Ok(());
     }
@@ -356,9 +418,9 @@ async fn bootstrap_key(storage: &dyn Storage, config: &Config) -> Result<(), Box
     }
     let spec = KeySpec::new(Plan::Free, "bootstrap", None)?;
     let (key, secret) = storage.create_key(&spec).await?;
-    let base = match config.http.public_base_url() {
+    let base = match config.app.http.public_base_url() {
         Some(url) => url.to_owned(),
-        None => format!("http://{}{}", config.bind, config.http.base_path()),
+        None => format!("http://{}{}", config.bind, config.app.http.base_path()),
     };
     log::info!(
         "no API key existed: created free-plan key {} ({}), shown on the terminal once",

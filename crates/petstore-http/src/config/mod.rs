@@ -9,37 +9,20 @@ use petstore_domain::{BanPolicy, Plan, RateLimits};
 
 use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
 
-/// Everything the server needs but its storage.
+/// Everything the application needs but its storage. Where it listens, with how many workers,
+/// and how it starts and stops are the program's (`petstore`'s `ServeConfig`).
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Address to listen on (`host:port`; port 0 picks a free one).
-    pub bind: String,
-    /// Worker threads; `None` for one per CPU.
-    pub workers: Option<usize>,
-    /// Create and print a free-plan key when no key exists yet.
-    pub bootstrap_key: bool,
-    /// Apply pending migrations at start-up; without, refuse to start while any is pending.
-    pub migrate: bool,
     /// How long a key lookup is trusted (revocations take effect within this).
     pub key_cache_ttl: Duration,
     /// How long a request body may take to arrive once its headers have (then `408`).
     pub client_body_timeout: Duration,
-    /// On SIGTERM/SIGINT, how long to keep serving with `/readyz` answering `503` before the
-    /// listener closes, so load balancers stop sending first.
-    pub shutdown_delay: Duration,
-    /// Then, how long in-flight requests may take to finish.
-    pub shutdown_timeout: Duration,
     /// Paths and links.
     pub http: HttpSettings,
     /// Browser origins allowed to call the API (CORS); empty: CORS off.
     pub cors: CorsOrigins,
     /// Rate limiting.
     pub rate_limit: RateLimitConfig,
-    /// Where `GET /metrics` is served.
-    pub metrics: MetricsEndpoint,
-    /// Address of the admin listener (`/admin/v1`, and `/metrics` unless they have a listener
-    /// of their own); `None`: no admin API.
-    pub admin_bind: Option<String>,
     /// How long `Idempotency-Key` records are kept (and a key cannot be reused for another
     /// request).
     pub idempotency_retention: Duration,
@@ -49,19 +32,11 @@ impl Config {
     /// The defaults of `petstore serve` (see `--help`).
     pub fn new() -> Self {
         Self {
-            bind: "127.0.0.1:8080".into(),
-            workers: None,
-            bootstrap_key: true,
-            migrate: true,
             key_cache_ttl: Duration::from_secs(5),
             client_body_timeout: Duration::from_secs(10),
-            shutdown_delay: Duration::from_secs(5),
-            shutdown_timeout: Duration::from_secs(30),
             http: HttpSettings::new("/v1", None),
             cors: CorsOrigins::default(),
             rate_limit: RateLimitConfig::default(),
-            metrics: MetricsEndpoint::Main,
-            admin_bind: None,
             idempotency_retention: Duration::from_secs(24 * 3600),
         }
     }
@@ -92,20 +67,6 @@ impl Default for IdempotencySettings {
             lease: Duration::from_secs(60),
         }
     }
-}
-
-/// Where the Prometheus metrics are served.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MetricsEndpoint {
-    /// At `/metrics` on the API's listener.
-    Main,
-    /// At `/metrics` on a listener of their own, at this address (`host:port`): keeps them off
-    /// the public network.
-    Separate(String),
-    /// At `/metrics` on the admin listener (`--admin-bind`), off the public one.
-    Admin,
-    /// Not recorded, not served.
-    Off,
 }
 
 /// The browser origins allowed to call the API, from `--cors-allowed-origins`: a comma-separated
