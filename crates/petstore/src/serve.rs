@@ -13,6 +13,7 @@ use petstore_domain::{KeySpec, Plan, Storage};
 use petstore_store::{Backend, Store, StoreConfig};
 
 use crate::open_store;
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use petstore_http::app::{admin_app, app, metrics_app};
 use petstore_http::config::Config;
 use petstore_http::connection::Connection;
@@ -218,10 +219,25 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     Ok(())
 }
 
-/// Installs the metrics recorder, records the build's information and keeps the histograms
-/// folded (every few seconds, on this runtime).
+/// Latency buckets, in seconds: half a millisecond to ten seconds.
+const SECONDS: [f64; 14] = [
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+
+/// How often recorded histogram samples are folded into their buckets.
+const UPKEEP_EVERY: Duration = Duration::from_secs(5);
+
+/// Installs the process-wide Prometheus recorder (histograms in seconds get latency buckets,
+/// the storage's others its own), describes every crate's metrics, records the build's
+/// information and keeps the histograms folded (every few seconds, on this runtime).
 fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
-    let handle = metric::install(&petstore_store::metrics::HISTOGRAM_BUCKETS)?;
+    let mut builder = PrometheusBuilder::new()
+        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS)?;
+    for (name, bounds) in petstore_store::metrics::HISTOGRAM_BUCKETS {
+        builder = builder.set_buckets_for_metric(Matcher::Full(name.into()), bounds)?;
+    }
+    let handle = builder.upkeep_timeout(UPKEEP_EVERY).install_recorder()?;
+    metric::describe();
     petstore_store::metrics::describe();
     metrics::gauge!(
         metric::BUILD_INFO,
@@ -234,7 +250,7 @@ fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
     let upkeep = exporter.clone();
     actix_web::rt::spawn(async move {
         loop {
-            actix_web::rt::time::sleep(metric::UPKEEP_EVERY).await;
+            actix_web::rt::time::sleep(UPKEEP_EVERY).await;
             upkeep.run_upkeep();
         }
     });

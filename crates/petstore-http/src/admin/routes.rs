@@ -100,14 +100,6 @@ impl FromQuery for KeyListQuery {
     }
 }
 
-fn parse_plan(text: &str) -> Result<Plan, ValidationError> {
-    text.parse()
-}
-
-fn parse_scope(text: &str) -> Result<Scope, ValidationError> {
-    text.parse()
-}
-
 fn parse_time(field: &'static str, text: &str) -> Result<i64, ValidationError> {
     humantime::parse_rfc3339_weak(text)
         .ok()
@@ -167,14 +159,14 @@ pub async fn create_key(
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let new = NewKey {
-        plan: Some(parse_plan(&body.plan)?),
+        plan: Some(body.plan.parse()?),
         label: body.label,
         per_minute: body.per_minute,
         per_day: body.per_day,
         scope: body
             .scope
             .as_deref()
-            .map(parse_scope)
+            .map(str::parse::<Scope>)
             .transpose()?
             .unwrap_or_default(),
         expires_at: body
@@ -292,10 +284,10 @@ pub async fn update_key(
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let change = KeyChange {
-        plan: body.plan.as_deref().map(parse_plan).transpose()?,
+        plan: body.plan.as_deref().map(str::parse::<Plan>).transpose()?,
         per_minute: body.per_minute,
         per_day: body.per_day,
-        scope: body.scope.as_deref().map(parse_scope).transpose()?,
+        scope: body.scope.as_deref().map(str::parse::<Scope>).transpose()?,
         label: body.label,
     };
     let key = state

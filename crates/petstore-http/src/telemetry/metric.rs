@@ -1,5 +1,6 @@
 //! Prometheus metrics: the names this crate records under (through the `metrics` facade, a
-//! no-op until [`install`] runs), their descriptions, and the recorder `GET /metrics` renders.
+//! no-op until the program installs a recorder), their descriptions ([`describe`]), and what
+//! `GET /metrics` renders ([`Exporter`]).
 //! `docs/operations.md` lists every metric with its labels and what to alert on.
 
 use std::borrow::Borrow;
@@ -7,10 +8,9 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::Hash;
 use std::sync::{Arc, PoisonError, RwLock};
-use std::time::Duration;
 
 use metrics::{Counter, Histogram, Unit, describe_counter, describe_gauge, describe_histogram};
-use metrics_exporter_prometheus::{BuildError, Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::PrometheusHandle;
 
 /// Requests answered: `route` (the template, `unmatched` for none), `method`, `status`.
 pub const HTTP_REQUESTS: &str = "petstore_http_requests_total";
@@ -39,30 +39,8 @@ pub const STORE_DEADLINES: &str = "petstore_store_deadline_exceeded_total";
 /// Always 1: `version`, `backend`.
 pub const BUILD_INFO: &str = "petstore_build_info";
 
-/// Latency buckets, in seconds: half a millisecond to ten seconds.
-const SECONDS: [f64; 14] = [
-    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
-];
-
-/// How often recorded histogram samples are folded into their buckets.
-pub const UPKEEP_EVERY: Duration = Duration::from_secs(5);
-
-/// Installs the process-wide recorder and describes this crate's metrics; the handle renders
-/// them. Histograms in seconds get latency buckets; `buckets` names the others (the storage's,
-/// which describes its own). The caller runs [`PrometheusHandle::run_upkeep`] every
-/// [`UPKEEP_EVERY`].
-pub fn install(buckets: &[(&str, &[f64])]) -> Result<PrometheusHandle, BuildError> {
-    let mut builder = PrometheusBuilder::new()
-        .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS)?;
-    for (name, bounds) in buckets {
-        builder = builder.set_buckets_for_metric(Matcher::Full((*name).into()), bounds)?;
-    }
-    let handle = builder.upkeep_timeout(UPKEEP_EVERY).install_recorder()?;
-    describe();
-    Ok(handle)
-}
-
-fn describe() {
+/// Describes this crate's metrics to the recorder the program installed.
+pub fn describe() {
     describe_counter!(
         HTTP_REQUESTS,
         "Requests answered, by route template, method and status."

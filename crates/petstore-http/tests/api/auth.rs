@@ -109,3 +109,47 @@ api_tests!(
     a_key_stops_working_once_revoked,
     the_bearer_scheme_is_case_insensitive,
 );
+
+/// `Authorization`: exactly one `Bearer` header carries a token (the scheme in any case, the
+/// token after one or more spaces).
+#[test]
+fn only_one_bearer_header_carries_a_token() {
+    use actix_web::http::header::{HeaderMap, HeaderValue};
+    use petstore_http::auth::bearer_token;
+    let headers = |values: &[&str]| {
+        let mut map = HeaderMap::new();
+        for value in values {
+            map.append(
+                header::AUTHORIZATION,
+                HeaderValue::from_str(value).expect("header value"),
+            );
+        }
+        map
+    };
+    let secret = ApiKeySecret::from_random_bytes([3; 32]);
+    let key = secret.expose().to_owned();
+    for good in [
+        format!("Bearer {key}"),
+        format!("bearer  {key}"),
+        format!("BEARER {key} "),
+    ] {
+        assert_eq!(
+            bearer_token(&headers(&[&good])),
+            Some(key.as_bytes()),
+            "{good:?}"
+        );
+    }
+    for bad in [
+        String::new(),
+        key.to_owned(),
+        format!("Basic {key}"),
+        format!("Bearer{key}"),
+        "Bearer ".to_owned(),
+        "Bearer    ".to_owned(),
+    ] {
+        assert_eq!(bearer_token(&headers(&[&bad])), None, "{bad:?}");
+    }
+    let twice = format!("Bearer {key}");
+    assert_eq!(bearer_token(&headers(&[&twice, &twice])), None);
+    assert_eq!(bearer_token(&HeaderMap::new()), None);
+}

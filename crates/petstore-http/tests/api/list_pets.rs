@@ -181,3 +181,47 @@ api_tests!(
     limit_bounds_are_1_and_100,
     bad_query_parameters_return_400_naming_the_parameter,
 );
+
+/// A page's pets are written by hand (`encode`), byte for byte as serde writes them.
+#[test]
+fn pets_encode_exactly_as_serde_does() {
+    use petstore_domain::{Pet, PetStatus};
+    use petstore_http::encode::EncodeJson;
+    fn encoded<T: EncodeJson + ?Sized>(value: &T) -> Vec<u8> {
+        let mut out = Vec::new();
+        value.encode_json(&mut out).expect("encodes");
+        out
+    }
+    let names = [
+        "Rex",
+        "",
+        "quote \" backslash \\ slash /",
+        "tab\tnewline\ncr\rnul\u{0}bell\u{7}del\u{7f}",
+        "ünïcødé 🐕 \u{2028}\u{2029}",
+        "</script>",
+    ];
+    let statuses = [PetStatus::Available, PetStatus::Pending, PetStatus::Sold];
+    let pets: Vec<Pet> = names
+        .iter()
+        .zip(statuses.iter().cycle())
+        .zip([0, 1, -1, i64::MAX, i64::MIN, 42])
+        .map(|((name, status), n)| Pet {
+            id: n,
+            name: (*name).to_owned(),
+            category_id: n.wrapping_neg(),
+            status: *status,
+        })
+        .collect();
+    for pet in &pets {
+        assert_eq!(
+            encoded(pet),
+            serde_json::to_vec(pet).expect("serialises"),
+            "{pet:?}"
+        );
+    }
+    assert_eq!(
+        encoded(pets.as_slice()),
+        serde_json::to_vec(&pets).expect("serialises")
+    );
+    assert_eq!(encoded(&[] as &[Pet]), b"[]");
+}
