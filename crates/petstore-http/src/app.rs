@@ -118,9 +118,9 @@ where
     Args: FromRequest + 'static,
     F::Output: Responder + 'static,
 {
-    web::resource(path)
-        .route(web::get().to(handler.clone()))
-        .route(web::head().to(handler))
+    routes::read(handler)
+        .into_iter()
+        .fold(web::resource(path), Resource::route)
         .default_service(web::to(routes::not_found))
 }
 

@@ -310,34 +310,32 @@ mod tests {
     #[test]
     fn ipv4_mapped_addresses_are_their_ipv4_addresses() {
         let spoof = [("x-forwarded-for", "198.51.100.9")];
-        // A dual-stack listener sees an IPv4 proxy as `::ffff:10.1.2.3`: still trusted.
-        assert_eq!(
-            address("10.0.0.0/8", "[::ffff:10.1.2.3]:5000", &spoof),
-            "198.51.100.9"
-        );
-        // A mapped proxy in the list is its IPv4 address.
-        assert_eq!(
-            address("::ffff:10.1.2.3", "10.1.2.3:5000", &spoof),
-            "198.51.100.9"
-        );
-        // An untrusted mapped peer is counted as its IPv4 address, and so is a mapped client.
-        assert_eq!(
-            address("10.0.0.0/8", "[::ffff:192.0.2.1]:5000", &spoof),
-            "192.0.2.1"
-        );
         let mapped = [("x-forwarded-for", "::ffff:198.51.100.9")];
-        assert_eq!(
-            address("10.0.0.0/8", "10.1.2.3:5000", &mapped),
-            "198.51.100.9"
-        );
-        assert_eq!(
-            address("::ffff:10.0.0.0/104", "10.1.2.3:5000", &spoof),
-            "198.51.100.9"
-        );
-        // Host bits in a block are ignored, as the prefix says.
-        assert_eq!(
-            address("10.9.9.9/8", "10.1.2.3:5000", &spoof),
-            "198.51.100.9"
-        );
+        // (trusted, peer, header, client)
+        let cases: [(&str, &str, &[(&str, &str)], &str); 6] = [
+            // A dual-stack listener sees an IPv4 proxy as `::ffff:10.1.2.3`: still trusted.
+            (
+                "10.0.0.0/8",
+                "[::ffff:10.1.2.3]:5000",
+                &spoof,
+                "198.51.100.9",
+            ),
+            // A mapped proxy in the list is its IPv4 address.
+            ("::ffff:10.1.2.3", "10.1.2.3:5000", &spoof, "198.51.100.9"),
+            // An untrusted mapped peer is counted as its IPv4 address, and so is a mapped client.
+            ("10.0.0.0/8", "[::ffff:192.0.2.1]:5000", &spoof, "192.0.2.1"),
+            ("10.0.0.0/8", "10.1.2.3:5000", &mapped, "198.51.100.9"),
+            (
+                "::ffff:10.0.0.0/104",
+                "10.1.2.3:5000",
+                &spoof,
+                "198.51.100.9",
+            ),
+            // Host bits in a block are ignored, as the prefix says.
+            ("10.9.9.9/8", "10.1.2.3:5000", &spoof, "198.51.100.9"),
+        ];
+        for (trusted, peer, headers, client) in cases {
+            assert_eq!(address(trusted, peer, headers), client, "{trusted} {peer}");
+        }
     }
 }

@@ -66,6 +66,9 @@ impl CounterError {
 /// What counting (or reading) a subject's requests found, or why the store could not tell.
 pub type Counted = Result<Hit, CounterError>;
 
+/// What starting a ban found: the ban already in force, if any (`None`: this call started it).
+pub type BanStarted = Result<Option<Ban>, CounterError>;
+
 /// Where counters live. Each call is atomic for its subject: concurrent calls never count more
 /// than the limits between them.
 #[async_trait(?Send)]
@@ -90,10 +93,5 @@ pub trait CounterStore: Send + Sync + 'static {
     /// not started while one is in force at `now` (requests counted together, or on several
     /// instances, cross the threshold together): nothing changes, and the ban in force is the
     /// answer. `None` when this call started it (for a key, always).
-    async fn start_ban(
-        &self,
-        subject: Subject,
-        ban: Option<Ban>,
-        now: u64,
-    ) -> Result<Option<Ban>, CounterError>;
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted;
 }

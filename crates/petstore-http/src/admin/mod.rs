@@ -9,11 +9,11 @@ mod routes;
 pub mod token;
 
 use actix_web::middleware::from_fn;
-use actix_web::web;
+use actix_web::{Route, web};
 
 pub use routes::AUDIT_LOG;
 
-use crate::routes::resource;
+use crate::routes::{and, read, resource};
 
 /// The admin API's base path.
 pub const ADMIN_BASE: &str = "/admin/v1";
@@ -21,55 +21,30 @@ pub const ADMIN_BASE: &str = "/admin/v1";
 /// Registers the admin API's route table (the same [`resource`] entries as the public API's):
 /// the keys, behind an admin token, and the document, which needs none.
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    let (post, patch) = (web::post, web::patch);
+    let path = format!("{ADMIN_BASE}/openapi.json");
     cfg.service(resource(
-        &format!("{ADMIN_BASE}/openapi.json"),
+        &path,
         "adminOpenapi",
         "GET, HEAD",
-        [
-            web::get().to(openapi::openapi_json),
-            web::head().to(openapi::openapi_json),
-        ],
-    ))
-    .service(
-        web::scope(&format!("{ADMIN_BASE}/keys"))
-            .wrap(from_fn(token::require_admin))
-            .service(resource(
-                "",
-                "listKeys",
-                "GET, HEAD, POST",
-                [
-                    web::get().to(routes::list_keys),
-                    web::head().to(routes::list_keys),
-                    web::post().to(routes::create_key),
-                ],
-            ))
-            .service(resource(
-                "/{keyId}",
-                "getKey",
-                "GET, HEAD, PATCH",
-                [
-                    web::get().to(routes::get_key),
-                    web::head().to(routes::get_key),
-                    web::patch().to(routes::update_key),
-                ],
-            ))
-            .service(resource(
-                "/{keyId}/rotate",
-                "rotateKey",
-                "POST",
-                [web::post().to(routes::rotate_key)],
-            ))
-            .service(resource(
-                "/{keyId}/revoke",
-                "revokeKey",
-                "POST",
-                [web::post().to(routes::revoke_key)],
-            ))
-            .service(resource(
-                "/{keyId}/unban",
-                "unbanKey",
-                "POST",
-                [web::post().to(routes::unban_key)],
-            )),
+        read(openapi::openapi_json),
+    ));
+    // Path under `/keys`, name, `Allow`, routes.
+    #[rustfmt::skip]
+    let keys: [(&str, &'static str, &'static str, Vec<Route>); 5] = [
+        ("", "listKeys", "GET, HEAD, POST",
+            and(read(routes::list_keys), post().to(routes::create_key))),
+        ("/{keyId}", "getKey", "GET, HEAD, PATCH",
+            and(read(routes::get_key), patch().to(routes::update_key))),
+        ("/{keyId}/rotate", "rotateKey", "POST", vec![post().to(routes::rotate_key)]),
+        ("/{keyId}/revoke", "revokeKey", "POST", vec![post().to(routes::revoke_key)]),
+        ("/{keyId}/unban", "unbanKey", "POST", vec![post().to(routes::unban_key)]),
+    ];
+    let scope = web::scope(&format!("{ADMIN_BASE}/keys")).wrap(from_fn(token::require_admin));
+    cfg.service(
+        keys.into_iter()
+            .fold(scope, |scope, (path, name, allow, routes)| {
+                scope.service(resource(path, name, allow, routes))
+            }),
     );
 }

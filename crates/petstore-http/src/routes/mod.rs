@@ -10,9 +10,8 @@ mod pets;
 mod rate_limit;
 pub(crate) mod respond;
 
-use actix_web::dev::HttpServiceFactory;
 use actix_web::middleware::from_fn;
-use actix_web::{HttpRequest, HttpResponse, Resource, Route, web};
+use actix_web::{FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder, Route, web};
 
 use crate::error::ApiError;
 use crate::middleware::{Access, Counting, Marks, admission};
@@ -27,105 +26,58 @@ use crate::middleware::{Access, Counting, Marks, admission};
 pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     let keyed = Access::key(Marks::None);
     let experimental = Access::key(Marks::Experimental);
+    let standing = Access {
+        counting: Counting::StandingRead,
+        ..keyed
+    };
     #[allow(deprecated)] // the handler is deprecated for clients; it is served to its sunset
-    let get_pet = web::get().to(pets::get_pet);
-    #[allow(deprecated)]
-    let head_pet = web::head().to(pets::get_pet);
-    cfg.service(admitted(
-        format!("{base}/pets"),
-        "pets",
-        keyed,
-        "GET, HEAD, POST",
-        [
-            web::get().to(pets::list_pets),
-            web::head().to(pets::list_pets),
-            web::post().to(pets::create_pet),
-        ],
-    ))
-    .service(admitted(
-        format!("{base}/pets/{{petId}}"),
-        "getPet",
-        Access::key(Marks::Deprecated),
-        "GET, HEAD",
-        [get_pet, head_pet],
-    ))
-    .service(admitted(
-        format!("{base}/rate_limit"),
-        "getRateLimit",
-        Access {
-            counting: Counting::StandingRead,
-            ..keyed
-        },
-        "GET, HEAD",
-        [
-            web::get().to(rate_limit::get_rate_limit),
-            web::head().to(rate_limit::get_rate_limit),
-        ],
-    ))
-    .service(admitted(
-        format!("{base}/openapi.json"),
-        "openapi",
-        Access::OPEN,
-        "GET, HEAD",
-        [
-            web::get().to(openapi::openapi_json),
-            web::head().to(openapi::openapi_json),
-        ],
-    ))
-    .service(admitted(
-        format!("{base}/store/orders"),
-        "listOrders",
-        experimental,
-        "GET, HEAD, POST",
-        [
-            web::get().to(orders::list_orders),
-            web::head().to(orders::list_orders),
-            web::post().to(orders::place_order),
-        ],
-    ))
-    .service(admitted(
-        format!("{base}/store/orders/{{orderId}}"),
-        "getOrder",
-        experimental,
-        "GET, HEAD, DELETE",
-        [
-            web::get().to(orders::get_order),
-            web::head().to(orders::get_order),
-            web::delete().to(orders::cancel_order),
-        ],
-    ))
-    .service(admitted(
-        format!("{base}/store/inventory"),
-        "getInventory",
-        experimental,
-        "GET, HEAD",
-        [
-            web::get().to(orders::get_inventory),
-            web::head().to(orders::get_inventory),
-        ],
-    ));
+    let get_pet = read(pets::get_pet);
+    let (post, delete) = (web::post, web::delete);
+    // Path under the base, name, access, `Allow`, routes.
+    #[rustfmt::skip]
+    let table: [(&str, &'static str, Access, &'static str, Vec<Route>); 7] = [
+        ("/pets", "pets", keyed, "GET, HEAD, POST",
+            and(read(pets::list_pets), post().to(pets::create_pet))),
+        ("/pets/{petId}", "getPet", Access::key(Marks::Deprecated), "GET, HEAD", get_pet),
+        ("/rate_limit", "getRateLimit", standing, "GET, HEAD", read(rate_limit::get_rate_limit)),
+        ("/openapi.json", "openapi", Access::OPEN, "GET, HEAD", read(openapi::openapi_json)),
+        ("/store/orders", "listOrders", experimental, "GET, HEAD, POST",
+            and(read(orders::list_orders), post().to(orders::place_order))),
+        ("/store/orders/{orderId}", "getOrder", experimental, "GET, HEAD, DELETE",
+            and(read(orders::get_order), delete().to(orders::cancel_order))),
+        ("/store/inventory", "getInventory", experimental, "GET, HEAD",
+            read(orders::get_inventory)),
+    ];
+    for (path, name, access, allow, routes) in table {
+        let resource = resource(&format!("{base}{path}"), name, allow, routes);
+        cfg.service(resource.wrap(from_fn(move |req, next| admission(access, req, next))));
+    }
 }
 
-/// A resource of the public API: [`resource`], behind admission as `access` declares.
-fn admitted<const N: usize>(
-    path: String,
-    name: &'static str,
-    access: Access,
-    allow: &'static str,
-    routes: [Route; N],
-) -> impl HttpServiceFactory {
-    resource(&path, name, allow, routes)
-        .wrap(from_fn(move |req, next| admission(access, req, next)))
+/// `routes` and `route`.
+pub(crate) fn and(mut routes: Vec<Route>, route: Route) -> Vec<Route> {
+    routes.push(route);
+    routes
+}
+
+/// `GET` and `HEAD` (the same handler; the HTTP layer leaves the body out) to `handler`.
+pub(crate) fn read<F, Args>(handler: F) -> Vec<Route>
+where
+    F: Handler<Args>,
+    Args: FromRequest + 'static,
+    F::Output: Responder + 'static,
+{
+    vec![web::get().to(handler.clone()), web::head().to(handler)]
 }
 
 /// One entry of a route table (the public API's, the admin API's): the resource at `path`
 /// named `name`, its `routes`, and `405` with `Allow: allow` for any other method. Who may call
 /// it is the table's to add (a `wrap` around it, or around its scope).
-pub fn resource<const N: usize>(
+pub fn resource(
     path: &str,
     name: &'static str,
     allow: &'static str,
-    routes: [Route; N],
+    routes: impl IntoIterator<Item = Route>,
 ) -> Resource {
     routes
         .into_iter()

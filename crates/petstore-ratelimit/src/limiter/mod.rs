@@ -8,8 +8,8 @@ use petstore_domain::{Ban, BanPolicy, RateDecision, RateLimits, async_trait};
 use crate::policy::first_in_10_seconds;
 use crate::store::BoxError;
 use crate::{
-    AddressPolicy, Counted, CounterError, CounterStore, FailurePolicy, Hit, MemoryCounters,
-    Subject, metric,
+    AddressPolicy, BanStarted, Counted, CounterError, CounterStore, FailurePolicy, Hit,
+    MemoryCounters, Subject, metric,
 };
 
 #[cfg(test)]
@@ -300,12 +300,7 @@ impl Limiter {
     /// budget. `ban` is `None` for keys, whose bans are kept with the key. The ban already in
     /// force, if any ([`CounterStore::start_ban`]): the counter store's answer, or while it
     /// fails, the fallback's; an error when it fails and there is no fallback.
-    async fn start_ban(
-        &self,
-        subject: Subject,
-        ban: Option<Ban>,
-        now: u64,
-    ) -> Result<Option<Ban>, CounterError> {
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
         let stored = self.counters.start_ban(subject, ban, now).await;
         match (stored, &self.fallback) {
             (Ok(in_force), Some(fallback)) => {

@@ -35,12 +35,7 @@ impl CounterStore for BanStartFails {
         self.0.peek(subject, limits, now).await
     }
 
-    async fn start_ban(
-        &self,
-        _: Subject,
-        _: Option<Ban>,
-        _: u64,
-    ) -> Result<Option<Ban>, CounterError> {
+    async fn start_ban(&self, _: Subject, _: Option<Ban>, _: u64) -> BanStarted {
         Err(CounterError::new("connection reset by peer"))
     }
 }
@@ -130,11 +125,18 @@ fn key() -> Account {
     }
 }
 
-#[test]
-fn an_address_ban_the_store_cannot_start_is_a_refusal_when_failing_closed() {
-    let limiter = limiter(FailurePolicy::Closed);
+/// Five requests of an address whose ban the store cannot start (`on_failure`): one allowed,
+/// two refused within the policy's tolerance, then the refusals past the ban threshold.
+fn five_whose_ban_fails(on_failure: FailurePolicy) -> (Limiter, Vec<Result<Verdict, LimitError>>) {
+    let limiter = limiter(on_failure);
     let verdicts = verdicts(&limiter, &address(), &KeyStorage::Records, 5);
     assert_allowed_then_limited(&verdicts);
+    (limiter, verdicts)
+}
+
+#[test]
+fn an_address_ban_the_store_cannot_start_is_a_refusal_when_failing_closed() {
+    let (limiter, verdicts) = five_whose_ban_fails(FailurePolicy::Closed);
     // Never served: the request that crosses the threshold, and every one after it while
     // the store cannot record the ban, is refused as the store's failure.
     for verdict in &verdicts[3..] {
@@ -148,9 +150,7 @@ fn an_address_ban_the_store_cannot_start_is_a_refusal_when_failing_closed() {
 
 #[test]
 fn an_address_ban_the_store_cannot_start_holds_in_memory_when_failing_open() {
-    let limiter = limiter(FailurePolicy::Open);
-    let verdicts = verdicts(&limiter, &address(), &KeyStorage::Records, 5);
-    assert_allowed_then_limited(&verdicts);
+    let (limiter, verdicts) = five_whose_ban_fails(FailurePolicy::Open);
     // Started in this instance's memory, and the same ban (not a longer one) after it:
     // the next request is not counted in the store, which knows of no ban.
     for verdict in &verdicts[3..] {

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use petstore_domain::{Ban, Counts, RateLimits, Window, async_trait};
 
 use crate::policy::first_in_10_seconds;
-use crate::{Counted, CounterError, CounterStore, Hit, Subject};
+use crate::{BanStarted, Counted, CounterStore, Hit, Subject};
 
 const SHARDS: usize = 16;
 /// A shard is swept of expired entries every this many requests.
@@ -360,12 +360,7 @@ impl CounterStore for MemoryCounters {
         Ok(self.hit_now(subject, limits, now))
     }
 
-    async fn start_ban(
-        &self,
-        subject: Subject,
-        ban: Option<Ban>,
-        now: u64,
-    ) -> Result<Option<Ban>, CounterError> {
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
         Ok(self.start_ban_now(subject, ban, now))
     }
 }

@@ -16,6 +16,15 @@ fn counts(hit: Hit) -> Counts {
     }
 }
 
+/// Counters that have counted `n` requests of `subject` at `T0`, allowed or refused.
+fn after_hits(subject: Subject, n: usize) -> MemoryCounters {
+    let counters = MemoryCounters::new(0, 1_000_000);
+    for _ in 0..n {
+        counters.hit_now(subject, LIMITS, T0);
+    }
+    counters
+}
+
 #[test]
 fn which_shard_holds_a_subject_is_keyed_per_instance() {
     let subjects: Vec<Subject> = (0..64).map(Subject::Key).collect();
@@ -61,11 +70,8 @@ fn the_day_window_caps_the_minutes_and_resets_at_midnight() {
 
 #[test]
 fn a_refused_request_consumes_nothing() {
-    let counters = MemoryCounters::new(0, 1_000_000);
     let key = Subject::Key(1);
-    for _ in 0..10 {
-        counters.hit_now(key, LIMITS, T0);
-    }
+    let counters = after_hits(key, 10);
     let later = counts(counters.hit_now(key, LIMITS, T0 + 60));
     assert_eq!(later.day_used, 4, "3 counted in the first minute, 1 now");
 }
@@ -112,11 +118,8 @@ fn a_banned_subject_is_refused_until_the_ban_ends_and_the_ban_is_remembered() {
 
 #[test]
 fn starting_a_ban_forgets_the_minutes_refusals() {
-    let counters = MemoryCounters::new(0, 1_000_000);
     let key = Subject::Key(7);
-    for _ in 0..6 {
-        counters.hit_now(key, LIMITS, T0);
-    }
+    let counters = after_hits(key, 6);
     counters.start_ban_now(key, None, T0);
     let next = counts(counters.hit_now(key, LIMITS, T0));
     assert_eq!((next.allowed, next.rejected), (false, 1));

@@ -28,7 +28,7 @@ use redis::aio::ConnectionManagerConfig;
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use tokio::sync::oneshot;
 
-use crate::{Counted, CounterError, CounterStore, Subject};
+use crate::{BanStarted, Counted, CounterError, CounterStore, Subject};
 
 use batch::numbered;
 use batch::{Counting, Pending};
@@ -209,12 +209,7 @@ impl RedisCounters {
         peeked(&reply).map_err(CounterError::new)
     }
 
-    async fn start_ban_inner(
-        &self,
-        subject: Subject,
-        ban: Option<Ban>,
-        now: u64,
-    ) -> Result<Option<Ban>, CounterError> {
+    async fn start_ban_inner(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
         let counting = &self.counting;
         let mut invocation = self.start_ban.prepare_invoke();
         let base = counting.key_base(subject);
@@ -254,12 +249,7 @@ impl CounterStore for RedisCounters {
         self.peek_inner(subject, limits, now).await
     }
 
-    async fn start_ban(
-        &self,
-        subject: Subject,
-        ban: Option<Ban>,
-        now: u64,
-    ) -> Result<Option<Ban>, CounterError> {
+    async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
         self.start_ban_inner(subject, ban, now).await
     }
 }
