@@ -311,8 +311,9 @@ mod tests {
     fn ipv4_mapped_addresses_are_their_ipv4_addresses() {
         let spoof = [("x-forwarded-for", "198.51.100.9")];
         let mapped = [("x-forwarded-for", "::ffff:198.51.100.9")];
-        // (trusted, peer, header, client)
-        let cases: [(&str, &str, &[(&str, &str)], &str); 6] = [
+        // Trusted proxies, peer, headers, the client address.
+        type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: [Case; 6] = [
             // A dual-stack listener sees an IPv4 proxy as `::ffff:10.1.2.3`: still trusted.
             (
                 "10.0.0.0/8",
