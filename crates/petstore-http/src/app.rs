@@ -16,18 +16,24 @@ use crate::state::AppState;
 use crate::telemetry::metric::Exporter;
 use crate::{admin, middleware, routes};
 
+/// The type of each application here: an actix-web `App` whose service actix builds, with the
+/// body its middleware makes.
+macro_rules! application {
+    () => {
+        App<
+            impl ServiceFactory<
+                ServiceRequest,
+                Config = (),
+                Response = ServiceResponse<impl MessageBody>,
+                Error = actix_web::Error,
+                InitError = (),
+            >,
+        >
+    };
+}
+
 /// The actix-web application over `state`.
-pub fn app(
-    state: web::Data<AppState>,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn app(state: web::Data<AppState>) -> application!() {
     let base_path = state.links.settings().base_path().to_owned();
     let body_timeout = state.body_timeout;
     let state_cors = state.cors.clone();
@@ -64,17 +70,7 @@ pub fn app(
 }
 
 /// The application of a metrics listener of its own (`--metrics-bind`): `/metrics` alone.
-pub fn metrics_app(
-    exporter: Exporter,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn metrics_app(exporter: Exporter) -> application!() {
     App::new()
         .configure(|cfg| metrics_route(cfg, exporter))
         .default_service(web::to(routes::not_found))
@@ -84,18 +80,7 @@ pub fn metrics_app(
 /// The application of the admin listener (`--admin-bind`): the admin API over `state`'s
 /// storage, and `/metrics` when `metrics` is given. No public route, no rate limit; every
 /// request gets its id, access-log line and metrics, and every error the Error object.
-pub fn admin_app(
-    state: web::Data<AppState>,
-    metrics: Option<Exporter>,
-) -> App<
-    impl ServiceFactory<
-        ServiceRequest,
-        Config = (),
-        Response = ServiceResponse<impl MessageBody>,
-        Error = actix_web::Error,
-        InitError = (),
-    >,
-> {
+pub fn admin_app(state: web::Data<AppState>, metrics: Option<Exporter>) -> application!() {
     let body_timeout = state.body_timeout;
     App::new()
         .app_data(state)
