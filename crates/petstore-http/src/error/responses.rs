@@ -60,6 +60,23 @@ pub struct NoParameters(ErrorObject<'static>);
 #[response(status = 404, description = "`pet_not_found`.")]
 pub struct PetNotFound(ErrorObject<'static>);
 
+/// The refusals of an operation on one of the caller's orders, named by its id.
+#[derive(IntoResponses)]
+pub enum OrderById {
+    /// The id is not one.
+    #[response(
+        status = 400,
+        description = "`invalid_path_parameter`: `orderId` is not an int64."
+    )]
+    InvalidId(ErrorObject<'static>),
+    /// No order of the caller's has it.
+    #[response(
+        status = 404,
+        description = "`order_not_found`: no order of this key has the id."
+    )]
+    NotFound(ErrorObject<'static>),
+}
+
 /// `401`, which every operation on keys of the admin API can answer.
 #[derive(IntoResponses)]
 #[response(status = 401, description = "`unauthorized`: no valid admin token.")]

@@ -9,7 +9,7 @@ use petstore_domain::{
 
 use super::respond::json_body;
 use crate::auth::{Caller, Read, Write};
-use crate::error::responses::{JsonBodyErrors, NoParameters, PetNotFound, ReadOnlyKey};
+use crate::error::responses::{JsonBodyErrors, NoParameters, OrderById, PetNotFound, ReadOnlyKey};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, NoQuery, OrderId, Query, parse};
 use crate::idempotency;
@@ -133,10 +133,7 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
     params(("orderId" = i64, Path, description = "The order's id.")),
     responses(
         (status = 200, description = "The order.", body = Order),
-        (status = 400, description = "`invalid_path_parameter`: `orderId` is not an int64.",
-            body = ErrorObject),
-        (status = 404, description = "`order_not_found`: no order of this key has the id.",
-            body = ErrorObject),
+        OrderById,
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
@@ -167,8 +164,7 @@ pub async fn get_order(
     params(("orderId" = i64, Path, description = "The order's id.")),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
-        (status = 400, description = "`invalid_path_parameter`.", body = ErrorObject),
-        (status = 404, description = "`order_not_found`.", body = ErrorObject),
+        OrderById,
         (status = 409, description = "`order_not_cancellable`: the order is approved, \
             delivered or cancelled already.", body = ErrorObject),
         ReadOnlyKey,

@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use petstore_domain::{AdminToken, AdminTokenSecret, AdminTokenSpec, KeyHash};
 
 use super::keys::random_bytes;
-use super::{columns, unix_now};
+use super::{coalesce, columns, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::admin_tokens;
@@ -78,15 +78,8 @@ pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>, StoreErr
 
 /// Revokes a token (keeping the first revocation's time); `false` when no token has this id.
 pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
-    let conn = &mut conn;
-    let revoke = diesel::update(admin_tokens::table)
-        .filter(admin_tokens::id.eq(id))
-        .filter(admin_tokens::revoked_at.is_null())
-        .set(admin_tokens::revoked_at.eq(Some(unix_now())));
-    if run!(conn, execute, revoke)? > 0 {
-        return Ok(true);
-    }
-    let exists = admin_tokens::table.find(id).select(admin_tokens::id);
-    let exists: Option<i64> = run!(conn, first, exists).optional()?;
-    Ok(exists.is_some())
+    let revoked_at = coalesce(admin_tokens::revoked_at, Some(unix_now()));
+    let revoke =
+        diesel::update(admin_tokens::table.find(id)).set(admin_tokens::revoked_at.eq(revoked_at));
+    Ok(run!(&mut conn, execute, revoke)? > 0)
 }

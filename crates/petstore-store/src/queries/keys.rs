@@ -6,7 +6,7 @@ use petstore_domain::{
     Plan, RateLimits, Scope,
 };
 
-use super::{columns, overfetch, unix_now};
+use super::{coalesce, columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::api_keys;
@@ -243,19 +243,12 @@ pub(crate) async fn update(
     row.map(ApiKey::try_from).transpose()
 }
 
-/// Revokes a key (keeping the first revocation's time); `false` when no key has this id.
+/// Revokes a key (keeping the first revocation's time); `false` when no key has this id. One
+/// statement: the row is matched whether revoked or not, and keeps its first revocation's time.
 pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
-    let conn = &mut conn;
-    let revoke = diesel::update(api_keys::table)
-        .filter(api_keys::id.eq(id))
-        .filter(api_keys::revoked_at.is_null())
-        .set(api_keys::revoked_at.eq(Some(unix_now())));
-    if run!(conn, execute, revoke)? > 0 {
-        return Ok(true);
-    }
-    let exists = api_keys::table.find(id).select(api_keys::id);
-    let exists: Option<i64> = run!(conn, first, exists).optional()?;
-    Ok(exists.is_some())
+    let revoked_at = coalesce(api_keys::revoked_at, Some(unix_now()));
+    let revoke = diesel::update(api_keys::table.find(id)).set(api_keys::revoked_at.eq(revoked_at));
+    Ok(run!(&mut conn, execute, revoke)? > 0)
 }
 
 /// Changes a key's plan and custom limits; `false` when no key has this id.

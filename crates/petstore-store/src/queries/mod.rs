@@ -12,6 +12,7 @@ pub(crate) mod pets;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use diesel::Selectable;
+use diesel::sql_types::{BigInt, Nullable};
 
 /// A backend the crate is built with, to name a row type's columns by: a row type's
 /// `Selectable` (derived, or written once for `PetRow`) has the same columns on every backend.
@@ -25,6 +26,11 @@ type SomeBackend = diesel::pg::Pg;
 /// whichever connection the call has.)
 fn columns<T: Selectable<SomeBackend>>() -> T::SelectExpression {
     T::construct_selection()
+}
+
+diesel::define_sql_function! {
+    /// SQL's `COALESCE` of two nullable integers: the first that is not `NULL`.
+    fn coalesce(first: Nullable<BigInt>, second: Nullable<BigInt>) -> Nullable<BigInt>;
 }
 
 /// Now, in Unix seconds.
