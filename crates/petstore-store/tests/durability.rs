@@ -251,6 +251,29 @@ async fn waiting_for_a_standby(server_url: String) -> usize {
     .expect("the watcher's thread")
 }
 
+/// The server's client sessions, one a line: what each waits for and what it runs (for a
+/// failure's message).
+async fn sessions(server_url: String) -> String {
+    tokio::task::spawn_blocking(move || {
+        petstore_store::testing::RawPostgres::connect(&server_url)
+            .and_then(|watcher| {
+                watcher.query(
+                    "SELECT concat_ws(' | ', state, wait_event_type, wait_event, left(query, 80)) \
+                     FROM pg_stat_activity WHERE backend_type = 'client backend'",
+                )
+            })
+            .map(|rows| {
+                rows.iter()
+                    .map(|row| row[0].clone().unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
+            .unwrap_or_else(|error| format!("(not read: {error})"))
+    })
+    .await
+    .unwrap_or_else(|error| format!("(not read: {error})"))
+}
+
 #[tokio::test]
 async fn no_write_succeeds_before_postgresql_confirms_its_commit() {
     let Some(mut server) = PostgresServer::start(&[]) else {
@@ -277,10 +300,12 @@ async fn no_write_succeeds_before_postgresql_confirms_its_commit() {
         if waiting == count {
             break;
         }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{waiting} of {count} writes came to wait for the standby"
-        );
+        if started.elapsed() >= Duration::from_secs(60) {
+            let sessions = sessions(server.url("127.0.0.1", "")).await;
+            panic!(
+                "{waiting} of {count} writes came to wait for the standby; sessions:\n{sessions}"
+            );
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     server.stop_immediately();
