@@ -154,17 +154,28 @@ pub trait Created: Serialize {
 }
 
 impl StoredResponse {
-    /// The `201` of a create that made `made`: its `Location` as a path under the API's base
-    /// (`/pets/7`: the base is the request's, added when the response is written), and its JSON.
-    /// The storage stores it in the create's own transaction, so that neither is kept without the
+    /// The `201` of a create that made `made`: its `Location`, its address under the API's
+    /// public `base` (`https://api.example.com/v1` + `/pets/7`), and its JSON. The storage stores
+    /// it in the create's own transaction ([`Completion`]), so that neither is kept without the
     /// other. Serialising a resource cannot fail (plain fields); an empty body would show it.
-    pub fn created<T: Created>(made: &T) -> Self {
+    pub fn created<T: Created>(made: &T, base: &str) -> Self {
         Self {
             status: 201,
-            location: Some(format!("{}/{}", T::COLLECTION, made.id())),
+            location: Some(format!("{base}{}/{}", T::COLLECTION, made.id())),
             body: serde_json::to_string(made).unwrap_or_default(),
         }
     }
+}
+
+/// What a create sent with an `Idempotency-Key` completes in its own transaction: its claim,
+/// with the create's answer, [`StoredResponse::created`] of what it made under `base`. Data
+/// only: the storage computes the answer itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Completion {
+    /// The claim to complete.
+    pub claim: IdempotencyClaim,
+    /// The API's public base address as the request named it (`https://api.example.com/v1`).
+    pub base: String,
 }
 
 /// An idempotency record as the storage holds it.

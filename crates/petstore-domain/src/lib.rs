@@ -36,8 +36,9 @@ pub use async_trait::async_trait;
 pub use error::{StorageError, StorageErrorKind, ValidationError};
 pub use error_code::ErrorCode;
 pub use idempotency::{
-    ClaimDecision, ClaimOutcome, Created, Fingerprint, IdempotencyClaim, IdempotencyKey,
-    IdempotencyRecord, IdempotentRequest, RecordState, StoredResponse, decide_claim,
+    ClaimDecision, ClaimOutcome, Completion, Created, Fingerprint, IdempotencyClaim,
+    IdempotencyKey, IdempotencyRecord, IdempotentRequest, RecordState, StoredResponse,
+    decide_claim,
 };
 pub use key::{ApiKey, ApiKeyKind, ApiKeySecret, KeyMatch, KeySpec, KeyState, KeyUpdate, Scope};
 pub use order::{

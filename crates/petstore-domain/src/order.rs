@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::pet::whole_number;
-use crate::{Created, IdempotencyClaim, PetStatus, StorageError, ValidationError};
+use crate::{Completion, Created, PetStatus, StorageError, ValidationError};
 
 string_enum! {
     /// Where an order is in its life.
@@ -106,7 +106,7 @@ impl NewOrder {
     pub fn validate_into(
         self,
         owner: Option<i64>,
-        claim: Option<IdempotencyClaim>,
+        completion: Option<Completion>,
     ) -> Result<PlaceOrder, ValidationError> {
         if self.pet_id < 1 {
             return Err(ValidationError::invalid(
@@ -123,7 +123,7 @@ impl NewOrder {
         Ok(PlaceOrder {
             pet_id: self.pet_id,
             owner,
-            claim,
+            completion,
         })
     }
 }
@@ -135,9 +135,9 @@ pub struct PlaceOrder {
     pub pet_id: i64,
     /// The API key placing it (`None`: an operator).
     pub owner: Option<i64>,
-    /// With an `Idempotency-Key`: its claim, completed with the order's response
-    /// ([`StoredResponse::created`](crate::StoredResponse::created)) in the order's transaction.
-    pub claim: Option<IdempotencyClaim>,
+    /// With an `Idempotency-Key`: its claim, completed with the order's response in the order's
+    /// transaction.
+    pub completion: Option<Completion>,
 }
 
 /// The counts of pets by status (`GET /store/inventory`).

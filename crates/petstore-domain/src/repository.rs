@@ -18,9 +18,9 @@ use async_trait::async_trait;
 
 use crate::{
     AdminToken, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeySecret, Ban, ClaimOutcome,
-    IdempotencyClaim, IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch, KeySpec,
-    KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft, PetListQuery,
-    PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
+    Completion, IdempotencyClaim, IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch,
+    KeySpec, KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft,
+    PetListQuery, PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
 };
 
 /// A pet to create, and the idempotency claim to complete with the response in the same
@@ -29,15 +29,18 @@ use crate::{
 pub struct CreatePet {
     /// The validated pet.
     pub draft: PetDraft,
-    /// With an `Idempotency-Key`: its claim, completed with the pet's response
-    /// ([`StoredResponse::created`]) in the pet's own transaction.
-    pub claim: Option<IdempotencyClaim>,
+    /// With an `Idempotency-Key`: its claim, completed with the pet's response in the pet's own
+    /// transaction.
+    pub completion: Option<Completion>,
 }
 
 impl CreatePet {
     /// A plain create, without an idempotency key.
     pub fn new(draft: PetDraft) -> Self {
-        Self { draft, claim: None }
+        Self {
+            draft,
+            completion: None,
+        }
     }
 }
 
@@ -45,7 +48,7 @@ impl CreatePet {
 #[async_trait]
 pub trait PetRepository {
     /// Stores a validated pet and returns it with its new id. Returns only once the pet is
-    /// durably stored. With a claim, it is completed in the same transaction, or
+    /// durably stored. With a completion, its claim is completed in the same transaction, or
     /// nothing is stored (the claim was lost: `Unavailable`, so that the client retries).
     async fn create_pet(&self, pet: &CreatePet) -> Result<Pet, StorageError>;
 
@@ -61,8 +64,8 @@ pub trait PetRepository {
 #[async_trait]
 pub trait OrderRepository {
     /// Places an order for `order.pet_id`: the pet must exist and be available; the order is
-    /// created `placed` and the pet becomes `pending`, together. With a claim, it is completed
-    /// in the same transaction.
+    /// created `placed` and the pet becomes `pending`, together. With a completion, its claim is
+    /// completed in the same transaction.
     async fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError>;
 
     /// Applies `action` (approve, deliver or cancel) to order `id`, and to its pet. With an

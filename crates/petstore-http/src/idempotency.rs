@@ -10,8 +10,8 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use petstore_domain::{
-    ClaimOutcome, Created, Fingerprint, IdempotencyClaim, IdempotencyKey, IdempotentRequest,
-    StoredResponse,
+    ClaimOutcome, Completion, Created, Fingerprint, IdempotencyClaim, IdempotencyKey,
+    IdempotentRequest, StoredResponse,
 };
 
 use crate::auth::ApiClient;
@@ -23,8 +23,9 @@ pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 
 /// The one path of a create (`POST /pets`, `POST /store/orders`), with an `Idempotency-Key` or
 /// without: without one, `create` runs; with one, `run` claims the key first and `create` runs
-/// with the claim, which the storage completes with [`StoredResponse::created`] of what it
-/// made, in the same transaction. Either way the answer is that same `201`, written here once.
+/// with a [`Completion`] (the claim and the request's base address), which the storage
+/// completes with [`StoredResponse::created`] of what it made, in the same transaction. Either
+/// way the answer is that same `201`, written here once.
 pub async fn create<T, F, Fut>(
     state: &AppState,
     req: &HttpRequest,
@@ -35,20 +36,21 @@ pub async fn create<T, F, Fut>(
 ) -> Result<HttpResponse, ApiError>
 where
     T: Created,
-    F: FnOnce(Option<IdempotencyClaim>) -> Fut,
+    F: FnOnce(Option<Completion>) -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
 {
     let base = state.links.public_base(req);
     let Some(key) = key else {
         let made = create(None).await?;
-        return Ok(respond(StoredResponse::created(&made), false, &base));
+        return Ok(respond(StoredResponse::created(&made, &base), false));
     };
     let (stored, replayed) = run(state, req, client, key, body, |claim| async move {
-        let made = create(Some(claim)).await?;
-        Ok(StoredResponse::created(&made))
+        let completion = Completion { claim, base };
+        let made = create(Some(completion.clone())).await?;
+        Ok(StoredResponse::created(&made, &completion.base))
     })
     .await?;
-    Ok(respond(stored, replayed, &base))
+    Ok(respond(stored, replayed))
 }
 
 /// Runs the write `write` once per `key`: claims the key for this request (its API key, method,
@@ -152,20 +154,12 @@ async fn stored_error(error: &ApiError) -> Result<StoredResponse, ApiError> {
     })
 }
 
-/// The HTTP response of `stored`: its status, `Location` and JSON body. A `Location` stored as a
-/// path is under the API's `base` (this request's); one stored whole (by releases before
-/// 2026-11-26, kept 24 hours) is written as it is.
-fn respond(stored: StoredResponse, replayed: bool, base: &str) -> HttpResponse {
+/// The HTTP response of `stored`: its status, `Location` and JSON body.
+fn respond(stored: StoredResponse, replayed: bool) -> HttpResponse {
     let status = StatusCode::from_u16(stored.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = HttpResponse::build(status);
     response.content_type(ContentType::json());
-    let location = stored
-        .location
-        .map(|location| match location.starts_with('/') {
-            true => format!("{base}{location}"),
-            false => location,
-        });
-    if let Some(location) = location
+    if let Some(location) = stored.location
         && let Ok(location) = HeaderValue::try_from(location)
     {
         response.insert_header((header::LOCATION, location));

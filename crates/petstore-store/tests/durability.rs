@@ -73,7 +73,7 @@ async fn every_write(store: &Store) -> Vec<(&'static str, Write)> {
     let placed = PlaceOrder {
         pet_id: ordered,
         owner: None,
-        claim: None,
+        completion: None,
     };
     let order = store.place_order(&placed).await.expect("order").id;
     let (updated, revoked, replanned) =
@@ -112,7 +112,7 @@ async fn every_write(store: &Store) -> Vec<(&'static str, Write)> {
             let order = PlaceOrder {
                 pet_id: for_order,
                 owner: None,
-                claim: None,
+                completion: None,
             };
             Box::pin(async move { s.place_order(&order).await.map(drop).map_err(order_kind) })
         }),

@@ -152,7 +152,7 @@ async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDat
     let order = PlaceOrder {
         pet_id: odd,
         owner: None,
-        claim: None,
+        completion: None,
     };
     let ordered = store
         .place_order(&order)
@@ -316,7 +316,7 @@ async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
             .place_order(&PlaceOrder {
                 pet_id: pet.id,
                 owner,
-                claim: None,
+                completion: None,
             })
             .await
             .expect("place");
@@ -380,7 +380,7 @@ async fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db: &TestData
     let place = |pet_id| PlaceOrder {
         pet_id,
         owner: None,
-        claim: None,
+        completion: None,
     };
     let order = store.place_order(&place(pet.id)).await.expect("place");
     let status = async |id| store.find_pet(id).await.expect("find").expect("pet").status;
@@ -847,7 +847,7 @@ async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
     let order = PlaceOrder {
         pet_id: pet.id,
         owner: None,
-        claim: None,
+        completion: None,
     };
     // Given up on once it waits for the lock inside its transaction (not before it got there).
     let waiting = a_session_waits_for_a_lock(db.url());
@@ -887,7 +887,7 @@ async fn a_change_given_up_on_while_it_waits_frees_the_rows_it_locked_at_once() 
     let order = PlaceOrder {
         pet_id: pet.id,
         owner: None,
-        claim: None,
+        completion: None,
     };
     let order = store.place_order(&order).await.expect("placed");
     // Another session holds the pet's row: a cancel locks the order, then waits for the pet.

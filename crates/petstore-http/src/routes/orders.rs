@@ -105,10 +105,17 @@ pub async fn place_order(
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
     let owner = Some(caller.key().id);
-    idempotency::create(&state, &req, caller.client(), key, &body, |claim| async {
-        let order = parse::<NewOrder>(&body)?.validate_into(owner, claim)?;
-        place(&state, order).await
-    })
+    idempotency::create(
+        &state,
+        &req,
+        caller.client(),
+        key,
+        &body,
+        |completion| async {
+            let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;
+            place(&state, order).await
+        },
+    )
     .await
 }
 

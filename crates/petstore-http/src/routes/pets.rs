@@ -108,10 +108,17 @@ pub async fn create_pet(
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    idempotency::create(&state, &req, caller.client(), key, &body, |claim| async {
-        let draft = parse::<NewPet>(&body)?.validate_into()?;
-        create(&state, CreatePet { draft, claim }).await
-    })
+    idempotency::create(
+        &state,
+        &req,
+        caller.client(),
+        key,
+        &body,
+        |completion| async {
+            let draft = parse::<NewPet>(&body)?.validate_into()?;
+            create(&state, CreatePet { draft, completion }).await
+        },
+    )
     .await
 }
 

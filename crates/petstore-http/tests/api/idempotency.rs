@@ -6,8 +6,8 @@ use actix_web::http::header;
 use actix_web::test::TestRequest;
 
 use petstore_domain::{
-    ClaimOutcome, CreatePet, Fingerprint, IdempotencyKey, IdempotentRequest, KeySpec, PetDraft,
-    PetStatus, Plan, StorageErrorKind, StoredResponse,
+    ClaimOutcome, Completion, CreatePet, Fingerprint, IdempotencyKey, IdempotentRequest, KeySpec,
+    PetDraft, PetStatus, Plan, StorageErrorKind, StoredResponse,
 };
 
 use petstore_http::Clock;
@@ -75,9 +75,8 @@ async fn a_retried_create_is_answered_from_the_first_without_a_second_pet(app: T
     assert_eq!(pet_count(&app).await, 2);
 }
 
-/// The storage keeps a create's `Location` as a path under the API's base; the answer and its
-/// replay carry the whole address. A record stored by an earlier release, with the whole
-/// address, is replayed as it was stored.
+/// The answer and its replay carry the whole address, stored with the answer (so that every
+/// release reads it alike); a record stored before is replayed as it was stored.
 async fn a_replay_answers_the_whole_address_of_what_was_created(app: TestApp) {
     let first = app.send(post(&app.key, Some("where"), REX)).await;
     let id = first.json()["id"].as_i64().expect("an id");
@@ -239,7 +238,10 @@ async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app
     // (`Unavailable`, a retry of that request gets the answer given since).
     let late = CreatePet {
         draft: PetDraft::new("Rex", 1, PetStatus::Available).expect("draft"),
-        claim: Some(abandoned),
+        completion: Some(Completion {
+            claim: abandoned,
+            base: "https://api.example.com/v1".into(),
+        }),
     };
     let lost = app
         .store

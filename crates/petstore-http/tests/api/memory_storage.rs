@@ -126,8 +126,12 @@ impl PetRepository for MemoryStorage {
             status: draft.status(),
         };
         // Both or neither, under the one lock.
-        if let Some(claim) = &create.claim
-            && !complete(&mut data, claim, StoredResponse::created(&pet))
+        if let Some(completion) = &create.completion
+            && !complete(
+                &mut data,
+                &completion.claim,
+                StoredResponse::created(&pet, &completion.base),
+            )
         {
             return Err(StorageError::new(
                 StorageErrorKind::Unavailable,
@@ -177,8 +181,12 @@ impl OrderRepository for MemoryStorage {
             created_at: now(),
             owner: order.owner,
         };
-        if let Some(claim) = &order.claim
-            && !complete(&mut data, claim, StoredResponse::created(&placed))
+        if let Some(completion) = &order.completion
+            && !complete(
+                &mut data,
+                &completion.claim,
+                StoredResponse::created(&placed, &completion.base),
+            )
         {
             return Err(OrderError::Storage(StorageError::new(
                 StorageErrorKind::Unavailable,

@@ -125,9 +125,9 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
         .returning(columns::<OrderRow>());
     let row: OrderRow = run!(conn, get_result, insert)?;
     let placed = Order::try_from(row)?;
-    if let Some(claim) = &order.claim {
-        let response = StoredResponse::created(&placed);
-        if !super::idempotency::complete(conn.reborrow(), claim, &response).await? {
+    if let Some(completion) = &order.completion {
+        let response = StoredResponse::created(&placed, &completion.base);
+        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
             return Err(Failure::Store(StoreError::ClaimLost));
         }
     }

@@ -128,16 +128,16 @@ fn read_error(error: DieselError) -> StoreError {
     }
 }
 
-/// Inserts `pet` and, when it carries an idempotency claim, completes the claim with the pet's
-/// response: both or neither (the caller runs this in a transaction or savepoint).
+/// Inserts `pet` and, when it carries an idempotency completion, completes the claim with the
+/// pet's response: both or neither (the caller runs this in a transaction or savepoint).
 pub(crate) async fn insert_completing(
     mut conn: Conn<'_>,
     pet: &CreatePet,
 ) -> Result<Pet, StoreError> {
     let created = insert_pet(&mut conn, &pet.draft).await?;
-    if let Some(claim) = &pet.claim {
-        let response = StoredResponse::created(&created);
-        if !super::idempotency::complete(conn.reborrow(), claim, &response).await? {
+    if let Some(completion) = &pet.completion {
+        let response = StoredResponse::created(&created, &completion.base);
+        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
             return Err(StoreError::ClaimLost);
         }
     }
@@ -148,7 +148,7 @@ pub(crate) async fn insert_completing(
 /// writer creates pets in batches, its own way.)
 #[cfg(feature = "postgres")]
 pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet, StoreError> {
-    if pet.claim.is_none() {
+    if pet.completion.is_none() {
         return insert_pet(&mut conn, &pet.draft).await;
     }
     conn.begin().await?;
