@@ -27,16 +27,25 @@ pub enum ForwardedHeader {
     Forwarded,
 }
 
+impl ForwardedHeader {
+    /// The header's name, lowercase: `x-forwarded-for` or `forwarded`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::XForwardedFor => "x-forwarded-for",
+            Self::Forwarded => "forwarded",
+        }
+    }
+}
+
 impl FromStr for ForwardedHeader {
     type Err = String;
 
-    /// `x-forwarded-for` or `forwarded` (any case).
+    /// A header's name (any case).
     fn from_str(name: &str) -> Result<Self, String> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "x-forwarded-for" => Ok(Self::XForwardedFor),
-            "forwarded" => Ok(Self::Forwarded),
-            _ => Err("the forwarding header is `x-forwarded-for` or `forwarded`".into()),
-        }
+        [Self::XForwardedFor, Self::Forwarded]
+            .into_iter()
+            .find(|header| header.name().eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| "the forwarding header is `x-forwarded-for` or `forwarded`".into())
     }
 }
 
@@ -94,10 +103,7 @@ impl TrustedProxies {
     /// The request header the proxies write the client's address in, lowercase:
     /// `x-forwarded-for` or `forwarded`.
     pub fn header_name(&self) -> &'static str {
-        match self.header {
-            ForwardedHeader::XForwardedFor => "x-forwarded-for",
-            ForwardedHeader::Forwarded => "forwarded",
-        }
+        self.header.name()
     }
 
     /// The address to count a request against, given its TCP `peer` (`None`: unknown, counted

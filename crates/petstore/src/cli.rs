@@ -24,7 +24,7 @@ pub struct Cli {
     #[arg(
         long,
         env = "PETSTORE_LOG_FORMAT",
-        value_parser = one_of::<LogFormat>(&["text", "json"]),
+        value_enum,
         default_value = "text",
         global = true
     )]

@@ -24,26 +24,13 @@ use tracing_subscriber::util::SubscriberInitExt;
 use crate::redact::redact_keys;
 
 /// How log lines are written (`--log-format text|json`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// For people: `time LEVEL span: target: message key=value ...`.
     #[default]
     Text,
     /// One JSON object a line, for collectors.
     Json,
-}
-
-impl std::str::FromStr for LogFormat {
-    type Err = String;
-
-    /// `text` or `json` (any case).
-    fn from_str(name: &str) -> Result<Self, String> {
-        match name.trim().to_ascii_lowercase().as_str() {
-            "text" => Ok(Self::Text),
-            "json" => Ok(Self::Json),
-            _ => Err("the log format is `text` or `json`".into()),
-        }
-    }
 }
 
 /// Installs the process's logger. Fails if one is installed already.

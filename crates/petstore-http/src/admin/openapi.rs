@@ -3,15 +3,15 @@
 //! `petstore openapi --admin`; a copy is kept in `docs/admin-openapi.json`.
 
 use actix_web::HttpResponse;
-use actix_web::http::header::ContentType;
 use petstore_domain::Plan;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{OpenApi as Document, RefOr, Server};
+use utoipa::openapi::security::SecurityRequirement;
+use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{Modify, OpenApi};
 
 use super::ADMIN_BASE;
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
 use crate::error::{ApiError, ErrorObject};
+use crate::routes::openapi::{Bearer, answer, declare};
 use petstore_domain::key_admin::{IssuedKey, KeyView};
 
 #[derive(OpenApi)]
@@ -60,37 +60,24 @@ pub fn document() -> Document {
 
 /// `GET /admin/v1/openapi.json` (no token needed: it describes, it grants nothing).
 pub async fn openapi_json() -> Result<HttpResponse, ApiError> {
-    let body = document().to_pretty_json().map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::json())
-        .body(body))
+    answer(&document())
 }
 
-/// Name of the security scheme.
-const ADMIN_TOKEN: &str = "adminToken";
+/// The admin tokens' security scheme.
+const ADMIN_TOKEN: Bearer = Bearer {
+    name: "adminToken",
+    format: "psa_ followed by 64 lowercase hex digits",
+    description: "An admin token (not an API key). Missing, malformed, unknown and revoked \
+        tokens all get `401 unauthorized`.",
+};
 
 /// Every operation needs an admin token.
 struct AdminToken;
 
 impl Modify for AdminToken {
     fn modify(&self, document: &mut Document) {
-        let components = document.components.get_or_insert_with(Default::default);
-        components.security_schemes.insert(
-            ADMIN_TOKEN.into(),
-            RefOr::T(SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("psa_ followed by 64 lowercase hex digits")
-                    .description(Some(
-                        "An admin token (not an API key). Missing, malformed, unknown and \
-                         revoked tokens all get `401 unauthorized`.",
-                    ))
-                    .build(),
-            )),
-        );
-        document.security = Some(vec![SecurityRequirement::new(
-            ADMIN_TOKEN,
-            Vec::<String>::new(),
-        )]);
+        declare(document, &ADMIN_TOKEN);
+        let required = SecurityRequirement::new(ADMIN_TOKEN.name, Vec::<String>::new());
+        document.security = Some(vec![required]);
     }
 }

@@ -3,16 +3,15 @@
 //! admin API's traffic is an operator's). Anything else, whatever is wrong with it, gets the
 //! same `401`.
 
-use std::future::{Ready, ready};
-
 use actix_web::body::{BoxBody, MessageBody};
-use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use actix_web::{FromRequest, HttpMessage, HttpRequest, ResponseError, web};
+use actix_web::{HttpMessage, ResponseError, web};
 use petstore_domain::{AdminToken, AdminTokenSecret};
 
 use crate::auth::bearer_token;
 use crate::error::ApiError;
+use crate::extract::from_extensions;
 use crate::state::AppState;
 
 /// The admin token a request was authenticated with: taken by every admin handler (and named
@@ -20,19 +19,7 @@ use crate::state::AppState;
 #[derive(Debug, Clone)]
 pub struct Admin(pub AdminToken);
 
-impl FromRequest for Admin {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            req.extensions()
-                .get::<Admin>()
-                .cloned()
-                .ok_or(ApiError::AdminUnauthorized),
-        )
-    }
-}
+from_extensions!(Admin, ApiError::AdminUnauthorized);
 
 /// Refuses a request without a valid admin token with `401` before anything else of it is
 /// read; otherwise hands it on with its [`Admin`].

@@ -1,8 +1,6 @@
 //! When keys were last used, written to the storage at most once a minute per key per instance
 //! (a write per request would cost more than the request).
 
-use std::fmt;
-
 use quick_cache::sync::Cache;
 
 /// How often one instance records a key's use, at most.
@@ -12,6 +10,7 @@ pub const RECORD_EVERY: u64 = 60;
 /// (a bounded cache: a key it has let go of is recorded again at its next use, one write
 /// early). Two requests of one key at the same moment may both record it: a harmless extra
 /// write.
+#[derive(Debug)]
 pub struct Usage {
     recorded: Cache<i64, u64>,
 }
@@ -19,12 +18,6 @@ pub struct Usage {
 impl Default for Usage {
     fn default() -> Self {
         Self::with_capacity(Self::CAPACITY)
-    }
-}
-
-impl fmt::Debug for Usage {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Usage").finish_non_exhaustive()
     }
 }
 

@@ -1,12 +1,13 @@
 //! The Error responses that several operations answer alike, described once for the OpenAPI
-//! documents (utoipa's `IntoResponses`): an operation lists the set's name among its responses.
-//! The types describe; no one builds them.
+//! documents (utoipa's `IntoResponses`): an operation lists the set's name among its responses;
+//! and the paging parameters the lists share ([`PageParams`]). The types describe; no one builds
+//! them.
 #![expect(
     dead_code,
     reason = "response sets exist for the OpenAPI documents: never built, never read"
 )]
 
-use utoipa::IntoResponses;
+use utoipa::{IntoParams, IntoResponses};
 
 use super::ErrorObject;
 
@@ -95,3 +96,14 @@ pub struct KeyNotFound(ErrorObject<'static>);
         the operation takes none."
 )]
 pub struct KeyIdOnly(ErrorObject<'static>);
+
+/// The paging parameters of a list (`GET /pets`, `GET /store/orders`).
+#[derive(IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct PageParams {
+    /// How many at most: 1 to 100, default 20.
+    limit: Option<u32>,
+    /// Keyset cursor: only items whose id is greater. Taken from a `next` link.
+    #[param(minimum = 0)]
+    after: Option<i64>,
+}

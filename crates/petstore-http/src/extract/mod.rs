@@ -13,3 +13,26 @@ pub use header::{IDEMPOTENCY_KEY, IdempotencyHeader};
 pub use json::{BodyTimeout, JsonBody, JsonBytes, MAX_BODY_BYTES, parse};
 pub use path::{KeyId, OrderId, PetId};
 pub use query::{FromQuery, NoQuery, Query, as_strs};
+
+/// Implements `FromRequest` for a value a middleware left in the request's extensions for the
+/// handlers (the admin token, the caller's rate-limit standing): a clone of it, or the error
+/// `$missing` when it is not there.
+macro_rules! from_extensions {
+    ($type:ty, $missing:expr) => {
+        impl actix_web::FromRequest for $type {
+            type Error = $crate::error::ApiError;
+            type Future = std::future::Ready<Result<Self, Self::Error>>;
+
+            fn from_request(
+                req: &actix_web::HttpRequest,
+                _: &mut actix_web::dev::Payload,
+            ) -> Self::Future {
+                let found = actix_web::HttpMessage::extensions(req)
+                    .get::<Self>()
+                    .cloned();
+                std::future::ready(found.ok_or_else(|| $missing))
+            }
+        }
+    };
+}
+pub(crate) use from_extensions;

@@ -4,7 +4,6 @@
 //! `Retry-After` is its error's, written with the Error object (`error::error_response`).
 
 use std::convert::Infallible;
-use std::fmt;
 
 use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 use actix_web::web::Bytes;
@@ -68,27 +67,18 @@ impl LimitHeaders {
 /// [`LimitHeaders`] per distinct limits: every key of a plan shares its plan's, so there are a
 /// handful (plus one per enterprise key with limits of its own). Bounded at
 /// [`HeaderCache::CAPACITY`]: past it, the limits least in use are evicted.
+#[derive(Debug)]
 pub struct HeaderCache(Cache<RateLimits, LimitHeaders>);
 
 impl Default for HeaderCache {
     fn default() -> Self {
-        Self::with_capacity(Self::CAPACITY)
-    }
-}
-
-impl fmt::Debug for HeaderCache {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HeaderCache").finish_non_exhaustive()
+        Self(Cache::new(Self::CAPACITY))
     }
 }
 
 impl HeaderCache {
     /// Most entries kept.
     pub const CAPACITY: usize = 4_096;
-
-    fn with_capacity(capacity: usize) -> Self {
-        Self(Cache::new(capacity))
-    }
 
     /// The values for `limits`, built on first use.
     pub fn get(&self, limits: RateLimits) -> LimitHeaders {
@@ -225,7 +215,7 @@ mod tests {
 
     #[test]
     fn a_flood_of_distinct_limits_stays_bounded_and_every_answer_is_right() {
-        let cache = HeaderCache::with_capacity(100);
+        let cache = HeaderCache(Cache::new(100));
         let plan = RateLimits {
             per_minute: 60,
             per_day: 1_000,

@@ -84,43 +84,59 @@ pub async fn openapi_json(
     state: web::Data<AppState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let body = document(&state.links.public_base(&req))
-        .to_pretty_json()
-        .map_err(ApiError::internal)?;
+    answer(&document(&state.links.public_base(&req)))
+}
+
+/// `document` as the answer to a `GET` of it (the public one, the admin one).
+pub(crate) fn answer(document: &Document) -> Result<HttpResponse, ApiError> {
+    let body = document.to_pretty_json().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type(ContentType::json())
         .body(body))
 }
 
-/// Name of the security scheme.
-const BEARER: &str = "bearer";
+/// A bearer security scheme: its name in the document, the tokens' format, its description.
+pub(crate) struct Bearer {
+    pub(crate) name: &'static str,
+    pub(crate) format: &'static str,
+    pub(crate) description: &'static str,
+}
+
+/// Declares `scheme` in `document`.
+pub(crate) fn declare(document: &mut Document, scheme: &Bearer) {
+    let http = HttpBuilder::new()
+        .scheme(HttpAuthScheme::Bearer)
+        .bearer_format(scheme.format)
+        .description(Some(scheme.description))
+        .build();
+    let components = document.components.get_or_insert_with(Default::default);
+    components
+        .security_schemes
+        .insert(scheme.name.into(), RefOr::T(SecurityScheme::Http(http)));
+}
+
+/// The API keys' security scheme.
+const BEARER: Bearer = Bearer {
+    name: "bearer",
+    format: "pst_ followed by 64 lowercase hex digits",
+    description: "An API key. Missing, malformed, unknown and revoked keys all get `401 \
+        unauthorized`.",
+};
 
 /// What the annotations leave to convention, applied to every operation alike.
 struct Conventions;
 
 impl Modify for Conventions {
     fn modify(&self, document: &mut Document) {
+        declare(document, &BEARER);
         let components = document.components.get_or_insert_with(Default::default);
-        components.security_schemes.insert(
-            BEARER.into(),
-            RefOr::T(SecurityScheme::Http(
-                HttpBuilder::new()
-                    .scheme(HttpAuthScheme::Bearer)
-                    .bearer_format("pst_ followed by 64 lowercase hex digits")
-                    .description(Some(
-                        "An API key. Missing, malformed, unknown and revoked keys all get `401 \
-                         unauthorized`.",
-                    ))
-                    .build(),
-            )),
-        );
         for (name, integer, description) in SHARED_HEADERS {
             let kind = if integer { Type::Integer } else { Type::String };
             components
                 .headers
                 .insert(name.into(), RefOr::T(header_of(kind, description, true)));
         }
-        let security = vec![SecurityRequirement::new(BEARER, Vec::<String>::new())];
+        let security = vec![SecurityRequirement::new(BEARER.name, Vec::<String>::new())];
         for item in document.paths.paths.values_mut() {
             let operations = [
                 &mut item.get,

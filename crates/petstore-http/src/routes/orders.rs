@@ -9,7 +9,9 @@ use petstore_domain::{
 
 use super::respond::json_body;
 use crate::auth::{Caller, Read, Write};
-use crate::error::responses::{JsonBodyErrors, NoParameters, OrderById, PetNotFound, ReadOnlyKey};
+use crate::error::responses::{
+    JsonBodyErrors, NoParameters, OrderById, PageParams, PetNotFound, ReadOnlyKey,
+};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, NoQuery, OrderId, Query, parse};
 use crate::idempotency;
@@ -24,12 +26,7 @@ use crate::state::AppState;
     summary = "List your orders (experimental)",
     description = "The orders placed with this API key, in ascending id order, paged like pets. \
         Experimental: may change without a new version (`X-API-Stability: experimental`).",
-    params(
-        ("limit" = Option<u32>, Query,
-            description = "How many orders at most: 1 to 100, default 20."),
-        ("after" = Option<i64>, Query, minimum = 0,
-            description = "Keyset cursor: only orders whose id is greater. Taken from a `next` link."),
-    ),
+    params(PageParams),
     responses(
         (status = 200, description = "A page of orders.", body = Vec<Order>, headers(
             ("Link" = String, description = "`<...>; rel=\"next\"` when more orders follow."),

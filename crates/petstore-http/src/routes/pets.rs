@@ -6,7 +6,7 @@ use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
 use super::respond::encoded_body;
 use crate::auth::{Caller, Read, Write};
-use crate::error::responses::{JsonBodyErrors, PetNotFound, ReadOnlyKey};
+use crate::error::responses::{JsonBodyErrors, PageParams, PetNotFound, ReadOnlyKey};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, PetId, Query, parse};
 use crate::idempotency;
@@ -24,12 +24,8 @@ use crate::sunset::{SUNSET, SUNSET_UNIX};
         follow, `Link: <...>; rel=\"next\"` gives the next page's address (keyset cursor \
         `after`); the body stays a plain array.",
     params(
-        ("limit" = Option<u32>, Query,
-            description = "How many pets at most: 1 to 100, default 20."),
-        ("status" = Option<PetStatus>, Query,
-            description = "Only pets with this status."),
-        ("after" = Option<i64>, Query, minimum = 0,
-            description = "Keyset cursor: only pets whose id is greater. Taken from a `next` link."),
+        PageParams,
+        ("status" = Option<PetStatus>, Query, description = "Only pets with this status."),
     ),
     responses(
         (status = 200, description = "A page of pets.", body = Vec<Pet>, headers(

@@ -3,16 +3,13 @@
 //! admission reads a key's standing instead of counting the request; a banned caller still gets
 //! its `429`.
 
-use std::future::{Ready, ready};
-
-use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
 use petstore_domain::{RateLimitStatus, WindowStatus};
 
 use crate::auth::{Caller, Read};
 use crate::error::ApiError;
 use crate::error::responses::NoParameters;
-use crate::extract::NoQuery;
+use crate::extract::{NoQuery, from_extensions};
 use crate::ratelimit::RateStatus;
 
 /// `getRateLimit`.
@@ -42,18 +39,9 @@ pub async fn get_rate_limit(
     }))
 }
 
-/// The caller's standing, as admission read it for a resource declared
-/// `Counting::StandingRead` (a handler elsewhere would get a `500`: a declaration missing).
-impl FromRequest for RateStatus {
-    type Error = ApiError;
-    type Future = Ready<Result<Self, ApiError>>;
-
-    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            req.extensions()
-                .get::<RateStatus>()
-                .copied()
-                .ok_or_else(|| ApiError::internal("admission left no rate-limit standing")),
-        )
-    }
-}
+// The caller's standing, as admission read it for a resource declared
+// `Counting::StandingRead` (a handler elsewhere would get a `500`: a declaration missing).
+from_extensions!(
+    RateStatus,
+    ApiError::internal("admission left no rate-limit standing")
+);

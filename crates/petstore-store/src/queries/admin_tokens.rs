@@ -4,8 +4,7 @@ use diesel::prelude::*;
 use petstore_domain::{AdminToken, AdminTokenSecret, AdminTokenSpec, KeyHash};
 
 use super::keys::random_bytes;
-use super::{coalesce, columns, unix_now};
-use crate::StoreError;
+use super::{Result, coalesce, columns, unix_now};
 use crate::conn::Conn;
 use crate::schema::admin_tokens;
 
@@ -32,7 +31,7 @@ impl From<TokenRow> for AdminToken {
 }
 
 /// A new random token (the operating system's random source).
-pub(crate) fn random_token() -> Result<AdminTokenSecret, StoreError> {
+pub(crate) fn random_token() -> Result<AdminTokenSecret> {
     Ok(AdminTokenSecret::from_random_bytes(random_bytes()?))
 }
 
@@ -41,7 +40,7 @@ pub(crate) async fn create(
     mut conn: Conn<'_>,
     spec: AdminTokenSpec,
     secret: AdminTokenSecret,
-) -> Result<(AdminToken, AdminTokenSecret), StoreError> {
+) -> Result<(AdminToken, AdminTokenSecret)> {
     let insert = diesel::insert_into(admin_tokens::table)
         .values((
             admin_tokens::token_hash.eq(secret.hash().as_str().to_owned()),
@@ -55,10 +54,7 @@ pub(crate) async fn create(
 }
 
 /// The non-revoked token whose secret has this hash.
-pub(crate) async fn find_active(
-    mut conn: Conn<'_>,
-    hash: KeyHash,
-) -> Result<Option<AdminToken>, StoreError> {
+pub(crate) async fn find_active(mut conn: Conn<'_>, hash: KeyHash) -> Result<Option<AdminToken>> {
     let query = admin_tokens::table
         .select(columns::<TokenRow>())
         .filter(admin_tokens::token_hash.eq(hash.as_str().to_owned()))
@@ -68,7 +64,7 @@ pub(crate) async fn find_active(
 }
 
 /// Every token, revoked ones included, in id order.
-pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>, StoreError> {
+pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>> {
     let query = admin_tokens::table
         .select(columns::<TokenRow>())
         .order(admin_tokens::id.asc());
@@ -77,7 +73,7 @@ pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>, StoreErr
 }
 
 /// Revokes a token (keeping the first revocation's time); `false` when no token has this id.
-pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
+pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool> {
     let revoked_at = coalesce(admin_tokens::revoked_at, Some(unix_now()));
     let revoke =
         diesel::update(admin_tokens::table.find(id)).set(admin_tokens::revoked_at.eq(revoked_at));

@@ -9,7 +9,7 @@ use petstore_domain::{
     IdempotentRequest, RecordState, StoredResponse, decide_claim,
 };
 
-use super::columns;
+use super::{Result, columns};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::idempotency_keys as keys;
@@ -33,7 +33,7 @@ struct Record {
 }
 
 /// A claim token: random, so that a claim taken over cannot be mistaken for the one before.
-fn random_token() -> Result<i64, StoreError> {
+fn random_token() -> Result<i64> {
     let mut bytes = [0u8; 8];
     getrandom::fill(&mut bytes).map_err(StoreError::Random)?;
     Ok(i64::from_le_bytes(bytes))
@@ -45,7 +45,7 @@ fn seconds(value: u64) -> i64 {
 
 impl Record {
     /// The record as the domain's rule reads it.
-    fn to_domain(&self, key: &str) -> Result<IdempotencyRecord, StoreError> {
+    fn to_domain(&self, key: &str) -> Result<IdempotencyRecord> {
         let corrupt = |reason: String| StoreError::Corrupt {
             table: "idempotency_keys",
             reason: format!("key {key:?}: {reason}"),
@@ -78,7 +78,7 @@ pub(crate) async fn complete(
     mut conn: Conn<'_>,
     claim: &IdempotencyClaim,
     response: &StoredResponse,
-) -> Result<bool, StoreError> {
+) -> Result<bool> {
     let update = diesel::update(keys::table.find((claim.owner, claim.key.as_str())))
         .filter(keys::token.eq(claim.token))
         .filter(keys::state.eq(IN_FLIGHT))
@@ -92,10 +92,7 @@ pub(crate) async fn complete(
 }
 
 /// Claims `request`'s key, or reports what holds it.
-pub(crate) async fn claim(
-    mut conn: Conn<'_>,
-    request: IdempotentRequest,
-) -> Result<ClaimOutcome, StoreError> {
+pub(crate) async fn claim(mut conn: Conn<'_>, request: IdempotentRequest) -> Result<ClaimOutcome> {
     let conn = &mut conn;
     let now = seconds(request.now);
     let token = random_token()?;
@@ -159,7 +156,7 @@ pub(crate) async fn claim(
 }
 
 /// Frees a claimed key without a response, so that a retry runs again.
-pub(crate) async fn release(mut conn: Conn<'_>, claim: IdempotencyClaim) -> Result<(), StoreError> {
+pub(crate) async fn release(mut conn: Conn<'_>, claim: IdempotencyClaim) -> Result<()> {
     let delete = diesel::delete(keys::table.find((claim.owner, claim.key.as_str())))
         .filter(keys::token.eq(claim.token))
         .filter(keys::state.eq(IN_FLIGHT));
@@ -171,7 +168,7 @@ pub(crate) async fn release(mut conn: Conn<'_>, claim: IdempotencyClaim) -> Resu
 /// commit); returns how many. A backlog (after downtime, or a busy day) is pruned in rounds, so
 /// that no delete is long enough for a statement timeout to cancel it every time, or to hold
 /// SQLite's write lock for long.
-pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: u64) -> Result<u64, StoreError> {
+pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: u64) -> Result<u64> {
     let conn = &mut conn;
     let expired = keys::table
         .filter(keys::created_at.lt(seconds(before)))
@@ -186,11 +183,7 @@ pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: u64) -> Result<u64, 
     conn.finish(deleted).await
 }
 
-async fn delete_each(
-    conn: &mut Conn<'_>,
-    batch: &[(i64, String)],
-    before: u64,
-) -> Result<u64, StoreError> {
+async fn delete_each(conn: &mut Conn<'_>, batch: &[(i64, String)], before: u64) -> Result<u64> {
     let mut deleted = 0;
     for (owner, key) in batch {
         let delete = diesel::delete(keys::table.find((owner, key.as_str())))

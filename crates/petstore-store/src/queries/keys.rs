@@ -6,7 +6,7 @@ use petstore_domain::{
     Plan, RateLimits, Scope,
 };
 
-use super::{coalesce, columns, overfetch, unix_now};
+use super::{Result, coalesce, columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::api_keys;
@@ -33,7 +33,7 @@ struct KeyRow {
 impl TryFrom<KeyRow> for ApiKey {
     type Error = StoreError;
 
-    fn try_from(row: KeyRow) -> Result<Self, StoreError> {
+    fn try_from(row: KeyRow) -> Result<Self> {
         let corrupt = |reason: String| StoreError::Corrupt {
             table: "api_keys",
             reason: format!("key {}: {reason}", row.id),
@@ -81,12 +81,12 @@ impl TryFrom<KeyRow> for ApiKey {
 }
 
 /// A new random secret (the operating system's random source).
-pub(crate) fn random_secret() -> Result<ApiKeySecret, StoreError> {
+pub(crate) fn random_secret() -> Result<ApiKeySecret> {
     Ok(ApiKeySecret::from_random_bytes(random_bytes()?))
 }
 
 /// 32 bytes from the operating system's random source: a new secret's.
-pub(crate) fn random_bytes() -> Result<[u8; 32], StoreError> {
+pub(crate) fn random_bytes() -> Result<[u8; 32]> {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).map_err(StoreError::Random)?;
     Ok(bytes)
@@ -97,7 +97,7 @@ pub(crate) async fn create(
     mut conn: Conn<'_>,
     spec: KeySpec,
     secret: ApiKeySecret,
-) -> Result<(ApiKey, ApiKeySecret), StoreError> {
+) -> Result<(ApiKey, ApiKeySecret)> {
     let limits = spec.custom_limits();
     let hash = secret.hash();
     let insert = diesel::insert_into(api_keys::table)
@@ -118,10 +118,7 @@ pub(crate) async fn create(
 }
 
 /// The non-revoked key whose current or previous secret has this hash.
-pub(crate) async fn find_active(
-    mut conn: Conn<'_>,
-    hash: KeyHash,
-) -> Result<Option<KeyMatch>, StoreError> {
+pub(crate) async fn find_active(mut conn: Conn<'_>, hash: KeyHash) -> Result<Option<KeyMatch>> {
     let query = api_keys::table
         .select((columns::<KeyRow>(), api_keys::key_hash))
         .filter(
@@ -145,7 +142,7 @@ pub(crate) async fn find_active(
 }
 
 /// Every key, revoked ones included, in id order.
-pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>, StoreError> {
+pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>> {
     let query = api_keys::table
         .select(columns::<KeyRow>())
         .order(api_keys::id.asc());
@@ -154,7 +151,7 @@ pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>, StoreError> 
 }
 
 /// The key with this id, revoked or not.
-pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>, StoreError> {
+pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>> {
     let query = api_keys::table.find(id).select(columns::<KeyRow>());
     let row: Option<KeyRow> = run!(&mut conn, first, query).optional()?;
     row.map(ApiKey::try_from).transpose()
@@ -163,10 +160,7 @@ pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>, 
 /// A page of keys in id order, of one plan (or any) and in one state at the query's `now` (or
 /// any). Every filter is always part of the statement (a plan list of one or all; a state's
 /// condition or none), so that each backend prepares one statement per state.
-pub(crate) async fn list_page(
-    mut conn: Conn<'_>,
-    query: KeyListQuery,
-) -> Result<Page<ApiKey>, StoreError> {
+pub(crate) async fn list_page(mut conn: Conn<'_>, query: KeyListQuery) -> Result<Page<ApiKey>> {
     let plans: Vec<&str> = match query.plan {
         Some(plan) => vec![plan.as_str()],
         None => Plan::ALL.iter().map(|plan| plan.as_str()).collect(),
@@ -224,7 +218,7 @@ pub(crate) async fn update(
     mut conn: Conn<'_>,
     id: i64,
     update: KeyUpdate,
-) -> Result<Option<ApiKey>, StoreError> {
+) -> Result<Option<ApiKey>> {
     let limits = update.plan.map(|(_, limits)| limits);
     let changes = KeyChangeset {
         plan: update.plan.map(|(plan, _)| plan.as_str().to_owned()),
@@ -245,7 +239,7 @@ pub(crate) async fn update(
 
 /// Revokes a key (keeping the first revocation's time); `false` when no key has this id. One
 /// statement: the row is matched whether revoked or not, and keeps its first revocation's time.
-pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
+pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool> {
     let revoked_at = coalesce(api_keys::revoked_at, Some(unix_now()));
     let revoke = diesel::update(api_keys::table.find(id)).set(api_keys::revoked_at.eq(revoked_at));
     Ok(run!(&mut conn, execute, revoke)? > 0)
@@ -257,7 +251,7 @@ pub(crate) async fn update_plan(
     id: i64,
     plan: Plan,
     custom_limits: Option<RateLimits>,
-) -> Result<bool, StoreError> {
+) -> Result<bool> {
     let update = diesel::update(api_keys::table.find(id)).set((
         api_keys::plan.eq(plan.as_str()),
         api_keys::per_minute.eq(custom_limits.map(|l| i64::from(l.per_minute))),
@@ -267,12 +261,7 @@ pub(crate) async fn update_plan(
 }
 
 /// Bans a key unless a ban is in force at `now`; whether this call imposed it.
-pub(crate) async fn ban(
-    mut conn: Conn<'_>,
-    id: i64,
-    ban: Ban,
-    now: u64,
-) -> Result<bool, StoreError> {
+pub(crate) async fn ban(mut conn: Conn<'_>, id: i64, ban: Ban, now: u64) -> Result<bool> {
     let now = i64::try_from(now).unwrap_or(i64::MAX);
     let update = diesel::update(api_keys::table.find(id))
         .filter(
@@ -297,7 +286,7 @@ pub(crate) async fn rotate(
     id: i64,
     grace_until: i64,
     secret: ApiKeySecret,
-) -> Result<Option<(ApiKey, ApiKeySecret)>, StoreError> {
+) -> Result<Option<(ApiKey, ApiKeySecret)>> {
     let hash = secret.hash();
     let update = diesel::update(
         api_keys::table
@@ -316,17 +305,13 @@ pub(crate) async fn rotate(
 }
 
 /// Changes what a key may do; `false` when no key has this id.
-pub(crate) async fn update_scope(
-    mut conn: Conn<'_>,
-    id: i64,
-    scope: Scope,
-) -> Result<bool, StoreError> {
+pub(crate) async fn update_scope(mut conn: Conn<'_>, id: i64, scope: Scope) -> Result<bool> {
     let update = diesel::update(api_keys::table.find(id)).set(api_keys::scope.eq(scope.as_str()));
     Ok(run!(&mut conn, execute, update)? > 0)
 }
 
 /// Records that the key was used at `now`; never moves the time back.
-pub(crate) async fn touch(mut conn: Conn<'_>, id: i64, now: i64) -> Result<(), StoreError> {
+pub(crate) async fn touch(mut conn: Conn<'_>, id: i64, now: i64) -> Result<()> {
     let update = diesel::update(api_keys::table.find(id))
         .filter(
             api_keys::last_used_at
@@ -339,7 +324,7 @@ pub(crate) async fn touch(mut conn: Conn<'_>, id: i64, now: i64) -> Result<(), S
 }
 
 /// Lifts a key's ban and forgets its history; `false` when no key has this id.
-pub(crate) async fn unban(mut conn: Conn<'_>, id: i64) -> Result<bool, StoreError> {
+pub(crate) async fn unban(mut conn: Conn<'_>, id: i64) -> Result<bool> {
     let update = diesel::update(api_keys::table.find(id)).set((
         api_keys::banned_until.eq(None::<i64>),
         api_keys::ban_level.eq(0),

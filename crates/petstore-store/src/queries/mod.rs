@@ -33,6 +33,9 @@ diesel::define_sql_function! {
     fn coalesce(first: Nullable<BigInt>, second: Nullable<BigInt>) -> Nullable<BigInt>;
 }
 
+/// What a query function answers: its value, or the store's error.
+type Result<T, E = crate::StoreError> = std::result::Result<T, E>;
+
 /// Now, in Unix seconds.
 fn unix_now() -> i64 {
     SystemTime::now()

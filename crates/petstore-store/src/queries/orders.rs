@@ -13,7 +13,7 @@ use petstore_domain::{
 };
 
 use super::pets::UnknownStatus;
-use super::{columns, overfetch, unix_now};
+use super::{Result, columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::{orders, pets};
@@ -32,7 +32,7 @@ struct OrderRow {
 impl TryFrom<OrderRow> for Order {
     type Error = StoreError;
 
-    fn try_from(row: OrderRow) -> Result<Self, StoreError> {
+    fn try_from(row: OrderRow) -> Result<Self> {
         let status: OrderStatus = row.status.parse().map_err(|_| StoreError::Corrupt {
             table: "orders",
             reason: format!("order {} has unknown status {:?}", row.id, row.status),
@@ -168,7 +168,7 @@ async fn change_in(
 async fn in_transaction<T>(
     conn: &mut Conn<'_>,
     body: Result<T, Failure>,
-) -> Result<Result<T, OrderError>, StoreError> {
+) -> Result<Result<T, OrderError>> {
     match conn.finish(body).await {
         Ok(value) => Ok(Ok(value)),
         Err(Failure::Refused(refusal)) => Ok(Err(refusal)),
@@ -180,7 +180,7 @@ async fn in_transaction<T>(
 pub(crate) async fn place(
     mut conn: Conn<'_>,
     order: PlaceOrder,
-) -> Result<Result<Order, OrderError>, StoreError> {
+) -> Result<Result<Order, OrderError>> {
     conn.begin().await?;
     let placed = place_in(&mut conn, &order).await;
     in_transaction(&mut conn, placed).await
@@ -192,28 +192,21 @@ pub(crate) async fn change(
     id: i64,
     owner: Option<i64>,
     action: OrderAction,
-) -> Result<Result<Order, OrderError>, StoreError> {
+) -> Result<Result<Order, OrderError>> {
     conn.begin().await?;
     let changed = change_in(&mut conn, id, owner, action).await;
     in_transaction(&mut conn, changed).await
 }
 
 /// Order `id`; with an owner, only if that key placed it.
-pub(crate) async fn find(
-    mut conn: Conn<'_>,
-    id: i64,
-    owner: Option<i64>,
-) -> Result<Option<Order>, StoreError> {
+pub(crate) async fn find(mut conn: Conn<'_>, id: i64, owner: Option<i64>) -> Result<Option<Order>> {
     let query = orders::table.find(id).select(columns::<OrderRow>());
     let row: Option<OrderRow> = run!(&mut conn, first, query).optional()?;
     Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
 }
 
 /// A page of orders in ascending id order (the query's owner's only, when it names one).
-pub(crate) async fn list(
-    mut conn: Conn<'_>,
-    query: OrderListQuery,
-) -> Result<Page<Order>, StoreError> {
+pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Page<Order>> {
     let all = orders::table
         .select(columns::<OrderRow>())
         .order(orders::id.asc())
@@ -234,7 +227,7 @@ pub(crate) async fn list(
 }
 
 /// How many pets have each status.
-pub(crate) async fn inventory(mut conn: Conn<'_>) -> Result<Inventory, StoreError> {
+pub(crate) async fn inventory(mut conn: Conn<'_>) -> Result<Inventory> {
     let query = pets::table
         .group_by(pets::status)
         .select((pets::status, diesel::dsl::count_star()));

@@ -11,13 +11,13 @@ use diesel::sql_types::{BigInt, Text};
 use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus, StoredResponse};
 
-use super::{columns, overfetch, unix_now};
+use super::{Result, columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::pets;
 
 /// Inserts one pet.
-async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet, StoreError> {
+async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet> {
     let insert = diesel::insert_into(pets::table)
         .values((
             pets::name.eq(pet.name()),
@@ -130,10 +130,7 @@ fn read_error(error: DieselError) -> StoreError {
 
 /// Inserts `pet` and, when it carries an idempotency completion, completes the claim with the
 /// pet's response: both or neither (the caller runs this in a transaction or savepoint).
-pub(crate) async fn insert_completing(
-    mut conn: Conn<'_>,
-    pet: &CreatePet,
-) -> Result<Pet, StoreError> {
+pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Result<Pet> {
     let created = insert_pet(&mut conn, &pet.draft).await?;
     if let Some(completion) = &pet.completion {
         let response = StoredResponse::created(&created, &completion.base);
@@ -147,7 +144,7 @@ pub(crate) async fn insert_completing(
 /// Creates `pet` on its own: in a transaction when it completes an idempotency claim. (SQLite's
 /// writer creates pets in batches, its own way.)
 #[cfg(feature = "postgres")]
-pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet, StoreError> {
+pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet> {
     if pet.completion.is_none() {
         return insert_pet(&mut conn, &pet.draft).await;
     }
@@ -157,7 +154,7 @@ pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet, St
 }
 
 /// The pet with this id, if any.
-pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>, StoreError> {
+pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>> {
     // `get_result`, not `first`: a primary-key lookup needs no `LIMIT ?` to bind.
     let query = pets::table.select(columns::<PetRow>()).find(id);
     let row: Option<PetRow> = run!(&mut conn, get_result, query)
@@ -167,7 +164,7 @@ pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<Pet>, Sto
 }
 
 /// A page of pets in ascending id order, filtered by status when asked.
-pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page<Pet>, StoreError> {
+pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page<Pet>> {
     // One static query per shape (not `into_boxed`), so Diesel keeps each one prepared.
     let all = pets::table
         .select(columns::<PetRow>())
