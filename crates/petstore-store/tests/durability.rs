@@ -236,16 +236,11 @@ async fn every_write(store: &Store) -> Vec<(&'static str, Write)> {
 /// read on a blocking thread (the writes go on meanwhile).
 async fn waiting_for_a_standby(server_url: String) -> usize {
     tokio::task::spawn_blocking(move || {
-        let rows = petstore_store::testing::RawPostgres::connect(&server_url)
+        petstore_store::testing::RawPostgres::connect(&server_url)
             .and_then(|watcher| {
-                watcher.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+                watcher.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
             })
-            .expect("read pg_stat_activity");
-        rows[0][0]
-            .as_deref()
-            .expect("a count")
-            .parse()
-            .expect("a number")
+            .expect("read pg_stat_activity")
     })
     .await
     .expect("the watcher's thread")

@@ -121,17 +121,12 @@ impl TestDatabase {
             return 0;
         };
         let watcher = RawPostgres::connect(&self.url).expect("connect");
-        let rows = watcher
-            .query(&format!(
+        watcher
+            .count(&format!(
                 "SELECT count(*) FROM pg_stat_activity \
                  WHERE datname = '{name}' AND pid <> pg_backend_pid()"
             ))
-            .expect("count");
-        rows[0][0]
-            .as_deref()
-            .expect("a count")
-            .parse()
-            .expect("a number")
+            .expect("count")
     }
 
     /// A store on this database with the migrations applied.
@@ -259,6 +254,15 @@ impl RawPostgres {
         answer
             .recv()
             .map_err(|_| "the connection's thread stopped".to_owned())?
+    }
+
+    /// The number a query such as `SELECT count(*) ...` answers: its first row's first column.
+    pub fn count(&self, sql: &str) -> Result<usize, String> {
+        let rows = self.query(sql)?;
+        let first = rows.first().and_then(|row| row.first()).cloned().flatten();
+        let text = first.ok_or_else(|| format!("no number from {sql:?}"))?;
+        text.parse()
+            .map_err(|_| format!("{text:?} from {sql:?} is not a count"))
     }
 
     /// Runs `sql` for its effect.

@@ -120,20 +120,8 @@ fn cli_mistakes_fail_with_a_message() {
         assert!(!output.stderr.is_empty(), "{args:?} said nothing");
         assert!(output.stdout.is_empty(), "{args:?} printed to stdout");
     }
-    let enterprise = run(
-        db,
-        &[
-            "keys",
-            "create",
-            "--plan",
-            "enterprise",
-            "--per-minute",
-            "5000",
-            "--per-day",
-            "5000000",
-        ],
-    );
-    assert!(enterprise.trim().starts_with("pst_"));
+    let enterprise = crate::common::enterprise_key(db, 5000, 5_000_000);
+    assert!(enterprise.starts_with("pst_"));
     assert!(run(db, &["keys", "list"]).contains("5000000"));
 }
 
