@@ -399,6 +399,13 @@ fn the_key_lifecycle_from_the_command_line() {
     let keys = list(db);
     assert_eq!(keys.len(), 2, "the same key, not a new one");
     assert!(keys[1]["previousSecretUntil"].as_str().is_some());
+    // The use is recorded in the background, after the answer: wait for it, within a bound.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut keys = keys;
+    while keys[1]["lastUsedAt"].as_str().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        keys = list(db);
+    }
     assert!(
         keys[1]["lastUsedAt"].as_str().is_some(),
         "recorded in the background: {}",
