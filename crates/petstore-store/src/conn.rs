@@ -51,12 +51,18 @@ impl<T, F> Op<T> for F where
 /// awaited on PostgreSQL, where it resolves only once the statement has ended
 /// ([`on_postgres!`]). Only usable inside an async function.
 ///
+/// `run!(conn, load, sqlite: a, postgres: b)` runs a query written for each backend's planner,
+/// where one statement cannot suit both (the other is not built).
+///
 /// `run!(conn, locked first, query)` reads rows that the transaction then holds until it ends:
 /// `SELECT ... FOR UPDATE` on PostgreSQL; on SQLite the query as it is, the transaction
 /// (`BEGIN IMMEDIATE`) holding the whole database already.
 macro_rules! run {
     ($conn:expr, locked $method:ident, $query:expr) => {
         run!(@on $conn, $method, $query, diesel::QueryDsl::for_update($query))
+    };
+    ($conn:expr, $method:ident, sqlite: $sqlite:expr, postgres: $postgres:expr) => {
+        run!(@on $conn, $method, $sqlite, $postgres)
     };
     ($conn:expr, $method:ident, $query:expr) => {
         run!(@on $conn, $method, $query, $query)

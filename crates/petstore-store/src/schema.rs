@@ -69,11 +69,22 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// How many pets have each status, spread over slots (summed on read). Written only by the
+    /// database's triggers on `pets`.
+    pet_status_counts (status, slot) {
+        status -> Text,
+        slot -> Integer,
+        pets -> BigInt,
+    }
+}
+
 diesel::joinable!(orders -> pets (pet_id));
 diesel::allow_tables_to_appear_in_same_query!(
     pets,
     orders,
     api_keys,
     admin_tokens,
-    idempotency_keys
+    idempotency_keys,
+    pet_status_counts
 );

@@ -232,13 +232,19 @@ async fn every_write(store: &Store) -> Vec<(&'static str, Write)> {
     writes
 }
 
-/// How many of the server's sessions wait for a synchronous standby to confirm their commit,
-/// read on a blocking thread (the writes go on meanwhile).
+/// How many of the server's sessions wait for a synchronous standby to confirm their commit (or
+/// for a lock one of those holds), read on a blocking thread (the writes go on meanwhile).
 async fn waiting_for_a_standby(server_url: String) -> usize {
     tokio::task::spawn_blocking(move || {
         petstore_store::testing::RawPostgres::connect(&server_url)
             .and_then(|watcher| {
-                watcher.count("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'")
+                // Or behind one that does: a write that changes the same count of pets as
+                // another (the inventory's counters) waits for that one's row lock, which a
+                // transaction holds until its commit is confirmed.
+                watcher.count(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE wait_event = 'SyncRep' OR wait_event_type = 'Lock'",
+                )
             })
             .expect("read pg_stat_activity")
     })

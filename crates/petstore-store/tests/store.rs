@@ -79,7 +79,7 @@ fn raw_execute(url: &str, sql: &str) {
 }
 
 /// How many migrations each backend has (the folders of `migrations/sqlite`).
-const MIGRATIONS: usize = 5;
+const MIGRATIONS: usize = 6;
 
 fn draft(name: &str, status: PetStatus) -> CreatePet {
     CreatePet::new(PetDraft::new(name, 1, status).expect("valid draft"))

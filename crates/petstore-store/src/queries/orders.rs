@@ -16,7 +16,7 @@ use super::pets::UnknownStatus;
 use super::{Result, columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
-use crate::schema::{orders, pets};
+use crate::schema::{orders, pet_status_counts, pets};
 
 #[derive(Queryable, Selectable)]
 #[diesel(table_name = orders)]
@@ -215,7 +215,17 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Pa
     let conn = &mut conn;
     let rows: Vec<OrderRow> = match query.owner {
         None => run!(conn, load, all)?,
-        Some(owner) => run!(conn, load, all.filter(orders::owner_key_id.eq(owner)))?,
+        // A key's page walks the `(owner_key_id, id)` index from `after` on, whatever the
+        // number of orders; on PostgreSQL stated as a range for its generic plans, as a page of
+        // pets with one status is, for the same reasons (see `pets::list`).
+        Some(owner) => run!(
+            conn,
+            load,
+            sqlite: all.filter(orders::owner_key_id.eq(owner)),
+            postgres: all
+                .filter(orders::owner_key_id.between(owner, owner))
+                .order((orders::owner_key_id.asc(), orders::id.asc()))
+        )?,
     };
     let orders = rows
         .into_iter()
@@ -226,26 +236,42 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Pa
     }))
 }
 
-/// How many pets have each status.
+/// How many pets have each status: the sums of the counters the database's triggers keep in
+/// the transaction of every change to a pet (`migrations/*/..._pet_status_counts`), a few rows
+/// whatever the size of the catalogue.
 pub(crate) async fn inventory(mut conn: Conn<'_>) -> Result<Inventory> {
-    let query = pets::table
-        .group_by(pets::status)
-        .select((pets::status, diesel::dsl::count_star()));
-    let counts: Vec<(String, i64)> = run!(&mut conn, load, query)?;
-    let mut inventory = Inventory::default();
-    for (status, count) in counts {
-        let count = u64::try_from(count).unwrap_or(0);
-        match status.parse::<PetStatus>() {
-            Ok(PetStatus::Available) => inventory.available = count,
-            Ok(PetStatus::Pending) => inventory.pending = count,
-            Ok(PetStatus::Sold) => inventory.sold = count,
+    let query =
+        pet_status_counts::table.select((pet_status_counts::status, pet_status_counts::pets));
+    let slots: Vec<(String, i64)> = run!(&mut conn, load, query)?;
+    // Sums per status: available, pending, sold.
+    let mut sums = [0_i64; 3];
+    for (status, pets) in slots {
+        let index = match status.parse::<PetStatus>() {
+            Ok(PetStatus::Available) => 0,
+            Ok(PetStatus::Pending) => 1,
+            Ok(PetStatus::Sold) => 2,
             Err(_) => {
-                return Err(StoreError::Corrupt {
-                    table: "pets",
-                    reason: format!("{count} pets have the unknown status {status:?}"),
-                });
+                return Err(corrupt_count(format!(
+                    "a count of unknown status {status:?}"
+                )));
             }
-        }
+        };
+        sums[index] = sums[index].saturating_add(pets);
     }
-    Ok(inventory)
+    let [available, pending, sold] = sums.map(|sum| {
+        u64::try_from(sum).map_err(|_| corrupt_count(format!("a negative count ({sum})")))
+    });
+    Ok(Inventory {
+        available: available?,
+        pending: pending?,
+        sold: sold?,
+    })
+}
+
+/// The store's error for counts that cannot be right.
+fn corrupt_count(reason: String) -> StoreError {
+    StoreError::Corrupt {
+        table: "pet_status_counts",
+        reason,
+    }
 }
