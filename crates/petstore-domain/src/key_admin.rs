@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::key::{KeyUpdate, LAST_TIME, validate_label};
 use crate::{
-    ApiKey, ApiKeySecret, KeyListQuery, KeySpec, Page, Plan, RateLimits, Scope, Storage,
+    ApiKey, ApiKeySecret, KeyListQuery, KeySpec, Limit, Page, Plan, RateLimits, Scope, Storage,
     StorageError, ValidationError,
 };
 
@@ -108,6 +108,29 @@ pub async fn get(storage: &dyn Storage, id: i64) -> Result<ApiKey, KeyAdminError
         .find_key(id)
         .await?
         .ok_or(KeyAdminError::NotFound(id))
+}
+
+/// Every key, revoked ones included, in id order: read a page of the most keys a page holds at
+/// a time, each page as cheap as the admin API's (the storage interface has no unbounded list).
+pub async fn all(storage: &dyn Storage) -> Result<Vec<ApiKey>, KeyAdminError> {
+    let mut keys = Vec::new();
+    let mut query = KeyListQuery::every_key(Limit::MAX);
+    loop {
+        let page = storage.list_keys_page(&query).await?;
+        keys.extend(page.items);
+        match page.next_after {
+            Some(after) => query.page.after = Some(after),
+            None => return Ok(keys),
+        }
+    }
+}
+
+/// Whether any key exists, revoked or not.
+pub async fn any(storage: &dyn Storage) -> Result<bool, KeyAdminError> {
+    let first = storage
+        .list_keys_page(&KeyListQuery::every_key(Limit::MIN))
+        .await?;
+    Ok(!first.items.is_empty())
 }
 
 /// A page of keys.

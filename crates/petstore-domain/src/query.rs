@@ -27,6 +27,11 @@ impl Limit {
         }
     }
 
+    /// The smallest page.
+    pub const MIN: Self = Self(MIN_LIMIT);
+    /// The largest page.
+    pub const MAX: Self = Self(MAX_LIMIT);
+
     /// The size as a number.
     pub fn get(self) -> u32 {
         self.0
@@ -142,6 +147,16 @@ pub struct KeyListQuery {
 }
 
 impl KeyListQuery {
+    /// The first page of `limit` keys, of any plan and state.
+    pub fn every_key(limit: Limit) -> Self {
+        Self {
+            page: PageRequest { limit, after: None },
+            plan: None,
+            state: None,
+            now: 0,
+        }
+    }
+
     /// Parses decoded query pairs (`limit`, `after`, `plan`, `state`), judging states at `now`.
     /// Unknown, repeated and malformed parameters are errors.
     pub fn from_pairs<'a>(

@@ -98,9 +98,6 @@ pub trait ApiKeyRepository {
     /// [`KeyMatch::is_valid_at`], so that a cached answer expires on time too).
     async fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError>;
 
-    /// Every key, revoked ones included, in id order.
-    async fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError>;
-
     /// The key with this id, revoked or not.
     async fn find_key(&self, id: i64) -> Result<Option<ApiKey>, StorageError>;
 

@@ -241,10 +241,6 @@ impl ApiKeyRepository for Store {
             .await?)
     }
 
-    async fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
-        Ok(self.read(|conn| Box::pin(keys::list(conn))).await?)
-    }
-
     async fn find_key(&self, id: i64) -> Result<Option<ApiKey>, StorageError> {
         Ok(self
             .read(move |conn| Box::pin(keys::find(conn, id)))

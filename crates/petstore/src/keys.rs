@@ -75,7 +75,7 @@ pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCod
         }
         KeysCommand::Verify { format } => return verify(storage, format, now, &mut out).await,
         KeysCommand::List { format, wide } => {
-            let keys = storage.list_keys().await?;
+            let keys = admin::all(storage).await?;
             match format {
                 Format::Json => {
                     let listed: Vec<KeyView> =

@@ -12,8 +12,7 @@ use crate::api_tests;
 use crate::helpers::TestApp;
 
 async fn listed(app: &TestApp, id: i64) -> ApiKey {
-    app.store
-        .list_keys()
+    petstore_domain::key_admin::all(&*app.store)
         .await
         .expect("list")
         .into_iter()

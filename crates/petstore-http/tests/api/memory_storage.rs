@@ -315,15 +315,6 @@ impl ApiKeyRepository for MemoryStorage {
         }))
     }
 
-    async fn list_keys(&self) -> Result<Vec<ApiKey>, StorageError> {
-        Ok(self
-            .data()
-            .keys
-            .values()
-            .map(|stored| stored.key.clone())
-            .collect())
-    }
-
     async fn find_key(&self, id: i64) -> Result<Option<ApiKey>, StorageError> {
         Ok(self.data().keys.get(&id).map(|stored| stored.key.clone()))
     }

@@ -141,15 +141,6 @@ pub(crate) async fn find_active(mut conn: Conn<'_>, hash: KeyHash) -> Result<Opt
     }))
 }
 
-/// Every key, revoked ones included, in id order.
-pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<ApiKey>> {
-    let query = api_keys::table
-        .select(columns::<KeyRow>())
-        .order(api_keys::id.asc());
-    let rows: Vec<KeyRow> = run!(&mut conn, load, query)?;
-    rows.into_iter().map(ApiKey::try_from).collect()
-}
-
 /// The key with this id, revoked or not.
 pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>> {
     let query = api_keys::table.find(id).select(columns::<KeyRow>());
@@ -157,41 +148,61 @@ pub(crate) async fn find(mut conn: Conn<'_>, id: i64) -> Result<Option<ApiKey>> 
     row.map(ApiKey::try_from).transpose()
 }
 
-/// A page of keys in id order, of one plan (or any) and in one state at the query's `now` (or
-/// any). Every filter is always part of the statement (a plan list of one or all; a state's
-/// condition or none), so that each backend prepares one statement per state.
-pub(crate) async fn list_page(mut conn: Conn<'_>, query: KeyListQuery) -> Result<Page<ApiKey>> {
-    let plans: Vec<&str> = match query.plan {
-        Some(plan) => vec![plan.as_str()],
-        None => Plan::ALL.iter().map(|plan| plan.as_str()).collect(),
+/// Runs a page of keys (`$page`: every key after the cursor, in id order, one more than the
+/// limit), of one plan when `$plan` names one, on the backend's connection `$conn`. A page of
+/// one plan walks a `(plan, id)` index: on PostgreSQL stated as a range ordered by that index,
+/// as a page of pets with one status is, for the same reasons (see `pets::list`). A state's
+/// condition, if any, `$page` already carries.
+macro_rules! key_page {
+    ($conn:expr, $page:expr, $plan:expr) => {
+        match $plan {
+            None => run!($conn, load, $page),
+            Some(plan) => run!(
+                $conn,
+                load,
+                sqlite: $page.filter(api_keys::plan.eq(plan)),
+                postgres: $page
+                    .filter(api_keys::plan.between(plan, plan))
+                    .order((api_keys::plan.asc(), api_keys::id.asc()))
+            ),
+        }
     };
+}
+
+/// A page of keys in id order, of one plan (or any) and in one state at the query's `now` (or
+/// any). A page of one plan, of revoked keys or of expired ones walks an index that holds only
+/// the keys it may show (`migrations/*/..._key_page_indexes`), so that it never reads others
+/// to skip them, however many there are (of expired keys, it skips those whose expiry is still
+/// ahead: a key becomes expired as time passes, not by a write). A page of active keys, most
+/// keys, walks the primary key (or the plan's index) and skips the revoked and expired ones.
+pub(crate) async fn list_page(mut conn: Conn<'_>, query: KeyListQuery) -> Result<Page<ApiKey>> {
+    let plan = query.plan.map(Plan::as_str);
     let now = query.now;
     let page = api_keys::table
         .select(columns::<KeyRow>())
         .filter(api_keys::id.gt(query.page.after.unwrap_or(0)))
-        .filter(api_keys::plan.eq_any(plans))
         .order(api_keys::id.asc())
         .limit(overfetch(query.page.limit));
     let conn = &mut conn;
     let rows: Vec<KeyRow> = match query.state {
-        None => run!(conn, load, page)?,
+        None => key_page!(conn, page, plan)?,
         Some(KeyState::Revoked) => {
-            run!(conn, load, page.filter(api_keys::revoked_at.is_not_null()))?
+            key_page!(conn, page.filter(api_keys::revoked_at.is_not_null()), plan)?
         }
-        Some(KeyState::Expired) => run!(
+        Some(KeyState::Expired) => key_page!(
             conn,
-            load,
             page.filter(api_keys::revoked_at.is_null())
-                .filter(api_keys::expires_at.le(now))
+                .filter(api_keys::expires_at.le(now)),
+            plan
         )?,
-        Some(KeyState::Active) => run!(
+        Some(KeyState::Active) => key_page!(
             conn,
-            load,
             page.filter(api_keys::revoked_at.is_null()).filter(
                 api_keys::expires_at
                     .is_null()
                     .or(api_keys::expires_at.gt(now))
-            )
+            ),
+            plan
         )?,
     };
     let keys = rows
