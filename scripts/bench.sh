@@ -17,6 +17,9 @@
 #     the requests of a batch are each another subject's)
 #                    [--duration 10] [--runs 3] [--connections 32] [--out FILE]
 #   scripts/bench.sh --instructions [--out FILE]
+#   scripts/bench.sh --scale [--pets 1000,100000,1000000] [--backends sqlite,postgres]
+#                    [--duration 5] [--runs 3]   (target/bench/scale.md)
+#   scripts/bench.sh --counters-cost [--runs 5] [--duration 10]   (target/bench/counters-cost.md)
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
 #   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
 #
@@ -25,6 +28,18 @@
 # valgrind's callgrind, for a fixed number of keep-alive requests. Repeatable to a fraction of a percent whatever the machine
 # is doing, where the timed runs move by a third; blind to the kernel, and to CPU features that
 # valgrind hides (SHA extensions, say).
+#
+# --scale: every GET route of the public API on catalogues of each size (default 1,000, 100,000
+# and 1,000,000 pets), skewed as a real one is (99.8% available, 0.1% pending, 0.1% sold, each
+# of those with its order; at least 42 of each, so that every page is full at every size),
+# seeded straight into the database (the database's triggers keep the
+# inventory's counters exact). One server per size, all up at once on the same core; each run
+# of a route visits the sizes in turn, and a size's figure is the median of its runs' ratios to
+# the smallest size's in the same round. Reports the peak memory of each server and the disk
+# each catalogue takes. Target: every route at the largest size at 0.67 of the smallest or more.
+#
+# --counters-cost: what the inventory's counters cost creates on PostgreSQL: the same build on
+# three databases, the counters as shipped, in one row per status, and none (the section below).
 #
 # --post-against OLD_BIN: POST /v1/pets on PostgreSQL (1,000 pets to start), this build against
 # another (an earlier commit's petstore, built by the caller), two servers on one database on the
@@ -43,7 +58,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PETS=1000,1000000
+PETS=""
 BACKENDS=""
 REDIS=0
 DURATION=10
@@ -51,6 +66,8 @@ RUNS=3
 CONNS=32
 OUT=""
 INSTRUCTIONS=0
+SCALE=0
+COUNTERS_COST=0
 METRICS_COST=0
 REDIS_COST=0
 POST_AGAINST=""
@@ -65,6 +82,8 @@ while [ $# -gt 0 ]; do
     --connections) CONNS=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --instructions) INSTRUCTIONS=1; shift ;;
+    --scale) SCALE=1; shift ;;
+    --counters-cost) COUNTERS_COST=1; shift ;;
     --metrics-cost) METRICS_COST=1; shift ;;
     --redis-cost) REDIS_COST=1; shift ;;
     --post-against) POST_AGAINST=$2; shift 2 ;;
@@ -75,6 +94,7 @@ done
 if [ -z "$OUT" ]; then
   OUT=target/bench/results.md
   [ "$INSTRUCTIONS" = 1 ] && OUT=target/bench/instructions.md
+  [ "$SCALE" = 1 ] && OUT=target/bench/scale.md
 fi
 PG_ADMIN=${PETSTORE_BENCH_PG:-postgres://postgres@127.0.0.1:5432/test}
 PG_PARAMS=${PETSTORE_BENCH_PG_PARAMS-sslmode=disable}
@@ -325,6 +345,215 @@ if [ "$INSTRUCTIONS" = 1 ]; then
   exit 0
 fi
 
+# --- scale (--scale) ----------------------------------------------------------------------------
+if [ "$SCALE" = 1 ]; then
+  # seed_skewed backend url n key_id: n pets, one in 1,000 pending (a placed order of the key's)
+  # and one in 1,000 sold (a delivered one), spread evenly; on a catalogue too small to hold 42
+  # of each that way, 42 of each: every page measured is full at every size (with one pending
+  # pet at 1,000, the smallest size would answer a smaller page and flatter itself).
+  seed_skewed() {
+    local step=$(( $3 / 1000 >= 42 ? 1000 : $3 / 42 ))
+    local status="CASE x % $step WHEN 0 THEN 'pending' WHEN $(( step / 2 )) THEN 'sold'
+      ELSE 'available' END"
+    local pets="INSERT INTO pets (name, category_id, status, created_at)
+        SELECT 'pet ' || x, 1 + x % 10, $status, 1700000000 FROM series;
+      INSERT INTO orders (pet_id, quantity, status, created_at, owner_key_id)
+        SELECT id, 1, CASE status WHEN 'pending' THEN 'placed' ELSE 'delivered' END, 1700000000, $4
+        FROM pets WHERE status <> 'available' ORDER BY id;"
+    case "$1" in
+      sqlite) sqlite3 "$2" "CREATE TEMP VIEW series AS WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL
+          SELECT x + 1 FROM s WHERE x < $3) SELECT x FROM s; $pets" ;;
+      postgres)
+        # One transaction would change each counter row once per pet, and PostgreSQL walks a
+        # row's versions from its first to update it again: a load this size takes the
+        # triggers off and counts once, as docs/operations.md says to.
+        psql -q "$2" -c "CREATE TEMP VIEW series AS SELECT x FROM generate_series(1, $3) AS x;
+          SET session_replication_role = replica; $pets SET session_replication_role = origin;
+          UPDATE pet_status_counts AS c SET pets = (SELECT COUNT(*) FROM pets AS p
+            WHERE p.status = c.status AND p.id % 16 = c.slot);"
+        psql -q "$2" -c "VACUUM (ANALYZE);" ;;
+    esac
+  }
+  disk_mib() { # backend url
+    case "$1" in
+      sqlite) du -cm "$2"* | awk 'END { print $1 }' ;;
+      postgres) psql -Atq "$2" -c "SELECT round(pg_database_size(current_database()) / 1048576.0)" ;;
+    esac
+  }
+  [ -n "$PETS" ] || PETS=1000,100000,1000000
+  IFS=, read -r -a SIZES <<<"$PETS"
+  IFS=, read -r -a BACKEND_LIST <<<"$BACKENDS"
+  ROUTES=("/v1/pets?limit=20" "/v1/pets?limit=20&after={half}" "/v1/pets?limit=20&status=available"
+    "/v1/pets?limit=20&status=pending" "/v1/pets?limit=20&status=sold"
+    "/v1/pets?limit=20&status=sold&after={half}" "/v1/pets/{half}" "/v1/store/inventory"
+    "/v1/store/orders?limit=20" "/v1/store/orders/1")
+  SCALE_DBS=()
+  pids=()
+  scale_cleanup() {
+    local db pid
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    for db in "${SCALE_DBS[@]}"; do
+      psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    done
+    cleanup
+  }
+  trap scale_cleanup EXIT
+  header="| Backend | Route |"; rule="|---|---|"
+  for n in "${SIZES[@]}"; do header+=" $n pets |"; rule+="---|"; done
+  TABLE=("$header" "$rule")
+  SIZE_ROWS=()
+  for backend in "${BACKEND_LIST[@]}"; do
+    pids=() bases=() keys=()
+    for n in "${SIZES[@]}"; do
+      case "$backend" in
+        sqlite) url=$WORK/scale-$n.db ;;
+        postgres)
+          db=petstore_scale_$$_$n
+          SCALE_DBS+=("$db")
+          psql -q "$PG_ADMIN" -c "CREATE DATABASE $db" >/dev/null
+          url=${PG_ADMIN%%\?*}
+          url=${url%/*}/$db${PG_PARAMS:+?$PG_PARAMS} ;;
+      esac
+      "$BIN" --database-url "$url" migrate 2>/dev/null
+      keys+=("$(bench_key "$url")")
+      key_id=$(case "$backend" in
+        sqlite) sqlite3 "$url" "SELECT max(id) FROM api_keys" ;;
+        postgres) psql -Atq "$url" -c "SELECT max(id) FROM api_keys" ;;
+      esac)
+      echo "bench: seeding $n pets on $backend" >&2
+      started=$(date +%s)
+      seed_skewed "$backend" "$url" "$n" "$key_id"
+      seeded=$(( $(date +%s) - started ))
+      start_server "scale-$backend-$n" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
+        --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false
+      pids+=("$SERVER_PID") bases+=("$BASE")
+      SIZE_ROWS+=("| $backend | $n | $(disk_mib "$backend" "$url") | ${seeded}s |")
+    done
+    for route in "${ROUTES[@]}"; do
+      declare -A ratios=() rates=()
+      for _ in $(seq 1 "$RUNS"); do
+        first=""
+        for i in "${!SIZES[@]}"; do
+          n=${SIZES[$i]}
+          path=${route//\{half\}/$(( n / 2 ))}
+          out=$(wrk_once -H "Authorization: Bearer ${keys[$i]}" "${bases[$i]}$path")
+          if grep -q 'Non-2xx' <<<"$out"; then
+            echo "bench: $path answered non-2xx responses on $backend with $n pets" >&2
+            exit 1
+          fi
+          rps=$(rps_of <<<"$out")
+          [ -z "$first" ] && first=$rps
+          rates[$i]+="$rps "
+          ratios[$i]+="$(awk -v a="$rps" -v b="$first" 'BEGIN { printf "%.4f", a / b }') "
+        done
+      done
+      line="| $backend | GET $route |"
+      for i in "${!SIZES[@]}"; do
+        rate=$(tr ' ' '\n' <<<"${rates[$i]}" | grep . | median)
+        ratio=$(tr ' ' '\n' <<<"${ratios[$i]}" | grep . | median)
+        if [ "$i" = 0 ]; then
+          line+=" $(printf '%.0f' "$rate") |"
+        else
+          line+=" $(printf '%.0f' "$rate") ($(awk -v r="$ratio" 'BEGIN { printf "%.2f", r }')) |"
+        fi
+      done
+      TABLE+=("$line")
+      echo "bench: $line" >&2
+      unset ratios rates
+    done
+    for i in "${!SIZES[@]}"; do
+      SERVER_PID=${pids[$i]}
+      SIZE_ROWS[${#SIZE_ROWS[@]} - ${#SIZES[@]} + i]+=" $(peak_rss_mib) |"
+      stop_server
+    done
+  done
+  {
+    echo "GET routes by catalogue size, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; one server per size (1 worker each, all on CPU $SERVER_CPU), wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS rounds of ${DURATION}s runs, each round visiting every size in turn; in brackets the median of the rounds' ratios to the smallest size."
+    echo
+    printf '%s\n' "${TABLE[@]}"
+    echo
+    echo "| Backend | Pets | Disk MiB | Seeding | Server peak RSS MiB |"
+    echo "|---|---|---|---|---|"
+    printf '%s\n' "${SIZE_ROWS[@]}"
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# --- the inventory's counters on PostgreSQL (--counters-cost) --------------------------------
+# POST /v1/pets on PostgreSQL against three databases (1,000 pets each), one server each, all on
+# the same core, runs alternating: the counters as shipped (16 slots per status), one slot per
+# status (the trigger's function redefined to count every pet in slot 0), and none (the triggers dropped: the
+# inventory would be wrong, the creates are what is measured). Reports the medians and the
+# median ratios of the pairs to the run without counters (target/bench/counters-cost.md).
+if [ "$COUNTERS_COST" = 1 ]; then
+  VARIANTS=(spread one none)
+  COST_DBS=()
+  pids=()
+  cost_cleanup() {
+    local db pid
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    for db in "${COST_DBS[@]}"; do
+      psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+    done
+    cleanup
+  }
+  trap cost_cleanup EXIT
+  bases=() keys=()
+  for variant in "${VARIANTS[@]}"; do
+    db=petstore_counters_$$_$variant
+    COST_DBS+=("$db")
+    psql -q "$PG_ADMIN" -c "CREATE DATABASE $db" >/dev/null
+    url=${PG_ADMIN%%\?*}
+    url=${url%/*}/$db${PG_PARAMS:+?$PG_PARAMS}
+    seed postgres "$url" 1000
+    case "$variant" in
+      one) psql -q "$url" -c "CREATE OR REPLACE FUNCTION pets_count_statuses() RETURNS trigger LANGUAGE plpgsql AS
+          \$\$ BEGIN
+            IF TG_OP IN ('UPDATE', 'DELETE') THEN
+              UPDATE pet_status_counts SET pets = pets - 1 WHERE status = OLD.status AND slot = 0;
+            END IF;
+            IF TG_OP IN ('INSERT', 'UPDATE') THEN
+              UPDATE pet_status_counts SET pets = pets + 1 WHERE status = NEW.status AND slot = 0;
+            END IF;
+            RETURN NULL;
+          END \$\$" ;;
+      none) psql -q "$url" -c "DROP TRIGGER pets_count_insert ON pets" ;;
+    esac
+    keys+=("$(bench_key "$url")")
+    start_server "counters-$variant" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
+      --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false
+    pids+=("$SERVER_PID") bases+=("$BASE")
+  done
+  declare -A rates=() ratios=()
+  for _ in $(seq 1 "$RUNS"); do
+    base=""
+    for i in 2 0 1; do
+      rps=$(wrk_once -H "Authorization: Bearer ${keys[$i]}" -s scripts/bench/post.lua \
+        "${bases[$i]}/v1/pets" | rps_of)
+      [ -z "$base" ] && base=$rps
+      rates[$i]+="$rps "
+      ratios[$i]+="$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%.4f", a / b }') "
+    done
+    last() { tr ' ' '\n' <<<"$1" | grep . | tail -n1; }
+    echo "bench: req/s without counters $(last "${rates[2]}"), with 16 slots $(last "${rates[0]}"), with one $(last "${rates[1]}")" >&2
+  done
+  for i in "${!pids[@]}"; do SERVER_PID=${pids[$i]}; stop_server; done
+  OUT=${OUT%/*}/counters-cost.md
+  {
+    echo "POST /v1/pets on PostgreSQL ($PG_PARAMS), 1,000 pets to start, one server per variant (1 worker each, on CPU $SERVER_CPU), wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS rounds of ${DURATION}s runs, each round running every variant in turn; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| Counters | Req/s (median) | Of no counters (median of the rounds' ratios) |"
+    echo "|---|---|---|"
+    for i in 2 0 1; do
+      label=$(case "${VARIANTS[$i]}" in spread) echo "16 slots per status (shipped)" ;; one) echo "one row per status" ;; none) echo "none (triggers dropped)" ;; esac)
+      echo "| $label | $(tr ' ' '\n' <<<"${rates[$i]}" | grep . | median | xargs printf '%.0f') | $(tr ' ' '\n' <<<"${ratios[$i]}" | grep . | median | xargs printf '%.2f') |"
+    done
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
 # --- paired runs (--metrics-cost, --redis-cost) ---------------------------------------------
 # paired NAME DESCRIPTION BASE_HEADING OTHER_HEADING RATIO_HEADING -- BASE_ARGS... -- OTHER_ARGS...
 # Two servers over one database (SQLite, 1,000 pets) on the same core, `serve` with BASE_ARGS and
@@ -505,6 +734,7 @@ bench_petstore() { # backend n url [extra serve args...]
   stop_server
 }
 
+[ -n "$PETS" ] || PETS=1000,1000000
 IFS=, read -r -a SIZES <<<"$PETS"
 IFS=, read -r -a BACKEND_LIST <<<"$BACKENDS"
 for backend in "${BACKEND_LIST[@]}"; do
