@@ -349,7 +349,7 @@ fi
 if [ "$SCALE" = 1 ]; then
   # seed_skewed backend url n key_id: n pets, one in 1,000 pending (a placed order of the key's)
   # and one in 1,000 sold (a delivered one), spread evenly; on a catalogue too small to hold 42
-  # of each that way, 42 of each: every page measured is full at every size (with one pending
+  # of each that way, at least 42 of each: every page measured is full at every size (with one pending
   # pet at 1,000, the smallest size would answer a smaller page and flatter itself).
   seed_skewed() {
     local step=$(( $3 / 1000 >= 42 ? 1000 : $3 / 42 ))
@@ -370,7 +370,7 @@ if [ "$SCALE" = 1 ]; then
         psql -q "$2" -c "CREATE TEMP VIEW series AS SELECT x FROM generate_series(1, $3) AS x;
           SET session_replication_role = replica; $pets SET session_replication_role = origin;
           UPDATE pet_status_counts AS c SET pets = (SELECT COUNT(*) FROM pets AS p
-            WHERE p.status = c.status AND p.id % 16 = c.slot);"
+            WHERE p.status = c.status AND abs(p.id % 16) = c.slot);"
         psql -q "$2" -c "VACUUM (ANALYZE);" ;;
     esac
   }
@@ -382,6 +382,9 @@ if [ "$SCALE" = 1 ]; then
   }
   [ -n "$PETS" ] || PETS=1000,100000,1000000
   IFS=, read -r -a SIZES <<<"$PETS"
+  for n in "${SIZES[@]}"; do
+    if [ "$n" -lt 1000 ]; then echo "bench: --scale measures catalogues of 1,000 pets or more" >&2; exit 2; fi
+  done
   IFS=, read -r -a BACKEND_LIST <<<"$BACKENDS"
   ROUTES=("/v1/pets?limit=20" "/v1/pets?limit=20&after={half}" "/v1/pets?limit=20&status=available"
     "/v1/pets?limit=20&status=pending" "/v1/pets?limit=20&status=sold"
@@ -391,7 +394,7 @@ if [ "$SCALE" = 1 ]; then
   pids=()
   scale_cleanup() {
     local db pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
     for db in "${SCALE_DBS[@]}"; do
       psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     done
@@ -466,6 +469,7 @@ if [ "$SCALE" = 1 ]; then
       SIZE_ROWS[${#SIZE_ROWS[@]} - ${#SIZES[@]} + i]+=" $(peak_rss_mib) |"
       stop_server
     done
+    pids=()
   done
   {
     echo "GET routes by catalogue size, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; one server per size (1 worker each, all on CPU $SERVER_CPU), wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS rounds of ${DURATION}s runs, each round visiting every size in turn; in brackets the median of the rounds' ratios to the smallest size."
@@ -492,7 +496,7 @@ if [ "$COUNTERS_COST" = 1 ]; then
   pids=()
   cost_cleanup() {
     local db pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; done
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
     for db in "${COST_DBS[@]}"; do
       psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
     done
@@ -539,6 +543,7 @@ if [ "$COUNTERS_COST" = 1 ]; then
     echo "bench: req/s without counters $(last "${rates[2]}"), with 16 slots $(last "${rates[0]}"), with one $(last "${rates[1]}")" >&2
   done
   for i in "${!pids[@]}"; do SERVER_PID=${pids[$i]}; stop_server; done
+  pids=()
   OUT=${OUT%/*}/counters-cost.md
   {
     echo "POST /v1/pets on PostgreSQL ($PG_PARAMS), 1,000 pets to start, one server per variant (1 worker each, on CPU $SERVER_CPU), wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS rounds of ${DURATION}s runs, each round running every variant in turn; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."

@@ -187,7 +187,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page
             Some(after) => run!(conn, load, all.filter(pets::id.gt(after))),
         },
         // Each filtered page must walk the `(status, id)` index, whose entries for one status
-        // are that status's pets in id order, from `after` on (0 for the first page): its cost
+        // are that status's pets in id order, from `after` on (any id for the first): its cost
         // is the page's, whatever the catalogue holds. Each planner has to be led there, for
         // each may judge walking the primary key and filtering cheaper when it expects the
         // status to be common, which for a rare status reads the whole table:
@@ -199,7 +199,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page
         //   primary key it would need a sort of every match), so every plan uses it.
         // `tests/page_plans.rs` checks both planners' choices on a skewed catalogue.
         Some(status) => {
-            let after = after.unwrap_or(0);
+            let after = after.unwrap_or(i64::MIN);
             run!(
                 conn,
                 load,
