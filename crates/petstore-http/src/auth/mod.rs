@@ -105,7 +105,9 @@ impl<S: Scope> FromRequest for Caller<S> {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         ready(match req.extensions().get::<ApiClient>() {
-            None => Err(ApiError::Unauthorized),
+            None => Err(ApiError::Unauthorized {
+                presented: bearer_token(req.headers()).is_some(),
+            }),
             Some(client) if S::allows(client.key()) => Ok(Self {
                 client: client.clone(),
                 scope: PhantomData,

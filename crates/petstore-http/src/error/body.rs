@@ -36,9 +36,19 @@ fn code_schema() -> ObjectBuilder {
         ))
 }
 
+/// The bearer challenge of a `401` (RFC 6750 §3): no error code when no token came.
+const BEARER: &str = "Bearer realm=\"petstore\"";
+/// The challenge of a `401` for a bearer token that is not a valid key, whatever is wrong with
+/// it (malformed, unknown, revoked, expired: one answer).
+pub(super) const INVALID_TOKEN: &str = "Bearer realm=\"petstore\", error=\"invalid_token\"";
+/// The challenge of the `403` for a key whose scope does not allow the operation.
+const INSUFFICIENT_SCOPE: &str = "Bearer realm=\"petstore\", error=\"insufficient_scope\"";
+
 /// An Error object response: `code` and `message`, sent with `status` (the code's own status,
 /// except from the safety net, where the body must repeat whatever status the response has).
-/// Adds the headers that every error of the code carries: `WWW-Authenticate` on `401`, and
+/// Adds the headers that every error of the code carries: `WWW-Authenticate` on `401` (the
+/// challenge without an error code; [`super::ApiError`] names `invalid_token` when a token
+/// came) and on `403 insufficient_scope`, and
 /// `Retry-After` when the error says when to come back (`retry_after`, whole seconds: the one
 /// place the field is written). The code also goes into the response's extensions, where the
 /// access log finds it.
@@ -54,10 +64,15 @@ pub fn error_response(
         status: status.as_u16(),
     });
     let headers = response.headers_mut();
-    if code == ErrorCode::Unauthorized {
+    let challenge = match code {
+        ErrorCode::Unauthorized => Some(BEARER),
+        ErrorCode::InsufficientScope => Some(INSUFFICIENT_SCOPE),
+        _ => None,
+    };
+    if let Some(challenge) = challenge {
         headers.insert(
             header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer realm=\"petstore\""),
+            HeaderValue::from_static(challenge),
         );
     }
     if let Some(seconds) = retry_after {

@@ -43,12 +43,21 @@ pub enum ApiError {
         /// What is wrong with it.
         reason: &'static str,
     },
-    /// Missing, malformed, unknown or revoked key: deliberately one answer for all four.
+    /// Missing, malformed, unknown, revoked or expired key: deliberately one answer for all, but
+    /// for its challenge (RFC 6750 §3): a bearer token `presented` is `invalid_token`, which
+    /// says nothing of why.
     #[error("a valid API key is required: send `Authorization: Bearer <API_KEY>`")]
-    Unauthorized,
-    /// The admin API's caller has no valid admin token: one answer whatever is wrong with it.
+    Unauthorized {
+        /// Whether the request carried a bearer token.
+        presented: bool,
+    },
+    /// The admin API's caller has no valid admin token: one answer whatever is wrong with it,
+    /// but for its challenge, as [`Self::Unauthorized`]'s.
     #[error("a valid admin token is required: send `Authorization: Bearer <ADMIN_TOKEN>`")]
-    AdminUnauthorized,
+    AdminUnauthorized {
+        /// Whether the request carried a bearer token.
+        presented: bool,
+    },
     /// No API key has this id (the admin API).
     #[error("no key has id {0}")]
     KeyNotFound(i64),
@@ -234,7 +243,7 @@ impl ApiError {
             },
             Self::InvalidJson(_) => ErrorCode::InvalidJson,
             Self::InvalidPath { .. } => ErrorCode::InvalidPathParameter,
-            Self::Unauthorized | Self::AdminUnauthorized => ErrorCode::Unauthorized,
+            Self::Unauthorized { .. } | Self::AdminUnauthorized { .. } => ErrorCode::Unauthorized,
             Self::KeyNotFound(_) => ErrorCode::KeyNotFound,
             Self::KeyRevoked(_) => ErrorCode::KeyRevoked,
             Self::PetNotFound(_) => ErrorCode::PetNotFound,
@@ -304,6 +313,14 @@ impl ResponseError for ApiError {
             response
                 .headers_mut()
                 .insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        if let Self::Unauthorized { presented: true }
+        | Self::AdminUnauthorized { presented: true } = self
+        {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                HeaderValue::from_static(body::INVALID_TOKEN),
+            );
         }
         response
     }

@@ -10,7 +10,7 @@ use actix_web::{HttpMessage, ResponseError, web};
 use petstore_domain::{Ban, RateDecision, RateLimits, async_trait};
 
 use super::access::{Access, Counting, Marks};
-use crate::auth::{ApiClient, Credentials};
+use crate::auth::{ApiClient, Credentials, bearer_token};
 use crate::error::ApiError;
 use crate::error::Chain;
 use crate::ratelimit::headers;
@@ -197,7 +197,8 @@ async fn annotate<B: MessageBody>(
         });
     }
     let mut response = if admitted.unauthorized {
-        refuse(req, &ApiError::Unauthorized, |_| {})
+        let presented = bearer_token(req.headers()).is_some();
+        refuse(req, &ApiError::Unauthorized { presented }, |_| {})
     } else {
         next.call(req).await?.map_into_left_body()
     };

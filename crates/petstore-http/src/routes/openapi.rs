@@ -248,7 +248,22 @@ fn add_headers(response: &mut Response, status: &str, deprecated: bool, experime
     if status == "401" {
         headers.insert(
             "WWW-Authenticate".into(),
-            RefOr::T(header("`Bearer realm=\"petstore\"`.", true)),
+            RefOr::T(header(
+                "The bearer challenge (RFC 6750 §3): `Bearer realm=\"petstore\"` when no bearer \
+                 token was sent; `Bearer realm=\"petstore\", error=\"invalid_token\"` when one \
+                 was and is not a valid key (malformed, unknown, revoked or expired alike).",
+                true,
+            )),
+        );
+    }
+    if status == "403" {
+        headers.insert(
+            "WWW-Authenticate".into(),
+            RefOr::T(header(
+                "`Bearer realm=\"petstore\", error=\"insufficient_scope\"` (RFC 6750 §3): the \
+                 key's scope does not allow the operation.",
+                true,
+            )),
         );
     }
     if deprecated {

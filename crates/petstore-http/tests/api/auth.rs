@@ -67,6 +67,7 @@ async fn missing_malformed_unknown_and_revoked_keys_are_indistinguishable(app: T
         Some(format!("Bearer {}", revoked_secret.expose())),
     ];
     let mut bodies = Vec::new();
+    let mut challenges = Vec::new();
     for value in headers {
         let mut req = TestRequest::get().uri("/v1/pets");
         if let Some(value) = &value {
@@ -74,14 +75,27 @@ async fn missing_malformed_unknown_and_revoked_keys_are_indistinguishable(app: T
         }
         let reply = app.send(req).await;
         reply.assert_error(401, "unauthorized");
-        bodies.push((
-            reply.body.clone(),
-            reply.header("www-authenticate").map(str::to_owned),
-        ));
+        bodies.push(reply.body.clone());
+        challenges.push(reply.header("www-authenticate").map(str::to_owned));
     }
     assert!(
         bodies.windows(2).all(|w| w[0] == w[1]),
         "401 answers differ: {bodies:?}"
+    );
+    // RFC 6750 §3: no bearer token (none, an empty one, another scheme), no error code; a token
+    // that is not a valid key, `invalid_token`, the same whatever is wrong with it.
+    let none = Some("Bearer realm=\"petstore\"".to_owned());
+    let invalid = Some("Bearer realm=\"petstore\", error=\"invalid_token\"".to_owned());
+    assert_eq!(
+        challenges,
+        [
+            none.clone(),
+            none.clone(),
+            invalid.clone(),
+            none,
+            invalid.clone(),
+            invalid
+        ]
     );
 }
 

@@ -52,6 +52,10 @@ async fn an_expired_key_is_refused_like_an_unknown_one(app: TestApp) {
     );
     assert_eq!(
         expired.header("www-authenticate"),
+        Some("Bearer realm=\"petstore\", error=\"invalid_token\"")
+    );
+    assert_eq!(
+        expired.header("www-authenticate"),
         unknown.header("www-authenticate")
     );
     assert_eq!(listed(&app, key.id).await.state_at(now + 100), "expired");
@@ -139,6 +143,10 @@ async fn a_read_only_key_reads_but_gets_403_on_writes_until_rescoped(app: TestAp
     );
     let refused = app.send(post()).await;
     refused.assert_error(403, "insufficient_scope");
+    assert_eq!(
+        refused.header("www-authenticate"),
+        Some("Bearer realm=\"petstore\", error=\"insufficient_scope\"")
+    );
     assert!(refused.header("x-ratelimit-remaining").is_some());
     assert!(
         app.store
