@@ -57,7 +57,8 @@ impl Links {
         &self.settings
     }
 
-    /// The `Link` from the deprecated `GET /pets/{petId}` to its successor, `GET /pets`: built
+    /// The `Link` of the deprecated `GET /pets/{petId}`: to its successor, `GET /pets`, and to
+    /// where its deprecation and sunset are documented ([`successor_link`]): built
     /// once when the public base URL is configured, else from `req` (see [`Self::public_base`]),
     /// and then again only when the scheme or `Host` differs from the last request's.
     pub fn successor_link(&self, req: &HttpRequest) -> Option<HeaderValue> {
@@ -156,7 +157,15 @@ fn is_plain_host(host: &str) -> bool {
         })
 }
 
-/// `<{base}/pets>; rel="successor-version"` (RFC 8288).
+/// The links of the deprecated `GET /pets/{petId}`, one `Link` value (RFC 8288): its successor
+/// `<{base}/pets>; rel="successor-version"`, then the operation on the docs page as what
+/// documents its deprecation (`rel="deprecation"`, RFC 9745 §3) and its sunset
+/// (`rel="sunset"`, RFC 8594 §4).
 fn successor_link(base: &str) -> String {
-    format!("<{base}/pets>; rel=\"successor-version\"")
+    let docs = format!("{base}/docs/#/pets/getPet");
+    format!(
+        "<{base}/pets>; rel=\"successor-version\", \
+         <{docs}>; rel=\"deprecation\"; type=\"text/html\", \
+         <{docs}>; rel=\"sunset\"; type=\"text/html\""
+    )
 }

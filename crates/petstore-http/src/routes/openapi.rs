@@ -285,7 +285,10 @@ fn add_headers(response: &mut Response, status: &str, deprecated: bool, experime
             headers.insert(
                 "Link".into(),
                 RefOr::T(header(
-                    "`<{base}/pets>; rel=\"successor-version\"`: the replacement.",
+                    "`<{base}/pets>; rel=\"successor-version\"`, the replacement; then \
+                     `<{base}/docs/#/pets/getPet>; rel=\"deprecation\"; type=\"text/html\"` \
+                     (RFC 9745 §3) and the same target with `rel=\"sunset\"` (RFC 8594 §4), \
+                     where the deprecation and removal are documented.",
                     false,
                 )),
             );

@@ -137,7 +137,9 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
     params(("petId" = i64, Path, description = "The pet's id.")),
     responses(
         (status = 200, description = "The pet.", body = Pet, headers(
-            ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`."),
+            ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`, then \
+                `<{base}/docs/#/pets/getPet>` as `rel=\"deprecation\"` (RFC 9745) and \
+                `rel=\"sunset\"` (RFC 8594), `type=\"text/html\"`."),
         )),
         (status = 400, description = "`invalid_path_parameter`: `petId` is not an int64.",
             body = ErrorObject),

@@ -6,12 +6,25 @@ use crate::helpers::{Reply, TestApp, get_from};
 
 const SUNSET_UNIX: u64 = 1_922_659_200; // 2030-12-05T00:00:00Z
 
-fn links(reply: &Reply) -> Vec<&str> {
+/// Every link of the reply's `Link` values (RFC 8288 lists, split at each link's start).
+fn links(reply: &Reply) -> Vec<String> {
     reply
         .headers
         .get_all("link")
         .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(", <"))
+        .map(|link| format!("<{}", link.trim_start_matches('<')))
         .collect()
+}
+
+/// The links of the deprecated operation on a server whose public base is `base`.
+fn deprecation_links(base: &str) -> Vec<String> {
+    let docs = format!("{base}/docs/#/pets/getPet");
+    vec![
+        format!("<{base}/pets>; rel=\"successor-version\""),
+        format!("<{docs}>; rel=\"deprecation\"; type=\"text/html\""),
+        format!("<{docs}>; rel=\"sunset\"; type=\"text/html\""),
+    ]
 }
 
 #[track_caller]
@@ -22,10 +35,9 @@ fn assert_deprecated(reply: &Reply) {
         Some("Thu, 05 Dec 2030 00:00:00 GMT")
     );
     let links = links(reply);
-    assert!(
-        links.contains(&"<https://api.example.com/v1/pets>; rel=\"successor-version\""),
-        "{links:?}"
-    );
+    for link in deprecation_links("https://api.example.com/v1") {
+        assert!(links.contains(&link), "{link} among {links:?}");
+    }
 }
 
 #[actix_web::test]
@@ -42,7 +54,7 @@ async fn without_a_public_base_url_the_successor_link_follows_the_host_header() 
     reply.assert_error(404, "pet_not_found");
     assert_eq!(
         links(&reply),
-        ["<http://pets.example.org:8443/api/v1/pets>; rel=\"successor-version\""]
+        deprecation_links("http://pets.example.org:8443/api/v1")
     );
 }
 
@@ -66,9 +78,7 @@ async fn a_successor_link_built_for_one_host_is_never_sent_to_another() {
             .await;
         assert_eq!(
             links(&reply),
-            [format!(
-                "<http://{host}/v1/pets>; rel=\"successor-version\""
-            )],
+            deprecation_links(&format!("http://{host}/v1"))
         );
     }
 }
@@ -103,7 +113,7 @@ async fn a_host_header_that_could_end_a_link_is_not_used_in_one() {
     let written = [
         links(&deprecated),
         links(&page),
-        vec![created.header("location").expect("location")],
+        vec![created.header("location").expect("location").to_owned()],
     ];
     for value in written.iter().flatten() {
         assert!(
@@ -116,7 +126,8 @@ async fn a_host_header_that_could_end_a_link_is_not_used_in_one() {
             "{value}"
         );
     }
-    assert_eq!(written.iter().flatten().count(), 3, "{written:?}");
+    // The deprecated operation's three links, the next page's, the location.
+    assert_eq!(written.iter().flatten().count(), 5, "{written:?}");
 }
 
 async fn get_pet_returns_the_pet_with_deprecation_headers(app: TestApp) {
