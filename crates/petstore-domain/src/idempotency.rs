@@ -20,27 +20,36 @@ use crate::secret::push_hex;
 /// The longest accepted `Idempotency-Key`, in characters.
 pub const MAX_IDEMPOTENCY_KEY_LEN: usize = 255;
 
-/// A client's `Idempotency-Key`: 1 to 255 visible ASCII characters (`!` to `~`).
+/// A client's `Idempotency-Key`: 1 to 255 printable ASCII characters. The header's value is a
+/// Structured Field string (draft-ietf-httpapi-idempotency-key-header-07, RFC 9651 §3.3.3):
+/// `"8e03-..."`, whose quotes are not part of the key, and which may hold spaces and the escapes
+/// `\"` and `\\`. The bare form, visible ASCII without spaces and not starting with a quote, is
+/// the same key: `8e03-...` and `"8e03-..."` name one record.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
-    /// The key, if `value` is well formed.
+    /// The key the header's `value` names, if it is well formed.
     pub fn parse(value: &[u8]) -> Result<Self, ValidationError> {
-        if value.is_empty() || value.len() > MAX_IDEMPOTENCY_KEY_LEN {
+        let key = match value {
+            [b'"', quoted @ ..] => unquote(quoted)?,
+            bare if bare.iter().all(|b| (b'!'..=b'~').contains(b)) => bare.to_vec(),
+            _ => {
+                return Err(ValidationError::invalid(
+                    "Idempotency-Key",
+                    "must be a quoted string (`\"...\"`, RFC 9651) or visible ASCII characters \
+                     without spaces",
+                ));
+            }
+        };
+        if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_LEN {
             return Err(ValidationError::invalid(
                 "Idempotency-Key",
                 format!("must be 1 to {MAX_IDEMPOTENCY_KEY_LEN} characters long"),
             ));
         }
-        if !value.iter().all(|b| (b'!'..=b'~').contains(b)) {
-            return Err(ValidationError::invalid(
-                "Idempotency-Key",
-                "must be visible ASCII characters only (no spaces)",
-            ));
-        }
-        // Visible ASCII is UTF-8.
-        Ok(Self(String::from_utf8_lossy(value).into_owned()))
+        // Printable ASCII is UTF-8.
+        Ok(Self(String::from_utf8_lossy(&key).into_owned()))
     }
 
     /// Wraps a key read back from storage.
@@ -51,6 +60,33 @@ impl IdempotencyKey {
     /// The key.
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+}
+
+/// The characters of a Structured Field string after its opening quote, unescaped: printable
+/// ASCII (spaces included), `\"` and `\\` for a quote and a backslash, and nothing after the
+/// closing quote.
+fn unquote(quoted: &[u8]) -> Result<Vec<u8>, ValidationError> {
+    let malformed = |why: &str| {
+        ValidationError::invalid(
+            "Idempotency-Key",
+            format!("is not a valid quoted string (RFC 9651): {why}"),
+        )
+    };
+    let mut key = Vec::with_capacity(quoted.len());
+    let mut bytes = quoted.iter();
+    loop {
+        match bytes.next() {
+            None => return Err(malformed("no closing quote")),
+            Some(b'"') if bytes.as_slice().is_empty() => return Ok(key),
+            Some(b'"') => return Err(malformed("something follows the closing quote")),
+            Some(b'\\') => match bytes.next() {
+                Some(&escaped @ (b'"' | b'\\')) => key.push(escaped),
+                _ => return Err(malformed("a backslash escapes only `\"` and `\\`")),
+            },
+            Some(&b) if (b' '..=b'~').contains(&b) => key.push(b),
+            Some(_) => return Err(malformed("only printable ASCII characters")),
+        }
     }
 }
 
@@ -276,6 +312,37 @@ mod tests {
             "k".repeat(256).as_bytes(),
         ] {
             let error = IdempotencyKey::parse(bad).expect_err("refused");
+            assert!(
+                error.to_string().starts_with("`Idempotency-Key` "),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_quoted_key_is_a_structured_field_string_and_the_same_key_as_its_bare_form() {
+        let parse = |value: &str| IdempotencyKey::parse(value.as_bytes()).map(|k| k.0);
+        assert_eq!(parse("\"8e03-978e\""), parse("8e03-978e"));
+        assert_eq!(parse("\"8e03-978e\""), Ok("8e03-978e".to_owned()));
+        assert_eq!(parse("\"has space\""), Ok("has space".to_owned()));
+        assert_eq!(parse(r#""a\"b\\c""#), Ok(r#"a"b\c"#.to_owned()));
+        assert_eq!(
+            parse(&format!("\"{}\"", "k".repeat(255))).map(|k| k.len()),
+            Ok(255)
+        );
+        // A bare key keeps every character it could always have, a quote inside included.
+        assert_eq!(parse("a\"b"), Ok("a\"b".to_owned()));
+        for bad in [
+            "\"\"",
+            "\"open",
+            "\"a\"b",
+            "\"a\";param=1",
+            r#""a\nb""#,
+            "\"tab\t\"",
+            "\"caf\u{e9}\"",
+            &format!("\"{}\"", "k".repeat(256)),
+        ] {
+            let error = parse(bad).expect_err(bad);
             assert!(
                 error.to_string().starts_with("`Idempotency-Key` "),
                 "{error}"

@@ -70,8 +70,8 @@ pub async fn list_orders(
         is strict, like a pet's. Honours `Idempotency-Key` as `POST /pets` does. Needs a \
         read-write key.",
     params(
-        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
-            pattern = "^[!-~]+$",
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 512,
+            pattern = r#"^([!#-~][!-~]{0,254}|"([ !#-\[\]-~]|\\["\\]){1,255}")$"#,
             description = "As for `POST /pets`: a retry with the same key and body places \
                 nothing more and gets the first answer again."),
     ),

@@ -72,11 +72,15 @@ pub async fn list_pets(
         answered once and replayed after (`Idempotent-Replayed: true`), for 24 hours. Needs a \
         read-write key.",
     params(
-        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 255,
-            pattern = "^[!-~]+$",
+        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 512,
+            pattern = r#"^([!#-~][!-~]{0,254}|"([ !#-\[\]-~]|\\["\\]){1,255}")$"#,
             description = "A key of the client's choosing, unique per request it means (a UUID, \
                 say): a retry with the same key and body creates nothing more and gets the \
-                first answer again. Scoped to the API key; kept 24 hours."),
+                first answer again. Scoped to the API key; kept 24 hours. A Structured Field \
+                string (`\"8e03-...\"`, RFC 9651; draft-ietf-httpapi-idempotency-key-header): \
+                1 to 255 printable ASCII characters between the quotes, spaces included, \
+                `\\\"` and `\\\\` escaped; or, the same key, those characters bare when \
+                they hold no space and do not start with a quote."),
     ),
     request_body(content = NewPet, content_type = "application/json"),
     responses(

@@ -142,6 +142,27 @@ async fn a_key_reused_with_another_request_is_refused(app: TestApp) {
     assert_eq!(pet_count(&app).await, 1);
 }
 
+/// The header is a Structured Field string (draft-ietf-httpapi-idempotency-key-header-07): the
+/// quotes are not part of the key, so the quoted and the bare form are one key; a quoted key may
+/// hold spaces.
+async fn a_quoted_key_is_the_same_key_as_its_bare_form(app: TestApp) {
+    let first = app.send(post(&app.key, Some("\"8e03-978e\""), REX)).await;
+    assert_eq!(first.status, 201);
+    let bare = app.send(post(&app.key, Some("8e03-978e"), REX)).await;
+    assert_eq!((bare.status.as_u16(), replayed(&bare)), (201, true));
+    assert_eq!(bare.json(), first.json());
+    let spaced = app
+        .send(post(&app.key, Some("\"order 42, retry\""), REX))
+        .await;
+    assert_eq!((spaced.status.as_u16(), replayed(&spaced)), (201, false));
+    let again = app
+        .send(post(&app.key, Some("\"order 42, retry\""), REX))
+        .await;
+    assert_eq!((again.status.as_u16(), replayed(&again)), (201, true));
+    assert_eq!(again.json(), spaced.json());
+    assert_eq!(pet_count(&app).await, 2);
+}
+
 async fn keys_are_scoped_to_the_api_key_that_sent_them(app: TestApp) {
     let (_, other) = app
         .store
@@ -179,6 +200,10 @@ async fn malformed_keys_are_refused_naming_the_header(app: TestApp) {
         "has space".into(),
         "x".repeat(256),
         "tab\there".into(),
+        "\"\"".into(),
+        "\"unclosed".into(),
+        "\"a\";param=1".into(),
+        format!("\"{}\"", "x".repeat(256)),
     ] {
         let reply = app.send(post(&app.key, Some(&bad), REX)).await;
         let message = reply.assert_error(400, "invalid_header");
@@ -362,6 +387,7 @@ async fn a_read_only_key_cannot_write_even_idempotently(app: TestApp) {
 }
 
 api_tests!(
+    a_quoted_key_is_the_same_key_as_its_bare_form,
     a_retried_create_is_answered_from_the_first_without_a_second_pet,
     a_replay_answers_the_whole_address_of_what_was_created,
     a_key_reused_with_another_request_is_refused,
