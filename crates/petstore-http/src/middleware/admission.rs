@@ -71,8 +71,11 @@ async fn gate<B: MessageBody>(
                 Err(error) => {
                     let limits = state.limit_headers.get(state.limiter.anonymous_limits());
                     let successor = successor(state, access.marks, &req);
+                    let standing = Standing::Unknown {
+                        retry_after: error.retry_after(),
+                    };
                     return Ok(refuse(req, &error, |h| {
-                        Standing::Unknown.write(h, &limits, now);
+                        standing.write(h, &limits, now);
                         access.marks.write(h, successor);
                     }));
                 }
@@ -241,11 +244,18 @@ fn outcome(verdict: Result<Verdict, LimitError>, limits: RateLimits, now: u64) -
             Standing::Banned(ban),
         ),
         Err(error) => {
-            let standing = match &error {
-                LimitError::BanNotRecorded { decision, .. } => Standing::Counted(*decision),
-                LimitError::Counters(_) => Standing::Unknown,
+            let counted = match &error {
+                LimitError::BanNotRecorded { decision, .. } => Some(*decision),
+                LimitError::Counters(_) => None,
             };
-            Outcome::Refused(ApiError::from(error), standing)
+            let error = ApiError::from(error);
+            let standing = match counted {
+                Some(decision) => Standing::Counted(decision),
+                None => Standing::Unknown {
+                    retry_after: error.retry_after(),
+                },
+            };
+            Outcome::Refused(error, standing)
         }
     }
 }
@@ -256,8 +266,9 @@ enum Standing {
     Counted(RateDecision),
     /// A ban in force.
     Banned(Ban),
-    /// Nothing known: the counts could not be read, or the caller not identified.
-    Unknown,
+    /// Nothing known: the counts could not be read, or the caller not identified. The
+    /// refusal's `Retry-After`, if it has one, is when to look again.
+    Unknown { retry_after: Option<u64> },
 }
 
 impl Standing {
@@ -265,7 +276,9 @@ impl Standing {
         match self {
             Self::Counted(decision) => headers::write(headers, decision, limits, now),
             Self::Banned(ban) => headers::write_ban(headers, *ban, limits, now),
-            Self::Unknown => headers::write_unknown(headers, limits, now),
+            Self::Unknown { retry_after } => {
+                headers::write_unknown(headers, limits, now, *retry_after);
+            }
         }
     }
 }

@@ -117,9 +117,20 @@ pub fn write_ban(headers: &mut HeaderMap, ban: Ban, limits: &LimitHeaders, now: 
 }
 
 /// Headers when the counts cannot be known (the shared counter store is down and the service
-/// fails closed): no request is available until the store answers again.
-pub fn write_unknown(headers: &mut HeaderMap, limits: &LimitHeaders, now: u64) {
-    let reset = Window::Minute.reset_at(now);
+/// fails closed, or the key could not be looked up): nothing is available until the refusal's
+/// `Retry-After` (`retry_after`), when the service may know again; the fields say the same
+/// wait, never a reset later than the client is told to come back. Without a `Retry-After`,
+/// until the minute's window turns.
+pub fn write_unknown(
+    headers: &mut HeaderMap,
+    limits: &LimitHeaders,
+    now: u64,
+    retry_after: Option<u64>,
+) {
+    let reset = retry_after.map_or_else(
+        || Window::Minute.reset_at(now),
+        |wait| now.saturating_add(wait),
+    );
     let wait = reset - now;
     set(
         headers,

@@ -594,7 +594,14 @@ async fn a_redis_outage_fails_open_or_closed_as_configured_and_recovers() {
             }
             FailurePolicy::Closed => {
                 during.assert_error(503, "service_unavailable");
-                assert_eq!(limit_headers(&during).1, 0);
+                // The counts are unknown: nothing available until the `Retry-After`, and no
+                // field says otherwise (a reset a minute away would contradict it).
+                assert_eq!(during.header("retry-after"), Some("1"));
+                assert_eq!(limit_headers(&during), (60, 0, T0 + 5 + 1));
+                assert_eq!(
+                    during.header("ratelimit"),
+                    Some("\"minute\";r=0;t=1, \"day\";r=0;t=1")
+                );
             }
         }
         assert!(app.state.limiter.failures() > 0, "failures are counted");
