@@ -1,6 +1,8 @@
 //! The rate-limit response headers: `X-RateLimit-Limit`, `X-RateLimit-Remaining`,
 //! `X-RateLimit-Reset` (the window closest to exhaustion), the IETF `RateLimit-Policy` and
-//! `RateLimit` fields (draft-ietf-httpapi-ratelimit-headers) for both windows. A refusal's
+//! `RateLimit` fields for both windows, as draft-ietf-httpapi-ratelimit-headers-11 writes them:
+//! Lists of Items named by a String (`"minute"`, `"day"`), with the Integer parameters `q`
+//! and `w` (§3.1) and `r` and `t` (§4.1). A refusal's
 //! `Retry-After` is its error's, written with the Error object (`error::error_response`).
 
 use std::convert::Infallible;

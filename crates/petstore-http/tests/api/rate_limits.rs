@@ -91,16 +91,48 @@ fn limit_headers(reply: &Reply) -> (u64, u64, u64) {
             .parse()
             .unwrap_or_else(|_| panic!("{name} is not a number"))
     };
-    assert!(
-        reply.header("ratelimit-policy").is_some(),
-        "RateLimit-Policy missing"
-    );
-    assert!(reply.header("ratelimit").is_some(), "RateLimit missing");
+    let policy = reply
+        .header("ratelimit-policy")
+        .expect("RateLimit-Policy missing");
+    let state = reply.header("ratelimit").expect("RateLimit missing");
+    assert_items(policy, "q", &["q", "w"]);
+    assert_items(state, "r", &["r", "t"]);
     (
         number("x-ratelimit-limit"),
         number("x-ratelimit-remaining"),
         number("x-ratelimit-reset"),
     )
+}
+
+/// `field` is what draft-ietf-httpapi-ratelimit-headers-11 says its fields are: a List (RFC
+/// 9651) of Items whose value is a String (§3, §4) and whose Parameters are non-negative
+/// Integers, `required` among them, each key one of `known`.
+#[track_caller]
+fn assert_items(field: &str, required: &str, known: &[&str]) {
+    for item in field.split(", ") {
+        let (name, parameters) = item.split_once(';').unwrap_or((item, ""));
+        let name = name
+            .strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or_else(|| panic!("{item:?} in {field:?}: not a String"));
+        assert!(
+            !name.is_empty() && name.bytes().all(|b| b.is_ascii_lowercase()),
+            "{field:?}"
+        );
+        let mut keys = Vec::new();
+        for parameter in parameters.split(';') {
+            let (key, value) = parameter
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{parameter:?} in {field:?}"));
+            assert!(known.contains(&key), "{key} in {field:?}");
+            assert!(
+                !value.is_empty() && value.len() <= 15 && value.bytes().all(|b| b.is_ascii_digit()),
+                "{key}={value} in {field:?}: not a non-negative Integer"
+            );
+            keys.push(key);
+        }
+        assert!(keys.contains(&required), "{required} missing in {field:?}");
+    }
 }
 
 async fn a_free_key_gets_exactly_60_requests_a_minute(app: TestApp) {
