@@ -81,7 +81,7 @@ fn from_rfc3339<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewOrder {
     /// The pet to order: it must exist and be `available`.
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, example = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, examples(1)))]
     #[serde(deserialize_with = "whole_number")]
     pub pet_id: i64,
     /// How many: 1 (a pet is one animal); may be left out.

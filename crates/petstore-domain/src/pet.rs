@@ -30,13 +30,13 @@ string_enum! {
 #[serde(rename_all = "camelCase")]
 pub struct Pet {
     /// Assigned by the service on creation.
-    #[cfg_attr(feature = "openapi", schema(example = 1))]
+    #[cfg_attr(feature = "openapi", schema(examples(1)))]
     pub id: i64,
     /// The pet's name.
-    #[cfg_attr(feature = "openapi", schema(example = "Rex"))]
+    #[cfg_attr(feature = "openapi", schema(examples("Rex")))]
     pub name: String,
     /// The category the pet belongs to.
-    #[cfg_attr(feature = "openapi", schema(example = 1))]
+    #[cfg_attr(feature = "openapi", schema(examples(1)))]
     pub category_id: i64,
     /// Availability.
     pub status: PetStatus,
@@ -56,6 +56,14 @@ impl Created for Pet {
 /// `null` status are rejected. Rules beyond types are checked by [`NewPet::validate_into`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Validate)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[cfg_attr(
+    feature = "openapi",
+    schema(
+        description = "The body of `POST /pets`. Strict: an unknown field (`id` among \
+        them: the service assigns it) or a `null` status is refused with `400 unknown_field` or \
+        `400 invalid_field`."
+    )
+)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct NewPet {
     /// At most 255 characters, no control characters (nor bidirectional controls, U+202A to
@@ -65,7 +73,7 @@ pub struct NewPet {
     #[cfg_attr(
         feature = "openapi",
         schema(
-            example = "Rex",
+            examples("Rex"),
             min_length = 1,
             max_length = 255,
             // Some character that is neither white space, nor invisible (`INVISIBLE`), nor a
@@ -77,7 +85,7 @@ pub struct NewPet {
     pub name: String,
     /// At least 1.
     #[validate(range(min = 1, message = "must be an integer of at least 1"))]
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, example = 1))]
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, examples(1)))]
     #[serde(deserialize_with = "whole_number")]
     pub category_id: i64,
     /// Optional; `available` when absent. `null` is not accepted.

@@ -86,13 +86,13 @@ pub struct RateLimitStatus {
 #[serde(deny_unknown_fields)]
 pub struct WindowStatus {
     /// Requests allowed in the window.
-    #[cfg_attr(feature = "openapi", schema(example = 60))]
+    #[cfg_attr(feature = "openapi", schema(examples(60)))]
     pub limit: u32,
     /// Requests left in it.
-    #[cfg_attr(feature = "openapi", schema(example = 59))]
+    #[cfg_attr(feature = "openapi", schema(examples(59)))]
     pub remaining: u32,
     /// Unix time (seconds) at which it resets.
-    #[cfg_attr(feature = "openapi", schema(example = 1_795_393_020_u64))]
+    #[cfg_attr(feature = "openapi", schema(examples(1_795_393_020_u64)))]
     pub reset: u64,
 }
 

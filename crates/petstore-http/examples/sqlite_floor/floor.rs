@@ -161,11 +161,19 @@ async fn get(worker: web::Data<Worker>, req: HttpRequest, id: web::Path<i64>) ->
     response
         .insert_header((HeaderName::from_static("deprecation"), DEPRECATED_AT))
         .insert_header((HeaderName::from_static("sunset"), SUNSET))
-        .insert_header((
-            header::LINK,
-            format!("<{}/pets>; rel=\"successor-version\"", base(&req)),
-        ));
+        .insert_header((header::LINK, deprecation_links(&base(&req))));
     respond(response, &pet.0, 1)
+}
+
+/// The deprecated operation's links, as the service writes them: its successor, and where its
+/// deprecation and sunset are documented.
+fn deprecation_links(base: &str) -> String {
+    let docs = format!("{base}/docs/#/pets/getPet");
+    format!(
+        "<{base}/pets>; rel=\"successor-version\", \
+         <{docs}>; rel=\"deprecation\"; type=\"text/html\", \
+         <{docs}>; rel=\"sunset\"; type=\"text/html\""
+    )
 }
 
 /// The base address for links, as the service builds it without a configured public URL: the

@@ -33,7 +33,7 @@ const DEFAULT_GRACE: Duration = Duration::from_secs(24 * 60 * 60);
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CreateKeyRequest {
     /// `free`, `pro`, `business` or `enterprise`.
-    #[schema(example = "pro")]
+    #[schema(examples("pro"))]
     plan: String,
     /// A description, e.g. the customer's name (at most 100 characters).
     #[serde(default)]
@@ -45,7 +45,7 @@ pub struct CreateKeyRequest {
     /// `read-write` (the default) or `read-only`.
     scope: Option<String>,
     /// When the key stops working (RFC 3339, in the future); never when absent.
-    #[schema(example = "2027-03-01T00:00:00Z")]
+    #[schema(examples("2027-03-01T00:00:00Z"))]
     expires_at: Option<String>,
 }
 
@@ -71,7 +71,7 @@ pub struct UpdateKeyRequest {
 pub struct RotateKeyRequest {
     /// How long the old secret keeps working, in seconds (default 86400, a day; 0: not at
     /// all, e.g. after a leak; at most 31622400, 366 days).
-    #[schema(example = 86400)]
+    #[schema(examples(86400))]
     grace_seconds: Option<u64>,
 }
 
