@@ -25,12 +25,14 @@ pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 /// without: without one, `create` runs; with one, `run` claims the key first and `create` runs
 /// with a [`Completion`] (the claim and the request's base address), which the storage
 /// completes with [`StoredResponse::created`] of what it made, in the same transaction. Either
-/// way the answer is that same `201`, written here once.
+/// way the answer is that same `201`, written here once. A refusal of the key (`409` in
+/// progress, `422` reused) links where `Idempotency-Key` is documented: `operation`, the
+/// operation's place on the docs page (`pets/createPet`).
 pub async fn create<T, F, Fut>(
     state: &AppState,
     req: &HttpRequest,
     client: &ApiClient,
-    key: Option<IdempotencyKey>,
+    (key, operation): (Option<IdempotencyKey>, &str),
     body: &[u8],
     create: F,
 ) -> Result<HttpResponse, ApiError>
@@ -44,13 +46,28 @@ where
         let made = create(None).await?;
         return Ok(respond(StoredResponse::created(&made, &base), false));
     };
-    let (stored, replayed) = run(state, req, client, key, body, |claim| async move {
+    let documented =
+        format!("<{base}/docs/#/{operation}>; rel=\"describedby\"; type=\"text/html\"");
+    let ran = run(state, req, client, key, body, |claim| async move {
         let completion = Completion { claim, base };
         let made = create(Some(completion.clone())).await?;
         Ok(StoredResponse::created(&made, &completion.base))
     })
-    .await?;
-    Ok(respond(stored, replayed))
+    .await;
+    match ran {
+        Ok((stored, replayed)) => Ok(respond(stored, replayed)),
+        // As draft-ietf-httpapi-idempotency-key-header-07 §2.7 suggests.
+        Err(
+            refused @ (ApiError::IdempotencyRequestInProgress | ApiError::IdempotencyKeyReused),
+        ) => {
+            let mut response = refused.error_response();
+            if let Ok(link) = HeaderValue::try_from(documented) {
+                response.headers_mut().append(header::LINK, link);
+            }
+            Ok(response)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// Runs the write `write` once per `key`: claims the key for this request (its API key, method,

@@ -43,7 +43,10 @@ pub enum JsonBodyErrors {
     #[response(
         status = 422,
         description = "`idempotency_key_reused`: the `Idempotency-Key` was used with a \
-            different request."
+            different request.",
+        headers(("Link" = String, description = "`<{base}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
+                where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
+                §2.7)."))
     )]
     KeyReused(ErrorObject<'static>),
 }

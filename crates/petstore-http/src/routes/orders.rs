@@ -87,7 +87,10 @@ pub async fn list_orders(
             `invalid_field`, naming the field; `invalid_header`.", body = ErrorObject),
         (status = 409, description = "`pet_not_available`: the pet is pending or sold; or \
             `idempotency_request_in_progress`.", body = ErrorObject,
-            headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."))),
+            headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."),
+                ("Link" = String, description = "`<{base}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
+                where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
+                §2.7)."))),
         ReadOnlyKey,
         PetNotFound,
         JsonBodyErrors,
@@ -106,7 +109,7 @@ pub async fn place_order(
         &state,
         &req,
         caller.client(),
-        key,
+        (key, "store/placeOrder"),
         &body,
         |completion| async {
             let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;

@@ -96,7 +96,10 @@ pub async fn list_pets(
             body = ErrorObject),
         (status = 409, description = "`idempotency_request_in_progress`: a request with this \
             `Idempotency-Key` is still being processed; retry after `Retry-After`.",
-            body = ErrorObject, headers(("Retry-After" = u64, description = "Seconds to wait."))),
+            body = ErrorObject, headers(("Retry-After" = u64, description = "Seconds to wait."),
+                ("Link" = String, description = "`<{base}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
+                where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
+                §2.7)."))),
         ReadOnlyKey,
         JsonBodyErrors,
     ),
@@ -112,7 +115,7 @@ pub async fn create_pet(
         &state,
         &req,
         caller.client(),
-        key,
+        (key, "pets/createPet"),
         &body,
         |completion| async {
             let draft = parse::<NewPet>(&body)?.validate_into()?;

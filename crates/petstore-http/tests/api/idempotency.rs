@@ -130,6 +130,14 @@ async fn a_key_reused_with_another_request_is_refused(app: TestApp) {
         ))
         .await;
     other.assert_error(422, "idempotency_key_reused");
+    // Where the header is documented (draft-ietf-httpapi-idempotency-key-header-07 §2.7).
+    assert_eq!(
+        other.header("link"),
+        Some(
+            "<https://api.example.com/v1/docs/#/pets/createPet>; rel=\"describedby\"; \
+             type=\"text/html\""
+        )
+    );
     // The same fields in another order are another body: the fingerprint is the bytes.
     let reordered = app
         .send(post(
@@ -243,6 +251,14 @@ async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app
     };
     let reply = app.send(post(&app.key, Some("in-flight"), REX)).await;
     reply.assert_error(409, "idempotency_request_in_progress");
+    assert!(
+        reply.header("link").is_some_and(|link| link.ends_with(
+            "/docs/#/pets/createPet>; rel=\"describedby\"; \
+                type=\"text/html\""
+        )),
+        "{:?}",
+        reply.header("link")
+    );
     assert_eq!(reply.header("retry-after"), Some("1"));
     // The same key with another body while in flight: still a mismatch.
     app.send(post(

@@ -17,5 +17,6 @@ mod idempotency;
 mod multi_instance;
 mod shared_limits;
 mod shutdown;
+mod standards;
 mod store_area;
 mod telemetry;

@@ -1,0 +1,149 @@
+//! The HTTP standards the service follows, through the real binary: RFC 6750's bearer
+//! challenges, RFC 9745 and RFC 8594's links on the deprecated operation, and
+//! draft-ietf-httpapi-idempotency-key-header-07's quoted `Idempotency-Key` and `describedby`
+//! link.
+
+use crate::common::{TestServer, agent, run, temp_db, unlimited_key};
+
+/// The answer to `method` `url` with these headers: status, `WWW-Authenticate`, every `Link`
+/// value, `Idempotent-Replayed`.
+fn call(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<&str>,
+) -> (u16, Option<String>, Vec<String>, bool) {
+    let agent = agent();
+    let mut response = match body {
+        Some(body) => {
+            let mut request = agent.post(url).header("Content-Type", "application/json");
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.send(body).expect(method)
+        }
+        None => {
+            let mut request = agent.get(url);
+            for (name, value) in headers {
+                request = request.header(*name, *value);
+            }
+            request.call().expect(method)
+        }
+    };
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .map(|value| value.to_str().expect("ASCII").to_owned())
+    };
+    let challenge = header("www-authenticate");
+    let replayed = header("idempotent-replayed").as_deref() == Some("true");
+    let links = response
+        .headers()
+        .get_all("link")
+        .iter()
+        .map(|value| value.to_str().expect("ASCII").to_owned())
+        .collect();
+    let _ = response.body_mut().read_to_string();
+    (response.status().as_u16(), challenge, links, replayed)
+}
+
+#[test]
+fn challenges_deprecation_links_and_quoted_idempotency_keys_through_the_binary() {
+    let (_dir, db) = temp_db();
+    let key = unlimited_key(&db);
+    let read_only = run(
+        &db,
+        &["keys", "create", "--plan", "pro", "--scope", "read-only"],
+    )
+    .trim()
+    .to_owned();
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
+    let base = &server.base;
+    let pets = format!("{base}/pets");
+    let bearer = format!("Bearer {key}");
+    let rex = r#"{"name":"Rex","categoryId":1}"#;
+
+    // RFC 6750 §3: no token, no error code; a token that is not a key, `invalid_token`; a key
+    // whose scope does not allow the write, `insufficient_scope`.
+    let plain = Some("Bearer realm=\"petstore\"".to_owned());
+    assert_eq!(call("GET", &pets, &[], None).0, 401);
+    assert_eq!(call("GET", &pets, &[], None).1, plain);
+    let wrong = call("GET", &pets, &[("Authorization", "Bearer pst_wrong")], None);
+    assert_eq!(
+        (wrong.0, wrong.1),
+        (
+            401,
+            Some("Bearer realm=\"petstore\", error=\"invalid_token\"".to_owned())
+        )
+    );
+    let read_only = format!("Bearer {read_only}");
+    let refused = call("POST", &pets, &[("Authorization", &read_only)], Some(rex));
+    assert_eq!(
+        (refused.0, refused.1),
+        (
+            403,
+            Some("Bearer realm=\"petstore\", error=\"insufficient_scope\"".to_owned())
+        )
+    );
+
+    // A quoted key is the bare key; a reused one links where the header is documented.
+    let first = call(
+        "POST",
+        &pets,
+        &[("Authorization", &bearer), ("Idempotency-Key", "\"a b-1\"")],
+        Some(rex),
+    );
+    assert_eq!((first.0, first.3), (201, false));
+    let retried = call(
+        "POST",
+        &pets,
+        &[("Authorization", &bearer), ("Idempotency-Key", "\"a b-1\"")],
+        Some(rex),
+    );
+    assert_eq!((retried.0, retried.3), (201, true));
+    let bare = call(
+        "POST",
+        &pets,
+        &[("Authorization", &bearer), ("Idempotency-Key", "k-2")],
+        Some(rex),
+    );
+    let quoted = call(
+        "POST",
+        &pets,
+        &[("Authorization", &bearer), ("Idempotency-Key", "\"k-2\"")],
+        Some(rex),
+    );
+    assert_eq!((bare.0, quoted.0, quoted.3), (201, 201, true));
+    let reused = call(
+        "POST",
+        &pets,
+        &[("Authorization", &bearer), ("Idempotency-Key", "k-2")],
+        Some(r#"{"name":"Max","categoryId":1}"#),
+    );
+    assert_eq!(reused.0, 422);
+    assert_eq!(
+        reused.2,
+        [format!(
+            "<{base}/docs/#/pets/createPet>; rel=\"describedby\"; type=\"text/html\""
+        )]
+    );
+
+    // The deprecated operation links its successor, its deprecation and its sunset.
+    let deprecated = call(
+        "GET",
+        &format!("{pets}/1"),
+        &[("Authorization", &bearer)],
+        None,
+    );
+    assert_eq!(deprecated.0, 200);
+    let docs = format!("{base}/docs/#/pets/getPet");
+    assert_eq!(
+        deprecated.2,
+        [format!(
+            "<{pets}>; rel=\"successor-version\", <{docs}>; rel=\"deprecation\"; \
+             type=\"text/html\", <{docs}>; rel=\"sunset\"; type=\"text/html\""
+        )]
+    );
+    server.stop();
+}
