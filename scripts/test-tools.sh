@@ -3,7 +3,8 @@
 # Debian's Chromium (and Node.js, Python's venv where absent), podman with runc and debootstrap
 # (the container image test) and systemd-analyze (the unit's check); playwright-core (npm,
 # pinned by tests/browser/package-lock.json; it never downloads a browser of its own);
-# schemathesis (PyPI, pinned, in a virtualenv under target/tools); cargo-deny and cargo-about
+# schemathesis and openapi-spec-validator (PyPI, pinned, each in a virtualenv under
+# target/tools); cargo-deny and cargo-about
 # (crates.io, pinned; the licence checks of .ci/run). `.ci/run` runs it; so can a developer,
 # once. Without these tools the tests that need them skip loudly, except under CI, where they
 # fail.
@@ -11,6 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
+OPENAPI_SPEC_VALIDATOR_VERSION=0.7.2
 CARGO_DENY_VERSION=0.20.2
 CARGO_ABOUT_VERSION=0.9.3
 
@@ -39,6 +41,14 @@ if ! "$venv/bin/schemathesis" --version 2>/dev/null | grep -q "$SCHEMATHESIS_VER
   echo "test-tools: installing schemathesis $SCHEMATHESIS_VERSION"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check "schemathesis==$SCHEMATHESIS_VERSION"
+fi
+
+venv=target/tools/openapi-spec-validator
+if ! "$venv/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version: $OPENAPI_SPEC_VALIDATOR_VERSION$"; then
+  echo "test-tools: installing openapi-spec-validator $OPENAPI_SPEC_VALIDATOR_VERSION"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
 fi
 
 # The licence checks: each built once from crates.io (a few minutes on 2 cores), then kept.

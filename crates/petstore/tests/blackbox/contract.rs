@@ -74,3 +74,32 @@ fn the_server_keeps_to_its_openapi_document() {
     );
     server.stop();
 }
+
+/// Both committed OpenAPI documents are valid OpenAPI 3.1 for an independent validator
+/// (openapi-spec-validator, pinned, installed by `scripts/test-tools.sh`; the in-process
+/// tests check the rules it does not: no `example` keyword, no header that may be null).
+#[test]
+fn the_openapi_documents_are_valid_openapi_3_1() {
+    let validator = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/tools/openapi-spec-validator/bin/openapi-spec-validator");
+    if !validator.is_file() {
+        let what = "openapi-spec-validator is not installed (run scripts/test-tools.sh)";
+        assert!(!in_ci(), "{what}");
+        loud_skip(what);
+        return;
+    }
+    let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs");
+    let output = Command::new(&validator)
+        .args(["--schema", "3.1"])
+        .arg(docs.join("openapi.json"))
+        .arg(docs.join("admin-openapi.json"))
+        .output()
+        .expect("run openapi-spec-validator");
+    let report = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{report}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(report.matches(": OK").count(), 2, "{report}");
+}
