@@ -168,11 +168,10 @@ async fn get(worker: web::Data<Worker>, req: HttpRequest, id: web::Path<i64>) ->
 /// The deprecated operation's links, as the service writes them: its successor, and where its
 /// deprecation and sunset are documented.
 fn deprecation_links(base: &str) -> String {
-    let docs = format!("{base}/docs/#/pets/getPet");
     format!(
         "<{base}/pets>; rel=\"successor-version\", \
-         <{docs}>; rel=\"deprecation\"; type=\"text/html\", \
-         <{docs}>; rel=\"sunset\"; type=\"text/html\""
+         <{base}/docs/#/pets/getPet>; rel=\"deprecation\"; type=\"text/html\", \
+         <{base}/docs/#/pets/getPet>; rel=\"sunset\"; type=\"text/html\""
     )
 }
 
