@@ -134,7 +134,15 @@ SERVER_PID=""
 CEILING_PID=""
 FLOOR_PID=""
 PG_DB=""
+# What --scale and --counters-cost keep up side by side: their servers and databases.
+SERVERS=()
+BENCH_DBS=()
 cleanup() {
+  local pid db
+  for pid in "${SERVERS[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
+  for db in "${BENCH_DBS[@]}"; do
+    psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
+  done
   [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null && wait "$SERVER_PID" 2>/dev/null
   [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null && wait "$CEILING_PID" 2>/dev/null
   [ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null
@@ -148,6 +156,14 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$(dirname "$OUT")"
+
+# create_pg_db NAME: a new PostgreSQL database, dropped at exit; sets `url` to reach it.
+create_pg_db() {
+  psql -q "$PG_ADMIN" -c "CREATE DATABASE $1" >/dev/null
+  BENCH_DBS+=("$1")
+  url=${PG_ADMIN%%\?*}
+  url=${url%/*}/$1${PG_PARAMS:+?$PG_PARAMS}
+}
 
 # --- servers ---------------------------------------------------------------------------------
 start_server() { # logname command...
@@ -390,32 +406,16 @@ if [ "$SCALE" = 1 ]; then
     "/v1/pets?limit=20&status=pending" "/v1/pets?limit=20&status=sold"
     "/v1/pets?limit=20&status=sold&after={half}" "/v1/pets/{half}" "/v1/store/inventory"
     "/v1/store/orders?limit=20" "/v1/store/orders/1")
-  SCALE_DBS=()
-  pids=()
-  scale_cleanup() {
-    local db pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
-    for db in "${SCALE_DBS[@]}"; do
-      psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
-    done
-    cleanup
-  }
-  trap scale_cleanup EXIT
   header="| Backend | Route |"; rule="|---|---|"
   for n in "${SIZES[@]}"; do header+=" $n pets |"; rule+="---|"; done
   TABLE=("$header" "$rule")
   SIZE_ROWS=()
   for backend in "${BACKEND_LIST[@]}"; do
-    pids=() bases=() keys=()
+    SERVERS=() bases=() keys=()
     for n in "${SIZES[@]}"; do
       case "$backend" in
         sqlite) url=$WORK/scale-$n.db ;;
-        postgres)
-          db=petstore_scale_$$_$n
-          SCALE_DBS+=("$db")
-          psql -q "$PG_ADMIN" -c "CREATE DATABASE $db" >/dev/null
-          url=${PG_ADMIN%%\?*}
-          url=${url%/*}/$db${PG_PARAMS:+?$PG_PARAMS} ;;
+        postgres) create_pg_db "petstore_scale_$$_$n" ;;
       esac
       "$BIN" --database-url "$url" migrate 2>/dev/null
       keys+=("$(bench_key "$url")")
@@ -429,7 +429,7 @@ if [ "$SCALE" = 1 ]; then
       seeded=$(( $(date +%s) - started ))
       start_server "scale-$backend-$n" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
         --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false
-      pids+=("$SERVER_PID") bases+=("$BASE")
+      SERVERS+=("$SERVER_PID") bases+=("$BASE")
       SIZE_ROWS+=("| $backend | $n | $(disk_mib "$backend" "$url") | ${seeded}s |")
     done
     for route in "${ROUTES[@]}"; do
@@ -465,11 +465,11 @@ if [ "$SCALE" = 1 ]; then
       unset ratios rates
     done
     for i in "${!SIZES[@]}"; do
-      SERVER_PID=${pids[$i]}
+      SERVER_PID=${SERVERS[$i]}
       SIZE_ROWS[${#SIZE_ROWS[@]} - ${#SIZES[@]} + i]+=" $(peak_rss_mib) |"
       stop_server
     done
-    pids=()
+    SERVERS=()
   done
   {
     echo "GET routes by catalogue size, $(git rev-parse --short HEAD 2>/dev/null || echo unknown), measured $(date -u +%Y-%m-%dT%H:%MZ) on $(nproc) cores; one server per size (1 worker each, all on CPU $SERVER_CPU), wrk on CPU $LOAD_CPU with 1 thread and $CONNS connections; medians of $RUNS rounds of ${DURATION}s runs, each round visiting every size in turn; in brackets the median of the rounds' ratios to the smallest size."
@@ -492,24 +492,9 @@ fi
 # median ratios of the pairs to the run without counters (target/bench/counters-cost.md).
 if [ "$COUNTERS_COST" = 1 ]; then
   VARIANTS=(spread one none)
-  COST_DBS=()
-  pids=()
-  cost_cleanup() {
-    local db pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null || true; done
-    for db in "${COST_DBS[@]}"; do
-      psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true
-    done
-    cleanup
-  }
-  trap cost_cleanup EXIT
   bases=() keys=()
   for variant in "${VARIANTS[@]}"; do
-    db=petstore_counters_$$_$variant
-    COST_DBS+=("$db")
-    psql -q "$PG_ADMIN" -c "CREATE DATABASE $db" >/dev/null
-    url=${PG_ADMIN%%\?*}
-    url=${url%/*}/$db${PG_PARAMS:+?$PG_PARAMS}
+    create_pg_db "petstore_counters_$$_$variant"
     seed postgres "$url" 1000
     case "$variant" in
       one) psql -q "$url" -c "CREATE OR REPLACE FUNCTION pets_count_statuses() RETURNS trigger LANGUAGE plpgsql AS
@@ -527,7 +512,7 @@ if [ "$COUNTERS_COST" = 1 ]; then
     keys+=("$(bench_key "$url")")
     start_server "counters-$variant" env RUST_LOG=warn "$BIN" --database-url "$url" serve \
       --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false
-    pids+=("$SERVER_PID") bases+=("$BASE")
+    SERVERS+=("$SERVER_PID") bases+=("$BASE")
   done
   declare -A rates=() ratios=()
   for _ in $(seq 1 "$RUNS"); do
@@ -542,8 +527,8 @@ if [ "$COUNTERS_COST" = 1 ]; then
     last() { tr ' ' '\n' <<<"$1" | grep . | tail -n1; }
     echo "bench: req/s without counters $(last "${rates[2]}"), with 16 slots $(last "${rates[0]}"), with one $(last "${rates[1]}")" >&2
   done
-  for i in "${!pids[@]}"; do SERVER_PID=${pids[$i]}; stop_server; done
-  pids=()
+  for i in "${!SERVERS[@]}"; do SERVER_PID=${SERVERS[$i]}; stop_server; done
+  SERVERS=()
   OUT=${OUT%/*}/counters-cost.md
   {
     echo "POST /v1/pets on PostgreSQL ($PG_PARAMS), 1,000 pets to start, one server per variant (1 worker each, on CPU $SERVER_CPU), wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS rounds of ${DURATION}s runs, each round running every variant in turn; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."

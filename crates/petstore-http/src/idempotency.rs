@@ -32,7 +32,8 @@ pub async fn create<T, F, Fut>(
     state: &AppState,
     req: &HttpRequest,
     client: &ApiClient,
-    (key, operation): (Option<IdempotencyKey>, &str),
+    key: Option<IdempotencyKey>,
+    operation: &str,
     body: &[u8],
     create: F,
 ) -> Result<HttpResponse, ApiError>
@@ -46,8 +47,6 @@ where
         let made = create(None).await?;
         return Ok(respond(StoredResponse::created(&made, &base), false));
     };
-    let documented =
-        format!("<{base}/docs/#/{operation}>; rel=\"describedby\"; type=\"text/html\"");
     let ran = run(state, req, client, key, body, |claim| async move {
         let completion = Completion { claim, base };
         let made = create(Some(completion.clone())).await?;
@@ -61,6 +60,9 @@ where
             refused @ (ApiError::IdempotencyRequestInProgress | ApiError::IdempotencyKeyReused),
         ) => {
             let mut response = refused.error_response();
+            let base = state.links.public_base(req);
+            let documented =
+                format!("<{base}/docs/#/{operation}>; rel=\"describedby\"; type=\"text/html\"");
             if let Ok(link) = HeaderValue::try_from(documented) {
                 response.headers_mut().append(header::LINK, link);
             }

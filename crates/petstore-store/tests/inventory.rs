@@ -217,24 +217,10 @@ for_each_backend!(the_inventory_is_exact_after_concurrent_changes_on_several_ins
 
 /// The migrations of `backend` (`sqlite`, `postgres`), oldest first: (name, up.sql).
 fn migrations(backend: &str) -> Vec<(String, String)> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../migrations")
-        .join(backend);
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
-        .expect("the migrations")
-        .map(|entry| {
-            entry
-                .expect("entry")
-                .file_name()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    names.sort();
-    names
+    petstore_store::testing::migration_folders(backend)
         .into_iter()
-        .map(|name| {
-            let up = std::fs::read_to_string(dir.join(&name).join("up.sql")).expect("up.sql");
+        .map(|(name, path)| {
+            let up = std::fs::read_to_string(path.join("up.sql")).expect("up.sql");
             (name, up)
         })
         .collect()
@@ -243,21 +229,7 @@ fn migrations(backend: &str) -> Vec<(String, String)> {
 /// The counters' migration counts the pets a database already holds, then keeps counting.
 async fn the_counters_migration_counts_the_pets_already_there(db: &TestDatabase) {
     let postgres = db.url().starts_with("postgres");
-    let execute = |sql: &str| {
-        if postgres {
-            RawPostgres::connect(db.url())
-                .expect("connect")
-                .execute(sql)
-                .expect("execute");
-        } else {
-            use diesel::connection::SimpleConnection;
-            use diesel::{Connection, SqliteConnection};
-            SqliteConnection::establish(db.url())
-                .expect("connect")
-                .batch_execute(sql)
-                .expect("execute");
-        }
-    };
+    let execute = |sql: &str| db.execute(sql);
     let all = migrations(if postgres { "postgres" } else { "sqlite" });
     let counters = all
         .iter()

@@ -159,8 +159,7 @@ async fn page_statements(db: &TestDatabase, seed: &str) -> (Store, Vec<Expected>
         .create_key(&KeySpec::new(Plan::Pro, "many orders", None).expect("spec"))
         .await
         .expect("key");
-    raw_execute(
-        db,
+    db.execute(
         &seed
             .replace("{few}", &few.id.to_string())
             .replace("{many}", &many.id.to_string()),
@@ -236,22 +235,6 @@ async fn page_statements(db: &TestDatabase, seed: &str) -> (Store, Vec<Expected>
         }
     }
     (store, expected)
-}
-
-fn raw_execute(db: &TestDatabase, sql: &str) {
-    if db.url().starts_with("postgres") {
-        RawPostgres::connect(db.url())
-            .expect("connect")
-            .execute(sql)
-            .expect("seed");
-    } else {
-        use diesel::connection::SimpleConnection;
-        use diesel::{Connection, SqliteConnection};
-        SqliteConnection::establish(db.url())
-            .expect("connect")
-            .batch_execute(sql)
-            .expect("seed");
-    }
 }
 
 /// 50,000 pets (0.2% pending, none sold), 20,000 orders (one in 1,000 the key with few) and
@@ -337,7 +320,7 @@ async fn on_sqlite_each_page_walks_its_index_with_and_without_statistics() {
     let (_store, expected) = page_statements(&db, &seed).await;
     for statistics in [false, true] {
         if statistics {
-            raw_execute(&db, "ANALYZE");
+            db.execute("ANALYZE");
         }
         for expected in &expected {
             let (sql, binds) = &expected.statement;

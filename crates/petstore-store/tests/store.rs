@@ -61,23 +61,6 @@ fn raw_key_rows(url: &str) -> Vec<RawKeyRow> {
     }
 }
 
-/// Runs SQL past the store (to plant rows the service itself would never write).
-fn raw_execute(url: &str, sql: &str) {
-    use diesel::connection::SimpleConnection;
-    use diesel::{Connection, SqliteConnection};
-    if url.starts_with("postgres") {
-        RawPostgres::connect(url)
-            .expect("connect")
-            .execute(sql)
-            .expect("execute");
-    } else {
-        SqliteConnection::establish(url)
-            .expect("connect")
-            .batch_execute(sql)
-            .expect("execute");
-    }
-}
-
 /// How many migrations each backend has (the folders of `migrations/sqlite`).
 const MIGRATIONS: usize = 7;
 
@@ -140,13 +123,10 @@ async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDat
     } else {
         "PRAGMA ignore_check_constraints = ON;"
     };
-    raw_execute(
-        db.url(),
-        &format!(
-            "{bypass_check} INSERT INTO pets (name, category_id, status, created_at) \
+    db.execute(&format!(
+        "{bypass_check} INSERT INTO pets (name, category_id, status, created_at) \
              VALUES ('Odd', 1, 'adopted', 0)"
-        ),
-    );
+    ));
     let odd = good.id + 1;
     // An order reads the pet's status too (its row locked, in the order's transaction).
     let order = PlaceOrder {
@@ -725,10 +705,7 @@ async fn a_fresh_database_is_not_ready_until_migrated(db: &TestDatabase) {
         "{after:?}"
     );
     // A version a newer build applied is reported, not taken for one of ours.
-    raw_execute(
-        db.url(),
-        "INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000000')",
-    );
+    db.execute("INSERT INTO __diesel_schema_migrations (version) VALUES ('29991231000000')");
     let newer = store.migration_status().await.expect("status");
     assert_eq!(
         newer.unknown,
@@ -940,8 +917,7 @@ async fn a_batch_that_sqlite_rolls_back_whole_is_answered_whole() {
     let store = db.store().await;
     // A pet named `boom` makes SQLite roll back the whole transaction it is inserted in, as a
     // full disk or an I/O error in the middle of a statement may.
-    raw_execute(
-        db.url(),
+    db.execute(
         "CREATE TRIGGER boom BEFORE INSERT ON pets WHEN NEW.name = 'boom' \
          BEGIN SELECT RAISE(ROLLBACK, 'boom'); END;",
     );
@@ -974,29 +950,16 @@ async fn a_batch_that_sqlite_rolls_back_whole_is_answered_whole() {
 #[test]
 fn both_backends_have_the_same_migrations() {
     let names = |backend: &str| {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../migrations")
-            .join(backend);
-        let mut names: Vec<String> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|entry| {
-                entry
-                    .expect("entry")
-                    .file_name()
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
-        names.sort();
-        for name in &names {
+        let folders = petstore_store::testing::migration_folders(backend);
+        for (name, path) in &folders {
             for file in ["up.sql", "down.sql"] {
-                assert!(
-                    dir.join(name).join(file).is_file(),
-                    "{backend}/{name}/{file}"
-                );
+                assert!(path.join(file).is_file(), "{backend}/{name}/{file}");
             }
         }
-        names
+        folders
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect::<Vec<_>>()
     };
     assert_eq!(
         names("sqlite"),

@@ -109,7 +109,8 @@ pub async fn place_order(
         &state,
         &req,
         caller.client(),
-        (key, "store/placeOrder"),
+        key,
+        "store/placeOrder",
         &body,
         |completion| async {
             let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;

@@ -115,7 +115,8 @@ pub async fn create_pet(
         &state,
         &req,
         caller.client(),
-        (key, "pets/createPet"),
+        key,
+        "pets/createPet",
         &body,
         |completion| async {
             let draft = parse::<NewPet>(&body)?.validate_into()?;

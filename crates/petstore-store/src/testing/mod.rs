@@ -129,6 +129,22 @@ impl TestDatabase {
             .expect("count")
     }
 
+    /// Runs `sql` (one statement or several) on a connection of its own, past the store: to
+    /// plant rows the service would never write, or change the schema under it.
+    pub fn execute(&self, sql: &str) {
+        use diesel::connection::SimpleConnection;
+        use diesel::{Connection, SqliteConnection};
+        match &self.cleanup {
+            Cleanup::Postgres { .. } => RawPostgres::connect(&self.url)
+                .and_then(|conn| conn.execute(sql))
+                .unwrap_or_else(|error| panic!("{sql}: {error}")),
+            Cleanup::Sqlite(_) => SqliteConnection::establish(&self.url)
+                .map_err(|error| error.to_string())
+                .and_then(|mut conn| conn.batch_execute(sql).map_err(|error| error.to_string()))
+                .unwrap_or_else(|error| panic!("{sql}: {error}")),
+        }
+    }
+
     /// A store on this database with the migrations applied.
     pub async fn store(&self) -> Store {
         let store = Store::open(&StoreConfig::new(&self.url)).expect("open the test store");
@@ -148,6 +164,26 @@ impl Drop for TestDatabase {
             }
         }
     }
+}
+
+/// The migrations of `backend` (`sqlite`, `postgres`) in the repository, oldest first: each
+/// folder's name and path.
+pub fn migration_folders(backend: &str) -> Vec<(String, std::path::PathBuf)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../migrations")
+        .join(backend);
+    let mut folders: Vec<(String, std::path::PathBuf)> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| {
+            let entry = entry.expect("a folder entry");
+            (
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            )
+        })
+        .collect();
+    folders.sort();
+    folders
 }
 
 fn unique_name() -> String {

@@ -10,25 +10,30 @@ use std::process::Command;
 use crate::common::TestServer;
 use petstore_store::testing::{in_ci, loud_skip};
 
-/// The schemathesis command: `PETSTORE_TEST_SCHEMATHESIS`, else the virtualenv the tools script
-/// makes under `target/tools`.
-fn schemathesis() -> Option<PathBuf> {
-    let path = std::env::var_os("PETSTORE_TEST_SCHEMATHESIS").map_or_else(
+/// The command `name` that `scripts/test-tools.sh` installs in a virtualenv of its own under
+/// `target/tools` (or the path in the variable `override_with`), if it is there; if not, the
+/// test is skipped loudly, except under CI, where that fails.
+fn installed_tool(name: &str, override_with: Option<&str>) -> Option<PathBuf> {
+    let path = override_with.and_then(std::env::var_os).map_or_else(
         || {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join("../../target/tools/schemathesis/bin/schemathesis")
+                .join(format!("../../target/tools/{name}/bin/{name}"))
         },
         PathBuf::from,
     );
-    path.is_file().then_some(path)
+    if path.is_file() {
+        return Some(path);
+    }
+    let what = format!("{name} is not installed (run scripts/test-tools.sh)");
+    assert!(!in_ci(), "{what}");
+    loud_skip(&what);
+    None
 }
 
 #[test]
 fn the_server_keeps_to_its_openapi_document() {
-    let Some(schemathesis) = schemathesis() else {
-        let what = "schemathesis is not installed (run scripts/test-tools.sh)";
-        assert!(!in_ci(), "{what}");
-        loud_skip(what);
+    let Some(schemathesis) = installed_tool("schemathesis", Some("PETSTORE_TEST_SCHEMATHESIS"))
+    else {
         return;
     };
     let (_dir, db) = crate::common::temp_db();
@@ -80,14 +85,9 @@ fn the_server_keeps_to_its_openapi_document() {
 /// tests check the rules it does not: no `example` keyword, no header that may be null).
 #[test]
 fn the_openapi_documents_are_valid_openapi_3_1() {
-    let validator = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/tools/openapi-spec-validator/bin/openapi-spec-validator");
-    if !validator.is_file() {
-        let what = "openapi-spec-validator is not installed (run scripts/test-tools.sh)";
-        assert!(!in_ci(), "{what}");
-        loud_skip(what);
+    let Some(validator) = installed_tool("openapi-spec-validator", None) else {
         return;
-    }
+    };
     let docs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs");
     let output = Command::new(&validator)
         .args(["--schema", "3.1"])

@@ -88,39 +88,22 @@ fn challenges_deprecation_links_and_quoted_idempotency_keys_through_the_binary()
     );
 
     // A quoted key is the bare key; a reused one links where the header is documented.
-    let first = call(
-        "POST",
-        &pets,
-        &[("Authorization", &bearer), ("Idempotency-Key", "\"a b-1\"")],
-        Some(rex),
-    );
+    let create = |idempotency: &str, body: &str| {
+        call(
+            "POST",
+            &pets,
+            &[("Authorization", &bearer), ("Idempotency-Key", idempotency)],
+            Some(body),
+        )
+    };
+    let first = create("\"a b-1\"", rex);
     assert_eq!((first.0, first.3), (201, false));
-    let retried = call(
-        "POST",
-        &pets,
-        &[("Authorization", &bearer), ("Idempotency-Key", "\"a b-1\"")],
-        Some(rex),
-    );
+    let retried = create("\"a b-1\"", rex);
     assert_eq!((retried.0, retried.3), (201, true));
-    let bare = call(
-        "POST",
-        &pets,
-        &[("Authorization", &bearer), ("Idempotency-Key", "k-2")],
-        Some(rex),
-    );
-    let quoted = call(
-        "POST",
-        &pets,
-        &[("Authorization", &bearer), ("Idempotency-Key", "\"k-2\"")],
-        Some(rex),
-    );
+    let bare = create("k-2", rex);
+    let quoted = create("\"k-2\"", rex);
     assert_eq!((bare.0, quoted.0, quoted.3), (201, 201, true));
-    let reused = call(
-        "POST",
-        &pets,
-        &[("Authorization", &bearer), ("Idempotency-Key", "k-2")],
-        Some(r#"{"name":"Max","categoryId":1}"#),
-    );
+    let reused = create("k-2", r#"{"name":"Max","categoryId":1}"#);
     assert_eq!(reused.0, 422);
     assert_eq!(
         reused.2,
