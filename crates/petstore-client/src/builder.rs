@@ -7,6 +7,7 @@ use std::time::Duration;
 use reqwest::Url;
 use reqwest::header::HeaderValue;
 
+use crate::cache::Validators;
 use crate::{Client, Error, Inner, Limits, RetryPolicy};
 
 /// Builds a [`Client`]: [`Client::builder`]. Its `Debug` output leaves the API key out.
@@ -20,6 +21,7 @@ pub struct ClientBuilder {
     pub(crate) retry: RetryPolicy,
     pub(crate) wait_when_exhausted: bool,
     pub(crate) max_wait: Duration,
+    pub(crate) kept_answers: usize,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -33,6 +35,7 @@ impl fmt::Debug for ClientBuilder {
             .field("retry", &self.retry)
             .field("wait_when_exhausted", &self.wait_when_exhausted)
             .field("max_wait", &self.max_wait)
+            .field("kept_answers", &self.kept_answers)
             .finish()
     }
 }
@@ -77,6 +80,14 @@ impl ClientBuilder {
         self
     }
 
+    /// How many answers to `GET`s the client keeps with their `ETag`s, to ask again with
+    /// `If-None-Match` and be answered `304` (free of quota) while nothing changed (default 64,
+    /// the least recently used dropped first; bodies over 256 KiB are not kept; 0 keeps none).
+    pub fn kept_answers(mut self, answers: usize) -> Self {
+        self.kept_answers = answers;
+        self
+    }
+
     /// The client. Fails if the base URL is not an `http` or `https` URL, or the key cannot be
     /// sent in a header.
     pub fn build(self) -> Result<Client, Error> {
@@ -106,6 +117,7 @@ impl ClientBuilder {
                 wait_when_exhausted: self.wait_when_exhausted,
                 max_wait: self.max_wait,
                 limits: Mutex::new(Limits::default()),
+                kept: Mutex::new(Validators::new(self.kept_answers)),
             }),
         })
     }

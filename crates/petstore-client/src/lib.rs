@@ -13,6 +13,9 @@
 //!   of collecting a `429` ([`ClientBuilder::wait_when_exhausted`]);
 //! - [`Client::create_pet`] and [`Client::place_order`] send an `Idempotency-Key` made once per
 //!   call and reused by that call's retries, so a retried write never happens twice;
+//! - a `GET` it has an answer to (with its `ETag`) asks again with `If-None-Match`, and a
+//!   `304 Not Modified` is answered from what it kept: polling spends none of the key's quota
+//!   while nothing changes ([`ClientBuilder::kept_answers`] bounds the memory);
 //! - the API key never shows in `Debug` output, the builder's included.
 //!
 //! The types are the domain's (`petstore-domain`): [`Pet`], [`NewPet`], [`PetStatus`],
@@ -38,6 +41,7 @@
 #![deny(missing_docs)]
 
 mod builder;
+mod cache;
 mod error;
 mod limits;
 pub mod operations;
@@ -62,6 +66,7 @@ pub use petstore_domain::{
 pub use query::{Listing, OrderQuery, PetQuery};
 pub use retry::RetryPolicy;
 
+use cache::{Kept, Validators};
 use operations::Operation;
 
 /// The header that makes a write safe to retry.
@@ -83,6 +88,8 @@ struct Inner {
     wait_when_exhausted: bool,
     max_wait: Duration,
     limits: Mutex<Limits>,
+    /// Answers to `GET`s, with their tags.
+    kept: Mutex<Validators>,
 }
 
 /// What the client knows of its limits, shared by every call.
@@ -100,6 +107,8 @@ struct Call {
     url: Url,
     body: Option<Vec<u8>>,
     idempotency_key: Option<String>,
+    /// The tag of the answer kept for a `GET`: the request is conditional, and `304` a success.
+    if_none_match: Option<HeaderValue>,
 }
 
 impl Client {
@@ -129,6 +138,7 @@ impl Client {
             retry: RetryPolicy::default(),
             wait_when_exhausted: true,
             max_wait: Duration::from_secs(120),
+            kept_answers: 64,
         }
     }
 
@@ -285,26 +295,58 @@ impl Client {
     }
 
     async fn listing<T: DeserializeOwned>(&self, url: Url) -> Result<Listing<T>, Error> {
-        let call = Call {
-            method: Method::GET,
-            url,
-            body: None,
-            idempotency_key: None,
-        };
-        let response = self.send(&call).await?;
-        let next = next_link(response.headers());
-        let items = read_json(response).await?;
-        Ok(Listing { items, next })
+        let Kept { body, next, .. } = self.get(url).await?;
+        Ok(Listing {
+            items: parse_json(&body)?,
+            next,
+        })
     }
 
     async fn json<T: DeserializeOwned>(&self, method: Method, url: Url) -> Result<T, Error> {
+        if method == Method::GET {
+            return parse_json(&self.get(url).await?.body);
+        }
         let call = Call {
             method,
             url,
             body: None,
             idempotency_key: None,
+            if_none_match: None,
         };
         read_json(self.send(&call).await?).await
+    }
+
+    /// A `GET` of `url`: its body and `next` link. Conditional when an answer to it is kept
+    /// (`If-None-Match` with its tag): a `304` is answered with what was kept. A tagged answer
+    /// is kept for next time (an untagged one replaces any kept before).
+    async fn get(&self, url: Url) -> Result<Kept, Error> {
+        let kept = self.kept().get(&url);
+        let call = Call {
+            method: Method::GET,
+            url,
+            body: None,
+            idempotency_key: None,
+            if_none_match: kept.as_ref().and_then(|kept| kept.etag.clone()),
+        };
+        let response = self.send(&call).await?;
+        if response.status() == StatusCode::NOT_MODIFIED {
+            return kept.ok_or_else(|| {
+                Error::InvalidResponse("304 Not Modified to an unconditional GET".into())
+            });
+        }
+        let next = next_link(response.headers());
+        let etag = response.headers().get(header::ETAG).cloned();
+        let body = response.bytes().await.map_err(Error::Transport)?.to_vec();
+        let answer = Kept { etag, body, next };
+        self.kept().put(call.url, answer.clone());
+        Ok(answer)
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Validators> {
+        self.inner
+            .kept
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// A `POST` of `body` with a fresh `Idempotency-Key`, the same on every retry: an answer
@@ -320,6 +362,7 @@ impl Client {
             url,
             body: Some(serde_json::to_vec(body).map_err(|e| Error::Config(e.to_string()))?),
             idempotency_key: Some(uuid::Uuid::now_v7().to_string()),
+            if_none_match: None,
         };
         let retry = self.inner.retry;
         // One count of retries for the call, whatever made each one.
@@ -364,6 +407,9 @@ impl Client {
             if let Some(key) = &call.idempotency_key {
                 request = request.header(IDEMPOTENCY_KEY, key.as_str());
             }
+            if let Some(tag) = &call.if_none_match {
+                request = request.header(header::IF_NONE_MATCH, tag.clone());
+            }
             let response = match request.send().await {
                 Ok(response) => response,
                 // Unanswered: sent again only when that cannot do anything twice (a read, or a
@@ -382,7 +428,8 @@ impl Client {
             };
             self.observe(response.headers());
             let status = response.status();
-            if status.is_success() {
+            let not_modified = status == StatusCode::NOT_MODIFIED && call.if_none_match.is_some();
+            if status.is_success() || not_modified {
                 return Ok(response);
             }
             let retry_after = retry::retry_after(response.headers());
@@ -484,8 +531,11 @@ fn tidy_query(url: &mut Url) {
 }
 
 async fn read_json<T: DeserializeOwned>(response: reqwest::Response) -> Result<T, Error> {
-    let body = response.bytes().await.map_err(Error::Transport)?;
-    serde_json::from_slice(&body).map_err(|e| Error::InvalidResponse(e.to_string()))
+    parse_json(&response.bytes().await.map_err(Error::Transport)?)
+}
+
+fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, Error> {
+    serde_json::from_slice(body).map_err(|e| Error::InvalidResponse(e.to_string()))
 }
 
 /// The target of `Link: <...>; rel="next"`, among every `Link` value.

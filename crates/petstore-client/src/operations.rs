@@ -14,7 +14,8 @@ pub struct Operation {
     pub path: &'static str,
     /// Query parameters the client sends.
     pub query: &'static [&'static str],
-    /// Header parameters the client sends (besides `Authorization`).
+    /// Header parameters the client sends (besides `Authorization`; `If-None-Match` when it
+    /// holds a tagged answer to the same address).
     pub headers: &'static [&'static str],
 }
 
@@ -24,7 +25,7 @@ pub const LIST_PETS: Operation = Operation {
     method: "get",
     path: "/pets",
     query: &["limit", "status", "after"],
-    headers: &[],
+    headers: &["If-None-Match"],
 };
 /// `POST /pets`.
 pub const CREATE_PET: Operation = Operation {
@@ -40,7 +41,7 @@ pub const GET_PET: Operation = Operation {
     method: "get",
     path: "/pets/{petId}",
     query: &[],
-    headers: &[],
+    headers: &["If-None-Match"],
 };
 /// `GET /store/orders`.
 pub const LIST_ORDERS: Operation = Operation {
@@ -48,7 +49,7 @@ pub const LIST_ORDERS: Operation = Operation {
     method: "get",
     path: "/store/orders",
     query: &["limit", "after"],
-    headers: &[],
+    headers: &["If-None-Match"],
 };
 /// `POST /store/orders`.
 pub const PLACE_ORDER: Operation = Operation {
@@ -64,7 +65,7 @@ pub const GET_ORDER: Operation = Operation {
     method: "get",
     path: "/store/orders/{orderId}",
     query: &[],
-    headers: &[],
+    headers: &["If-None-Match"],
 };
 /// `DELETE /store/orders/{orderId}`.
 pub const CANCEL_ORDER: Operation = Operation {
@@ -80,7 +81,7 @@ pub const GET_INVENTORY: Operation = Operation {
     method: "get",
     path: "/store/inventory",
     query: &[],
-    headers: &[],
+    headers: &["If-None-Match"],
 };
 /// `GET /rate_limit`.
 pub const GET_RATE_LIMIT: Operation = Operation {

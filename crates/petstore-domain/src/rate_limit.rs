@@ -67,6 +67,16 @@ impl RateLimits {
     }
 }
 
+impl RateLimits {
+    /// How many requests answered `304 Not Modified` a minute are taken back from the counts
+    /// (free revalidations, GitHub's rule): as many as the per-minute limit. Past them a `304`
+    /// counts like any answer, so a client sending nothing but conditional requests that match
+    /// gets at most twice its per-minute limit of answers a minute.
+    pub const fn free_revalidations(self) -> u32 {
+        self.per_minute
+    }
+}
+
 /// `GET /rate_limit`: a caller's standing, read without spending a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
@@ -212,6 +222,13 @@ impl RateDecision {
             },
             rejected: counts.rejected,
         }
+    }
+
+    /// The decision once its request is taken back from both windows (a free revalidation).
+    pub fn taken_back(mut self) -> Self {
+        self.minute.used = self.minute.used.saturating_sub(1);
+        self.day.used = self.day.used.saturating_sub(1);
+        self
     }
 
     /// The window closest to exhaustion, which `X-RateLimit-*` describe: the one with the fewest

@@ -16,6 +16,7 @@
 use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use petstore_domain::{Pet, PetStatus};
+use petstore_http::conditional::{Caching, ETag};
 use petstore_http::encode::EncodeJson;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -96,11 +97,19 @@ async fn list(worker: web::Data<Worker>, req: HttpRequest) -> HttpResponse {
             HeaderValue::from_static(value),
         ));
     }
+    // The service's validator and caching headers, computed as it computes them.
+    let next = more.then(|| pets.last().map(|pet| pet.id)).flatten();
+    response.insert_header((
+        header::ETAG,
+        ETag::of(&(pets.as_slice(), next)).header_value(),
+    ));
     let mut body = Vec::with_capacity(2 + 96 * pets.len());
-    match pets.as_slice().encode_json(&mut body) {
+    let mut response = match pets.as_slice().encode_json(&mut body) {
         Ok(()) => response.content_type(ContentType::json()).body(body),
-        Err(error) => HttpResponse::InternalServerError().body(error.to_string()),
-    }
+        Err(error) => return HttpResponse::InternalServerError().body(error.to_string()),
+    };
+    Caching::Private.write(response.headers_mut());
+    response
 }
 
 fn main() -> std::io::Result<()> {

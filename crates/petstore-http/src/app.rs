@@ -133,6 +133,8 @@ fn docs_page(base_path: &str) -> impl HttpServiceFactory + use<> {
         .service(SwaggerUi::new("/{_:.*}").config(config))
         // Within the scope, so that the request is counted once.
         .default_service(web::to(routes::not_found))
+        // Inside admission, which takes a `304` back from the counts.
+        .wrap(from_fn(middleware::tag_files))
         .wrap(from_fn(|req, next| {
             middleware::admission(Access::OPEN, req, next)
         }))
@@ -161,7 +163,7 @@ async fn to_docs() -> HttpResponse {
 }
 
 /// The response headers a browser client needs to read (CORS hides all others).
-const EXPOSED: [&str; 15] = [
+const EXPOSED: [&str; 17] = [
     "x-ratelimit-limit",
     "x-ratelimit-remaining",
     "x-ratelimit-reset",
@@ -177,6 +179,8 @@ const EXPOSED: [&str; 15] = [
     "idempotent-replayed",
     "www-authenticate",
     "allow",
+    "etag",
+    "vary",
 ];
 
 /// CORS for the configured origins: off (no CORS header at all) unless some are.
@@ -187,6 +191,7 @@ fn cors(origins: &CorsOrigins) -> Condition<Cors> {
             header::AUTHORIZATION,
             header::CONTENT_TYPE,
             header::HeaderName::from_static("idempotency-key"),
+            header::IF_NONE_MATCH,
         ])
         .expose_headers(EXPOSED)
         .max_age(3600);

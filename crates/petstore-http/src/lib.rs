@@ -6,7 +6,7 @@
 //! The crate talks to storage only through the domain's interface, `Arc<dyn Storage>`, wrapped
 //! in [`db::Database`]; it never names a backend. Modules depend one way, from the bottom up:
 //!
-//! - [`clock`], [`connection`], [`encode`], [`sunset`]: leaves; then [`telemetry`]
+//! - [`clock`], [`conditional`] (entity tags), [`connection`], [`encode`], [`sunset`]: leaves; then [`telemetry`]
 //!   (logging, request ids, metric names and the Prometheus recorder).
 //! - [`ratelimit`]: the limiter's headers and the client address behind proxies; knows no keys
 //!   and no storage.
@@ -25,6 +25,7 @@ pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod clock;
+pub mod conditional;
 pub mod config;
 pub mod connection;
 pub mod db;

@@ -81,6 +81,17 @@ pub trait CounterStore: Send + Sync + 'static {
     /// ban, if banned). For the rate-limit status, which spends nothing.
     async fn peek(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted;
 
+    /// A request of `subject` counted at `now` was answered `304 Not Modified`: takes it back
+    /// from both windows, as one of the subject's free revalidations, while it has had fewer
+    /// than `allowance` of them in the minute; past that it stays counted. Whether it was taken
+    /// back (not when the minute has turned since: the windows it was counted in are gone).
+    async fn revalidated(
+        &self,
+        subject: Subject,
+        allowance: u32,
+        now: u64,
+    ) -> Result<bool, CounterError>;
+
     /// Whether the store answers now, readying what requests will use (a start-up check; in
     /// memory, always).
     async fn ping(&self) -> Result<(), CounterError> {

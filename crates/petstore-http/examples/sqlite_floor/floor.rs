@@ -12,6 +12,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::{Pet, PetStatus};
+use petstore_http::conditional::{Caching, ETag};
 use petstore_http::encode::EncodeJson;
 use petstore_http::sunset::{DEPRECATED_AT, SUNSET};
 
@@ -146,7 +147,9 @@ async fn list(worker: web::Data<Worker>, req: HttpRequest) -> HttpResponse {
             ),
         ));
     }
-    respond(response, pets.as_slice(), pets.len())
+    let next = more.then(|| pets.last().map(|pet| pet.id)).flatten();
+    let tag = ETag::of(&(pets.as_slice(), next));
+    respond(response, tag, pets.as_slice(), pets.len())
 }
 
 /// One pet, with the deprecated route's headers.
@@ -162,7 +165,7 @@ async fn get(worker: web::Data<Worker>, req: HttpRequest, id: web::Path<i64>) ->
         .insert_header((HeaderName::from_static("deprecation"), DEPRECATED_AT))
         .insert_header((HeaderName::from_static("sunset"), SUNSET))
         .insert_header((header::LINK, deprecation_links(&base(&req))));
-    respond(response, &pet.0, 1)
+    respond(response, ETag::of(&pet.0), &pet.0, 1)
 }
 
 /// The deprecated operation's links, as the service writes them: its successor, and where its
@@ -188,12 +191,15 @@ fn base(req: &HttpRequest) -> String {
     format!("{scheme}://{host}/v1")
 }
 
-/// The service's encoding and its header set: rate-limit headers and a request id.
+/// The service's encoding and its header set: rate-limit headers, a request id, the
+/// representation's tag (`tag`) and caching headers.
 fn respond<T: EncodeJson + ?Sized>(
     mut response: HttpResponseBuilder,
+    tag: ETag,
     value: &T,
     items: usize,
 ) -> HttpResponse {
+    response.insert_header((header::ETAG, tag.header_value()));
     for (name, value) in [
         ("x-ratelimit-limit", "1000000"),
         ("x-ratelimit-remaining", "999999"),
@@ -215,8 +221,10 @@ fn respond<T: EncodeJson + ?Sized>(
         ));
     }
     let mut body = Vec::with_capacity(2 + 96 * items);
-    match value.encode_json(&mut body) {
+    let mut response = match value.encode_json(&mut body) {
         Ok(()) => response.content_type(ContentType::json()).body(body),
-        Err(error) => HttpResponse::InternalServerError().body(error.to_string()),
-    }
+        Err(error) => return HttpResponse::InternalServerError().body(error.to_string()),
+    };
+    Caching::Private.write(response.headers_mut());
+    response
 }

@@ -2,7 +2,7 @@
 //! at `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
 //! `petstore openapi --admin`; a copy is kept in `docs/admin-openapi.json`.
 
-use actix_web::HttpResponse;
+use actix_web::{HttpRequest, HttpResponse};
 use petstore_domain::Plan;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
@@ -10,8 +10,9 @@ use utoipa::{Modify, OpenApi};
 
 use super::ADMIN_BASE;
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
+use crate::conditional::Caching;
 use crate::error::{ApiError, ErrorObject};
-use crate::routes::openapi::{Bearer, answer, declare};
+use crate::routes::openapi::{Bearer, answer, declare, describe_methods};
 use petstore_domain::key_admin::{IssuedKey, KeyView};
 
 #[derive(OpenApi)]
@@ -59,8 +60,8 @@ pub fn document() -> Document {
 }
 
 /// `GET /admin/v1/openapi.json` (no token needed: it describes, it grants nothing).
-pub async fn openapi_json() -> Result<HttpResponse, ApiError> {
-    answer(&document())
+pub async fn openapi_json(req: HttpRequest) -> Result<HttpResponse, ApiError> {
+    answer(&req, &document(), Caching::Public)
 }
 
 /// The admin tokens' security scheme.
@@ -77,6 +78,10 @@ struct AdminToken;
 impl Modify for AdminToken {
     fn modify(&self, document: &mut Document) {
         declare(document, &ADMIN_TOKEN);
+        describe_methods(
+            document,
+            "a missing or invalid admin token's `401` comes first",
+        );
         let required = SecurityRequirement::new(ADMIN_TOKEN.name, Vec::<String>::new());
         document.security = Some(vec![required]);
     }

@@ -3,8 +3,8 @@
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::Method;
 use actix_web::http::header::{HeaderMap, HeaderValue};
+use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use petstore_domain::{Ban, RateDecision, RateLimits, async_trait};
@@ -184,7 +184,7 @@ async fn annotate<B: MessageBody>(
     }
     // The `Link` of a deprecated resource, read from the request before it is handed on.
     let successor = successor(state, admitted.marks, &req);
-    let decision = match outcome(verdict, admitted.account.limits, now) {
+    let mut decision = match outcome(verdict, admitted.account.limits, now) {
         Outcome::Allowed(decision) => decision,
         Outcome::Refused(error, standing) => {
             return Ok(refuse(req, &error, |h| {
@@ -205,6 +205,13 @@ async fn annotate<B: MessageBody>(
     } else {
         next.call(req).await?.map_into_left_body()
     };
+    // A `304` tells the client nothing new: taken back from its counts, within a bound.
+    if response.status() == StatusCode::NOT_MODIFIED
+        && !admitted.status_only
+        && state.limiter.revalidated(&admitted.account, now).await
+    {
+        decision = decision.taken_back();
+    }
     admitted.marks.write(response.headers_mut(), successor);
     headers::write(response.headers_mut(), &decision, &limits, now);
     Ok(response)

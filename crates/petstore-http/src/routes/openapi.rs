@@ -14,15 +14,18 @@ use petstore_domain::{
 use serde_json::json;
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::{Header, HeaderBuilder};
-use utoipa::openapi::path::{Operation, ParameterIn};
+use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
-    ContentBuilder, Deprecated, OpenApi as Document, Ref, RefOr, Response, ResponseBuilder, Server,
+    ContentBuilder, Deprecated, OpenApi as Document, Ref, RefOr, Required, Response,
+    ResponseBuilder, Server,
 };
 use utoipa::{Modify, OpenApi};
 
+use super::respond::conditional;
 use super::{orders, pets, rate_limit};
+use crate::conditional::{Caching, ETag};
 use crate::error::{ApiError, ErrorObject};
 use crate::state::AppState;
 use crate::sunset::SUNSET;
@@ -84,15 +87,29 @@ pub async fn openapi_json(
     state: web::Data<AppState>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    answer(&document(&state.links.public_base(&req)))
+    answer(
+        &req,
+        &document(&state.links.public_base(&req)),
+        Caching::Public,
+    )
 }
 
-/// `document` as the answer to a `GET` of it (the public one, the admin one).
-pub(crate) fn answer(document: &Document) -> Result<HttpResponse, ApiError> {
+/// `document` as the answer to a `GET` of it (the public one, the admin one), tagged by its
+/// bytes.
+pub(crate) fn answer(
+    req: &HttpRequest,
+    document: &Document,
+    caching: Caching,
+) -> Result<HttpResponse, ApiError> {
     let body = document.to_pretty_json().map_err(ApiError::internal)?;
-    Ok(HttpResponse::Ok()
-        .content_type(ContentType::json())
-        .body(body))
+    let tag = ETag::of_bytes(body.as_bytes());
+    Ok(conditional(
+        req,
+        HttpResponse::Ok(),
+        tag,
+        caching,
+        |mut r| r.content_type(ContentType::json()).body(body),
+    ))
 }
 
 /// A bearer security scheme: its name in the document, the tokens' format, its description.
@@ -136,6 +153,18 @@ impl Modify for Conventions {
                 .headers
                 .insert(name.into(), RefOr::T(header_of(kind, description, true)));
         }
+        for (name, description) in CACHE_HEADERS {
+            components
+                .headers
+                .insert(name.into(), RefOr::T(header(description, true)));
+        }
+        components
+            .parameters
+            .insert("If-None-Match".into(), RefOr::T(if_none_match()));
+        describe_methods(
+            document,
+            "after admission: a missing key's `401` and a `429` come first",
+        );
         let security = vec![SecurityRequirement::new(BEARER.name, Vec::<String>::new())];
         for item in document.paths.paths.values_mut() {
             let operations = [
@@ -152,6 +181,13 @@ impl Modify for Conventions {
                     .extensions
                     .as_ref()
                     .is_some_and(|ext| ext.contains_key("x-stability"));
+                let conditional = operation
+                    .operation_id
+                    .as_deref()
+                    .is_some_and(|id| CONDITIONAL.contains(&id));
+                if conditional {
+                    make_conditional(operation);
+                }
                 let responses = &mut operation.responses.responses;
                 for (status, description) in COMMON_ERRORS {
                     responses
@@ -207,6 +243,132 @@ const SHARED_HEADERS: [(&str, bool, &str); 7] = [
          reporting a problem.",
     ),
 ];
+
+/// The operations whose `200` is tagged and whose `GET` may be conditional.
+const CONDITIONAL: [&str; 5] = [
+    "listPets",
+    "getPet",
+    "listOrders",
+    "getOrder",
+    "getInventory",
+];
+
+/// The headers of a tagged representation (its `200` and `304`), under `components/headers`.
+const CACHE_HEADERS: [(&str, &str); 3] = [
+    (
+        "ETag",
+        "The representation's validator, weak (`W/\"...\"`): the same for the same content on \
+         every instance, another after any change of what the body shows (a page's `next` link \
+         included). Send it back in `If-None-Match` to be answered `304` while nothing changed.",
+    ),
+    (
+        "Cache-Control",
+        "`private, no-cache`: a client's own cache may keep the answer and must ask again \
+         (`If-None-Match`) before each use; no shared cache keeps it.",
+    ),
+    (
+        "Vary",
+        "`Authorization`: each API key's answers are its own.",
+    ),
+];
+
+/// `If-None-Match`, under `components/parameters`.
+fn if_none_match() -> Parameter {
+    ParameterBuilder::new()
+        .name("If-None-Match")
+        .parameter_in(ParameterIn::Header)
+        .required(Required::False)
+        .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+        .description(Some(
+            "Entity tags of representations the client holds (RFC 9110 §13.1.2): one, a \
+             comma-separated list, or `*`, compared weakly. When one is the current \
+             representation's, the answer is `304 Not Modified` with no body. A `304` is \
+             taken back from the key's counts: free, up to as many a minute as the plan's \
+             per-minute limit (past those it counts like any answer). It still needs a valid \
+             key.",
+        ))
+        .build()
+}
+
+/// A tagged operation: `If-None-Match`, the tag's headers on its `200`, and its `304`.
+fn make_conditional(operation: &mut Operation) {
+    operation
+        .parameters
+        .get_or_insert_with(Vec::new)
+        .push(RefOr::Ref(Ref::new(
+            "#/components/parameters/If-None-Match",
+        )));
+    let responses = &mut operation.responses.responses;
+    if let Some(RefOr::T(ok)) = responses.get_mut("200") {
+        for (name, _) in CACHE_HEADERS {
+            ok.headers.insert(name.into(), shared(name));
+        }
+    }
+    let mut not_modified = ResponseBuilder::new()
+        .description(
+            "Not modified: `If-None-Match` names the current representation's tag. No body; \
+             the headers the `200` would carry. Not counted against the limits (up to the \
+             plan's per-minute limit of them a minute): its rate-limit headers show the \
+             counts without it.",
+        )
+        .build();
+    for (name, _) in CACHE_HEADERS {
+        not_modified.headers.insert(name.into(), shared(name));
+    }
+    responses.insert("304".into(), RefOr::T(not_modified));
+}
+
+/// Says on each path of `document` that any method it does not list is answered `405` (the
+/// response under `components/responses`), `first` what comes before: OpenAPI describes only
+/// the methods a path has.
+pub(crate) fn describe_methods(document: &mut Document, first: &str) {
+    let components = document.components.get_or_insert_with(Default::default);
+    components
+        .responses
+        .insert("MethodNotAllowed".into(), RefOr::T(method_not_allowed()));
+    for item in document.paths.paths.values_mut() {
+        describe_path(item, first);
+    }
+}
+
+fn describe_path(item: &mut PathItem, first: &str) {
+    let mut allow = Vec::new();
+    if item.get.is_some() {
+        allow.extend(["GET", "HEAD"]);
+    }
+    if item.post.is_some() {
+        allow.push("POST");
+    }
+    if item.put.is_some() {
+        allow.push("PUT");
+    }
+    if item.patch.is_some() {
+        allow.push("PATCH");
+    }
+    if item.delete.is_some() {
+        allow.push("DELETE");
+    }
+    let allow = allow.join(", ");
+    item.description = Some(format!(
+        "Any other method is answered `405 method_not_allowed` with `Allow: {allow}` \
+         ([MethodNotAllowed](#/components/responses/MethodNotAllowed)); {first}."
+    ));
+}
+
+/// The `405` of any method a path does not list.
+fn method_not_allowed() -> Response {
+    let mut response = error_doc(
+        "`method_not_allowed`: the path does not serve this method; `Allow` lists those it does.",
+    );
+    response.headers.insert(
+        "Allow".into(),
+        RefOr::T(header(
+            "The methods the path serves, e.g. `GET, HEAD, POST`.",
+            true,
+        )),
+    );
+    response
+}
 
 /// Responses any operation can give, whatever its input.
 const COMMON_ERRORS: [(u16, &str); 4] = [

@@ -7,8 +7,9 @@ use petstore_domain::{
     StorageError,
 };
 
-use super::respond::json_body;
+use super::respond::{conditional, json_body};
 use crate::auth::{Caller, Read, Write};
+use crate::conditional::{Caching, ETag};
 use crate::error::responses::{
     JsonBodyErrors, NoParameters, OrderById, PageParams, PetNotFound, ReadOnlyKey,
 };
@@ -55,7 +56,11 @@ pub async fn list_orders(
             .next_page(&req, "/store/orders", limit, None, after);
         response.insert_header((header::LINK, link));
     }
-    Ok(json_body(response, &page.items, page.items.len()))
+    let items = page.items.as_slice();
+    let tag = ETag::of(&(items, page.next_after));
+    Ok(conditional(&req, response, tag, Caching::Private, |r| {
+        json_body(r, &items, items.len())
+    }))
 }
 
 /// `placeOrder`: `201`, the order, and its `Location`; the pet becomes `pending`.
@@ -147,6 +152,7 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
 )]
 pub async fn get_order(
     state: web::Data<AppState>,
+    req: HttpRequest,
     caller: Caller<Read>,
     OrderId(id): OrderId,
 ) -> Result<HttpResponse, ApiError> {
@@ -156,7 +162,14 @@ pub async fn get_order(
         .call("find_order", |storage| storage.find_order(id, owner))
         .await?
         .ok_or(ApiError::OrderNotFound(id))?;
-    Ok(json_body(HttpResponse::Ok(), &order, 1))
+    let tag = ETag::of(&order);
+    Ok(conditional(
+        &req,
+        HttpResponse::Ok(),
+        tag,
+        Caching::Private,
+        |r| json_body(r, &order, 1),
+    ))
 }
 
 /// `cancelOrder`: a placed order is cancelled and its pet available again.
@@ -212,6 +225,7 @@ pub async fn cancel_order(
 )]
 pub async fn get_inventory(
     state: web::Data<AppState>,
+    req: HttpRequest,
     _caller: Caller<Read>,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
@@ -219,7 +233,14 @@ pub async fn get_inventory(
         .db
         .call("inventory", |storage| storage.inventory())
         .await?;
-    Ok(json_body(HttpResponse::Ok(), &inventory, 1))
+    let tag = ETag::of(&inventory);
+    Ok(conditional(
+        &req,
+        HttpResponse::Ok(),
+        tag,
+        Caching::Private,
+        |r| json_body(r, &inventory, 1),
+    ))
 }
 
 /// An order call's outcome, its storage failure apart (for `Database::call`).

@@ -4,8 +4,9 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
-use super::respond::encoded_body;
+use super::respond::{conditional, encoded_body};
 use crate::auth::{Caller, Read, Write};
+use crate::conditional::{Caching, ETag};
 use crate::error::responses::{JsonBodyErrors, PageParams, PetNotFound, ReadOnlyKey};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{IdempotencyHeader, JsonBytes, PetId, Query, parse};
@@ -52,11 +53,11 @@ pub async fn list_pets(
         let link = state.links.next_page(&req, "/pets", limit, status, after);
         response.insert_header((header::LINK, link));
     }
-    Ok(encoded_body(
-        response,
-        page.items.as_slice(),
-        page.items.len(),
-    ))
+    let items = page.items.as_slice();
+    let tag = ETag::of(&(items, page.next_after));
+    Ok(conditional(&req, response, tag, Caching::Private, |r| {
+        encoded_body(r, items, items.len())
+    }))
 }
 
 /// `createPet`: `201`, the pet, and its `Location`.
@@ -159,6 +160,7 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
 #[deprecated(note = "removed on 5 December 2030: use GET /pets with a status filter")]
 pub async fn get_pet(
     state: web::Data<AppState>,
+    req: HttpRequest,
     _caller: Caller<Read>,
     id: Result<PetId, ApiError>,
 ) -> Result<HttpResponse, ApiError> {
@@ -175,5 +177,12 @@ pub async fn get_pet(
         .call("find_pet", |storage| storage.find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
-    Ok(encoded_body(HttpResponse::Ok(), &pet, 1))
+    let tag = ETag::of(&pet);
+    Ok(conditional(
+        &req,
+        HttpResponse::Ok(),
+        tag,
+        Caching::Private,
+        |r| encoded_body(r, &pet, 1),
+    ))
 }

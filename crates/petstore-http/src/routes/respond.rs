@@ -1,10 +1,33 @@
-//! Successful JSON responses.
+//! Successful JSON responses, and conditional ones.
 
-use actix_web::http::header::ContentType;
-use actix_web::{HttpResponse, HttpResponseBuilder, ResponseError};
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, ContentType};
+use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError};
 
+use crate::conditional::{Caching, ETag};
 use crate::encode::EncodeJson;
 use crate::error::ApiError;
+
+/// A `200` of a representation tagged `tag`, whose body `body` writes, unless the request's
+/// `If-None-Match` names the tag: then `304 Not Modified`, with the same headers and no body
+/// (`body` is not called: nothing is encoded). Either way with `ETag` and `caching`'s headers.
+/// Admission takes a `304` back from the caller's counts.
+pub fn conditional(
+    req: &HttpRequest,
+    mut response: HttpResponseBuilder,
+    tag: ETag,
+    caching: Caching,
+    body: impl FnOnce(HttpResponseBuilder) -> HttpResponse,
+) -> HttpResponse {
+    response.insert_header((header::ETAG, tag.header_value()));
+    let mut answer = if tag.matched_by(req.headers()) {
+        response.status(StatusCode::NOT_MODIFIED).finish()
+    } else {
+        body(response)
+    };
+    caching.write(answer.headers_mut());
+    answer
+}
 
 /// A JSON body of `items` resources, through serde.
 pub fn json_body<T: serde::Serialize>(

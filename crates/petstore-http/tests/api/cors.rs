@@ -83,6 +83,8 @@ async fn allowed_origins_get_preflights_for_free_and_the_headers_they_need() {
         "x-api-stability",
         "x-request-id",
         "idempotent-replayed",
+        "etag",
+        "vary",
     ] {
         assert!(exposed.contains(name), "{name} not exposed: {exposed}");
     }

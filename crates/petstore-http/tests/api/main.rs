@@ -7,6 +7,7 @@ mod openapi;
 
 mod admin;
 mod auth;
+mod conditional;
 mod cors;
 mod create_pet;
 mod disk_full;

@@ -95,10 +95,72 @@ fn the_document_describes_every_operation_completely() {
     assert_eq!(doc["openapi"], "3.1.0");
     assert_eq!(doc["info"]["version"], "1.0.0");
     let mut ids = BTreeSet::new();
+    let conditional = [
+        "listPets",
+        "getPet",
+        "listOrders",
+        "getOrder",
+        "getInventory",
+    ];
     for (path, item) in doc["paths"].as_object().expect("paths") {
-        for (method, op) in item.as_object().expect("path item") {
+        // The methods the path does not serve: `405`, said on the path.
+        let methods: Vec<&str> = item
+            .as_object()
+            .expect("path item")
+            .keys()
+            .filter(|key| *key != "description")
+            .map(String::as_str)
+            .collect();
+        let allow: Vec<&str> = [
+            ("get", "GET, HEAD"),
+            ("post", "POST"),
+            ("put", "PUT"),
+            ("patch", "PATCH"),
+            ("delete", "DELETE"),
+        ]
+        .into_iter()
+        .filter(|(method, _)| methods.contains(method))
+        .map(|(_, allowed)| allowed)
+        .collect();
+        let description = item["description"]
+            .as_str()
+            .expect("the path's description");
+        assert!(
+            description.contains(&format!(
+                "`405 method_not_allowed` with `Allow: {}`",
+                allow.join(", ")
+            )),
+            "{path}: {description}"
+        );
+        for method in methods {
+            let op = &item[method];
             let id = op["operationId"].as_str().expect("operationId");
             ids.insert(id.to_owned());
+            // Conditional reads: `If-None-Match`, a tagged `200`, a `304` with the same headers.
+            let responses = &op["responses"];
+            assert_eq!(
+                responses["304"].is_object(),
+                conditional.contains(&id),
+                "{id}: 304"
+            );
+            if conditional.contains(&id) {
+                let parameters = op["parameters"].as_array().expect("parameters");
+                assert!(
+                    parameters.contains(
+                        &serde_json::json!({"$ref": "#/components/parameters/If-None-Match"})
+                    ),
+                    "{id}"
+                );
+                for status in ["200", "304"] {
+                    for name in ["ETag", "Cache-Control", "Vary"] {
+                        assert!(
+                            responses[status]["headers"][name].is_object(),
+                            "{id} {status}: {name}"
+                        );
+                    }
+                }
+                assert!(responses["304"].get("content").is_none(), "{id}: no body");
+            }
             assert_eq!(op["security"], serde_json::json!([{"bearer": []}]), "{id}");
             let responses = op["responses"].as_object().expect("responses");
             for status in ["401", "429", "500", "503"] {
@@ -159,6 +221,12 @@ fn the_document_describes_every_operation_completely() {
         "placeOrder",
     ];
     assert_eq!(ids.iter().map(String::as_str).collect::<Vec<_>>(), expected);
+    let not_allowed = &doc["components"]["responses"]["MethodNotAllowed"];
+    assert!(not_allowed["headers"]["Allow"].is_object());
+    assert_eq!(
+        not_allowed["content"]["application/json"]["schema"]["$ref"],
+        "#/components/schemas/Error"
+    );
     assert_eq!(doc["paths"]["/pets/{petId}"]["get"]["deprecated"], true);
     assert_eq!(
         doc["paths"]["/pets/{petId}"]["get"]["x-sunset"],
@@ -270,6 +338,15 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
             .map(str::to_owned)
             .collect();
         assert_eq!(allowed, documented, "{uri}");
+        // The path's description says so, with the very `Allow` value.
+        let said = format!("`Allow: {}`", other.header("allow").unwrap_or_default());
+        assert!(
+            item["description"]
+                .as_str()
+                .is_some_and(|text| text.contains(&said)),
+            "{uri}: {said} in {}",
+            item["description"]
+        );
         for method in &documented {
             let method = method.parse().expect("a method");
             let reply = app

@@ -128,6 +128,16 @@ async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
         second.hit(address, limits(25), NOW).await.expect("hit"),
         Hit::Banned(ban)
     );
+    // A revalidation is taken back on the subject's node (its keys share a slot).
+    let subject = Subject::Key(100);
+    let counted = first.hit(subject, limits(25), NOW).await.expect("hit");
+    assert!(allowed(&counted));
+    assert!(
+        second
+            .revalidated(subject, 25, NOW)
+            .await
+            .expect("revalidated")
+    );
     // The other instance, its requests counted before the ban, does not start one again: the
     // ban in force is the answer.
     let later = Ban {
@@ -279,14 +289,73 @@ async fn the_start_up_check_leaves_the_connection_open_and_the_scripts_loaded() 
             .any(|client| client.contains(" cmd=script|load ")),
         "{clients}"
     );
-    assert_eq!(redis.calls("script|load"), 3, "hit, peek, start a ban");
+    assert_eq!(
+        redis.calls("script|load"),
+        4,
+        "hit, peek, start a ban, take a revalidation back"
+    );
     // ...and the first request finds its script: one `EVALSHA`, not a `NOSCRIPT` refusal, a
     // `SCRIPT LOAD` and the `EVALSHA` again.
     counters
         .hit(Subject::Key(1), limits(5), NOW)
         .await
         .expect("hit");
-    assert_eq!((redis.calls("script|load"), redis.calls("evalsha")), (3, 1));
+    assert_eq!((redis.calls("script|load"), redis.calls("evalsha")), (4, 1));
+}
+
+/// Requests answered `304`, taken back from `counters` as free revalidations: the store's
+/// answers for a subject counted 2 + 4 times in a minute with an allowance of 2 and a limit of
+/// 3, then in the next minute; the counts it shows after.
+async fn revalidations(counters: &dyn CounterStore, subject: Subject) -> Vec<(bool, u32, u32)> {
+    let limits = RateLimits::custom(3, 100).expect("limits");
+    let mut seen = Vec::new();
+    let mut note = |allowed: bool, taken_back: bool, hit: Hit| {
+        let Hit::Counted { counts, .. } = hit else {
+            panic!("banned: {hit:?}");
+        };
+        seen.push((allowed && taken_back, counts.minute_used, counts.day_used));
+    };
+    for (at, requests) in [(NOW, 6), (NOW + 60, 1)] {
+        for _ in 0..requests {
+            let hit = counters.hit(subject, limits, at).await.expect("hit");
+            let taken_back = allowed(&hit)
+                && counters
+                    .revalidated(subject, 2, at)
+                    .await
+                    .expect("revalidated");
+            let standing = counters.peek(subject, limits, at).await.expect("peek");
+            note(allowed(&hit), taken_back, standing);
+        }
+    }
+    seen
+}
+
+#[actix_web::test]
+async fn revalidations_are_taken_back_in_redis_as_in_memory() {
+    let Some(redis) = OwnRedis::start() else {
+        return;
+    };
+    let counters = RedisCounters::new(&redis.url(), "reval-test", Duration::from_secs(2), 86_400)
+        .expect("counters");
+    let memory = petstore_http::ratelimit::MemoryCounters::new(86_400, 100);
+    let expected = [
+        (true, 0, 0),
+        (true, 0, 0),
+        (false, 1, 1),
+        (false, 2, 2),
+        (false, 3, 3),
+        (false, 3, 3),
+        (true, 0, 3),
+    ];
+    assert_eq!(revalidations(&memory, Subject::Key(1)).await, expected);
+    assert_eq!(revalidations(&counters, Subject::Key(1)).await, expected);
+    // A request counted in a minute that has ended is not taken back from the next one.
+    assert!(
+        !counters
+            .revalidated(Subject::Key(1), 2, NOW + 120)
+            .await
+            .expect("revalidated")
+    );
 }
 
 #[actix_web::test]

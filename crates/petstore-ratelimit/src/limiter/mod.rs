@@ -263,6 +263,25 @@ impl Limiter {
         })
     }
 
+    /// A request of `account` counted at `now` was answered `304 Not Modified`: takes it back
+    /// from the counts while the subject has free revalidations left in the minute
+    /// ([`RateLimits::free_revalidations`]). Whether it was taken back; a store that fails
+    /// leaves it counted (the failure is noted like any other).
+    pub async fn revalidated(&self, account: &Account, now: u64) -> bool {
+        let allowance = account.limits.free_revalidations();
+        match self
+            .counters
+            .revalidated(account.subject, allowance, now)
+            .await
+        {
+            Ok(taken_back) => taken_back,
+            Err(error) => {
+                self.note_failure(&error, now);
+                false
+            }
+        }
+    }
+
     /// An address's ban that the fallback holds: in force whatever the store says, which does
     /// not know of a ban it failed to start (the fallback keeps those, and copies of the
     /// store's while it has room).

@@ -38,6 +38,15 @@ impl CounterStore for BanStartFails {
     async fn start_ban(&self, _: Subject, _: Option<Ban>, _: u64) -> BanStarted {
         Err(CounterError::new("connection reset by peer"))
     }
+
+    async fn revalidated(
+        &self,
+        subject: Subject,
+        allowance: u32,
+        now: u64,
+    ) -> Result<bool, CounterError> {
+        self.0.revalidated(subject, allowance, now).await
+    }
 }
 
 fn limiter(on_failure: FailurePolicy) -> Limiter {

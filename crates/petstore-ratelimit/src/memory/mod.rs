@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use petstore_domain::{Ban, Counts, RateLimits, Window, async_trait};
 
 use crate::policy::first_in_10_seconds;
-use crate::{BanStarted, Counted, CounterStore, Hit, Subject};
+use crate::{BanStarted, Counted, CounterError, CounterStore, Hit, Subject};
 
 const SHARDS: usize = 16;
 /// A shard is swept of expired entries every this many requests.
@@ -28,6 +28,8 @@ struct Entry {
     refused_minute: u64,
     /// The day index on which the subject used up its day's allowance.
     exhausted_day: u64,
+    /// Requests taken back in the current minute as free revalidations (`304`s).
+    revalidated: u32,
 }
 
 #[derive(Debug, Default)]
@@ -186,6 +188,18 @@ impl MemoryCounters {
         None
     }
 
+    /// [`CounterStore::revalidated`], synchronously.
+    pub fn revalidated_now(&self, subject: Subject, allowance: u32, now: u64) -> bool {
+        let mut shard = self
+            .shard(&subject)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        match shard.entries.get_mut(&subject) {
+            Some(entry) => take_back(entry, allowance, now),
+            None => false,
+        }
+    }
+
     /// The ban of `subject` in force at `now`, if this instance holds one.
     pub fn ban_in_force(&self, subject: Subject, now: u64) -> Option<Ban> {
         let shard = self
@@ -297,6 +311,7 @@ fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
         entry.minute = minute;
         entry.minute_used = 0;
         entry.rejected = 0;
+        entry.revalidated = 0;
     }
     if entry.day != day {
         entry.day = day;
@@ -322,6 +337,20 @@ fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
         },
         previous_ban: entry.ban,
     }
+}
+
+/// Takes a request counted at `now` back from `entry`'s windows, as a free revalidation, while
+/// the minute has had fewer than `allowance`.
+fn take_back(entry: &mut Entry, allowance: u32, now: u64) -> bool {
+    let free = entry.minute == Window::Minute.index(now)
+        && entry.minute_used > 0
+        && entry.revalidated < allowance;
+    if free {
+        entry.revalidated += 1;
+        entry.minute_used -= 1;
+        entry.day_used = entry.day_used.saturating_sub(1);
+    }
+    free
 }
 
 /// What [`count`] would find in `entry`, counting nothing.
@@ -362,6 +391,15 @@ impl CounterStore for MemoryCounters {
 
     async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
         Ok(self.start_ban_now(subject, ban, now))
+    }
+
+    async fn revalidated(
+        &self,
+        subject: Subject,
+        allowance: u32,
+        now: u64,
+    ) -> Result<bool, CounterError> {
+        Ok(self.revalidated_now(subject, allowance, now))
     }
 }
 

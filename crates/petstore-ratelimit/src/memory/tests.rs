@@ -229,3 +229,40 @@ fn a_table_full_of_refused_addresses_serves_new_ones_uncounted() {
     assert!(counts(counters.hit_now(address(u32::MAX - 1), LIMITS, T0)).allowed);
     assert_eq!(counters.untracked(), before + 1, "served, uncounted");
 }
+
+#[test]
+fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
+    let counters = MemoryCounters::new(0, 1_000_000);
+    let key = Subject::Key(1);
+    let limits = RateLimits {
+        per_minute: 3,
+        per_day: 100,
+    };
+    // The first two of each minute are free: every one counted, then taken back.
+    for _ in 0..2 {
+        assert_eq!(counts(counters.hit_now(key, limits, T0)).minute_used, 1);
+        assert!(counters.revalidated_now(key, 2, T0 + 1));
+    }
+    // Past the allowance they stay counted, up to the limit, then refused.
+    let outcomes: Vec<(bool, bool)> = (0..4)
+        .map(|_| {
+            let allowed = counts(counters.hit_now(key, limits, T0 + 2)).allowed;
+            (allowed, allowed && counters.revalidated_now(key, 2, T0 + 2))
+        })
+        .collect();
+    assert_eq!(
+        outcomes,
+        [(true, false), (true, false), (true, false), (false, false)]
+    );
+    let standing = counts(counters.peek_now(key, limits, T0 + 3));
+    assert_eq!((standing.minute_used, standing.day_used), (3, 3));
+    // The next minute has its own allowance; a request counted in a minute that has ended is
+    // not taken back from the new one.
+    assert!(!counters.revalidated_now(key, 2, T0 + 60));
+    counters.hit_now(key, limits, T0 + 60);
+    assert!(counters.revalidated_now(key, 2, T0 + 61));
+    let standing = counts(counters.peek_now(key, limits, T0 + 61));
+    assert_eq!((standing.minute_used, standing.day_used), (0, 3));
+    // A subject never counted has nothing to take back.
+    assert!(!counters.revalidated_now(Subject::Key(2), 2, T0));
+}

@@ -33,7 +33,9 @@ use crate::{BanStarted, Counted, CounterError, CounterStore, Subject};
 use batch::numbered;
 use batch::{Counting, Pending};
 use connection::{CONNECT_TIMEOUT, Connection, PING_TIMEOUT, Probe, Single};
-use script::{HIT, PEEK, RoundTripError, START_BAN, bounded, in_force, peeked};
+use script::{
+    HIT, MINUTE_SLACK, PEEK, REVALIDATED, RoundTripError, START_BAN, bounded, in_force, peeked,
+};
 
 pub use connection::RedisTarget;
 /// Counters in Redis, shared by every instance using the same target and prefix.
@@ -42,6 +44,7 @@ pub struct RedisCounters {
     probe: Probe,
     peek: redis::Script,
     start_ban: redis::Script,
+    revalidated: redis::Script,
     remember_bans_for: u64,
 }
 
@@ -125,6 +128,7 @@ impl RedisCounters {
             probe,
             peek: redis::Script::new(PEEK),
             start_ban: redis::Script::new(START_BAN),
+            revalidated: redis::Script::new(REVALIDATED),
             remember_bans_for,
         })
     }
@@ -158,7 +162,12 @@ impl RedisCounters {
             .map_err(CounterError::new)?;
         let mut connection = self.counting.connection.link();
         let load = async {
-            for script in [&self.counting.hit, &self.peek, &self.start_ban] {
+            for script in [
+                &self.counting.hit,
+                &self.peek,
+                &self.start_ban,
+                &self.revalidated,
+            ] {
                 script.load_async(&mut connection).await?;
             }
             Ok(())
@@ -233,6 +242,30 @@ impl RedisCounters {
         let reply = reply.map_err(CounterError::new)?;
         in_force(&reply).map_err(CounterError::new)
     }
+
+    /// [`REVALIDATED`] for one subject, in a round trip of its own.
+    async fn revalidated_inner(
+        &self,
+        subject: Subject,
+        allowance: u32,
+        now: u64,
+    ) -> Result<bool, CounterError> {
+        let counting = &self.counting;
+        let mut invocation = self.revalidated.prepare_invoke();
+        let base = counting.key_base(subject);
+        let minute = Window::Minute.index(now);
+        invocation
+            .key(numbered(&base, "m:", minute))
+            .key(numbered(&base, "d:", Window::Day.index(now)))
+            .key(numbered(&base, "v:", minute))
+            .arg(allowance)
+            .arg(Window::Minute.reset_at(now) - now + MINUTE_SLACK);
+        let mut connection = counting.connection.link();
+        let reply =
+            bounded::<i64>(counting.timeout, invocation.invoke_async(&mut connection)).await;
+        counting.connection.after(&connection, reply.is_ok());
+        Ok(reply.map_err(CounterError::new)? == 1)
+    }
 }
 
 #[async_trait(?Send)]
@@ -251,5 +284,14 @@ impl CounterStore for RedisCounters {
 
     async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
         self.start_ban_inner(subject, ban, now).await
+    }
+
+    async fn revalidated(
+        &self,
+        subject: Subject,
+        allowance: u32,
+        now: u64,
+    ) -> Result<bool, CounterError> {
+        self.revalidated_inner(subject, allowance, now).await
     }
 }

@@ -125,6 +125,19 @@ redis.call('DEL', KEYS[1])
 return ''
 ";
 
+/// A request counted was answered `304`: taken back from both windows as a free revalidation
+/// while the minute has had fewer than the allowance. KEYS: minute count, day count, minute
+/// revalidations. ARGV: the allowance, the minute keys' lifetime. Answers 1 when taken back,
+/// else 0 (the allowance is used up, or the minute's count is gone: the minute turned).
+pub(super) const REVALIDATED: &str = r"if tonumber(redis.call('GET', KEYS[1]) or '0') < 1 then return 0 end
+local free = redis.call('INCR', KEYS[3])
+if free == 1 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
+if free > tonumber(ARGV[1]) then return 0 end
+redis.call('DECR', KEYS[1])
+if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
+return 1
+";
+
 /// Slack added to key lifetimes, so instances whose clocks differ a little still agree.
 pub(super) const MINUTE_SLACK: u64 = 60;
 pub(super) const DAY_SLACK: u64 = 3_600;

@@ -1,7 +1,8 @@
 //! Black-box: `petstore-client` against the real `petstore` binary. Every operation, paging
 //! through hundreds of pets; a burst of calls with a Free key that the client paces so that the
-//! server never sees a request before a `Retry-After` instant and never bans the key; and a
-//! create whose answer is lost on the way, retried to exactly one pet.
+//! server never sees a request before a `Retry-After` instant and never bans the key; a
+//! create whose answer is lost on the way, retried to exactly one pet; and a polling client
+//! whose conditional requests spend no quota.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -273,4 +274,79 @@ fn a_create_whose_answer_is_lost_is_retried_into_exactly_one_pet() {
     assert_eq!(listed.len(), 1, "exactly one pet: {listed:?}");
     assert_eq!(listed[0]["id"], pet.id);
     server.stop();
+}
+
+/// A Free key polling its pets, one pet, its order and the inventory: after the first answers,
+/// every poll is a conditional request answered `304` from the client's kept answers, and the
+/// key's quota does not move; a change is seen at the next poll, and that answer is counted.
+#[test]
+fn a_polling_client_spends_no_quota_while_nothing_changes() {
+    let (dir, db) = crate::common::temp_db();
+    let key = run(&db, &["keys", "create", "--plan", "free"]);
+    let writer = unlimited_key(&db);
+    let log = dir.path().join("server.log");
+    let server = TestServer::start_logging(
+        &db,
+        &["--bootstrap-key=false", "--log-format", "json"],
+        Some(&log),
+    );
+    let client = Client::builder(&server.base, key.trim())
+        .build()
+        .expect("client");
+    let other = Client::builder(&server.base, &writer)
+        .build()
+        .expect("client");
+    crate::common::wait_for_room_in_minute(10);
+    runtime().block_on(async {
+        let rex = client
+            .create_pet(&new_pet("Rex", PetStatus::Available))
+            .await
+            .expect("create");
+        let tom = client
+            .create_pet(&new_pet("Tom", PetStatus::Available))
+            .await
+            .expect("create");
+        let order = client.place_order(tom.id).await.expect("order");
+        let query = PetQuery::default();
+        let page = client.list_pets(&query).await.expect("page");
+        #[allow(deprecated)]
+        let one = client.get_pet(rex.id).await.expect("pet");
+        let placed = client.get_order(order.id).await.expect("order");
+        let inventory = client.inventory().await.expect("inventory");
+        let left = client.rate_limit().expect("headers").remaining;
+        assert_eq!(left, 60 - 7, "seven requests so far");
+        for poll in 0..12 {
+            assert_eq!(
+                client.list_pets(&query).await.expect("page"),
+                page,
+                "{poll}"
+            );
+            #[allow(deprecated)]
+            let again = client.get_pet(rex.id).await.expect("pet");
+            assert_eq!(again, one);
+            assert_eq!(client.get_order(order.id).await.expect("order"), placed);
+            assert_eq!(client.inventory().await.expect("inventory"), inventory);
+            assert_eq!(
+                client.rate_limit().expect("headers").remaining,
+                left,
+                "poll {poll}: nothing spent"
+            );
+        }
+        // Another key's pet: the next poll sees it, and that answer is counted.
+        let new = other
+            .create_pet(&new_pet("Kit", PetStatus::Available))
+            .await
+            .expect("create");
+        let changed = client.list_pets(&query).await.expect("page");
+        assert_eq!(changed.items.last(), Some(&new));
+        assert_eq!(client.rate_limit().expect("headers").remaining, left - 1);
+    });
+    server.stop();
+    let statuses: Vec<u64> = access_lines(&log)
+        .into_iter()
+        .map(|(_, status, _)| status)
+        .collect();
+    // `/v1/pets` only: two creates, the first page, 12 polls, the changed page.
+    assert_eq!(statuses.iter().filter(|s| **s == 304).count(), 12);
+    assert_eq!(statuses.last(), Some(&200));
 }

@@ -1,7 +1,7 @@
 //! The HTTP standards the service follows, through the real binary: RFC 6750's bearer
 //! challenges, RFC 9745 and RFC 8594's links on the deprecated operation, and
 //! draft-ietf-httpapi-idempotency-key-header-07's quoted `Idempotency-Key` and `describedby`
-//! link.
+//! link, RFC 9110's conditional `GET`.
 
 use crate::common::{TestServer, agent, run, temp_db, unlimited_key};
 
@@ -128,5 +128,71 @@ fn challenges_deprecation_links_and_quoted_idempotency_keys_through_the_binary()
              type=\"text/html\", <{docs}>; rel=\"sunset\"; type=\"text/html\""
         )]
     );
+    server.stop();
+}
+
+/// RFC 9110's conditional `GET` through the binary: a tagged answer, `304` with no body to a
+/// request naming its tag (in a list, weakly), the caching headers, for a key's pages and for
+/// the documents anyone may read.
+#[test]
+fn conditional_requests_through_the_binary() {
+    let (_dir, db) = temp_db();
+    let key = unlimited_key(&db);
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
+    let bearer = format!("Bearer {key}");
+    let agent = agent();
+    let (status, _) = crate::common::post(&server.base, &key, r#"{"name":"Rex","categoryId":1}"#);
+    assert_eq!(status, 201);
+    let pets = format!("{}/pets", server.base);
+    let openapi = format!("{}/openapi.json", server.base);
+    let css = format!("http://{}/docs/swagger-ui.css", server.addr());
+    for (url, caching) in [
+        (&pets, "private, no-cache"),
+        (&openapi, "public, no-cache"),
+        (&css, "public, no-cache"),
+    ] {
+        let mut ok = agent
+            .get(url)
+            .header("Authorization", &bearer)
+            .call()
+            .expect("GET");
+        assert_eq!(ok.status().as_u16(), 200, "{url}");
+        let header = |response: &ureq::http::Response<ureq::Body>, name: &str| {
+            response
+                .headers()
+                .get(name)
+                .map(|value| value.to_str().expect("ASCII").to_owned())
+        };
+        let tag = header(&ok, "etag").expect("ETag");
+        assert!(tag.starts_with("W/\""), "{url}: {tag}");
+        assert_eq!(header(&ok, "cache-control").as_deref(), Some(caching));
+        let body = ok.body_mut().read_to_string().expect("body");
+        assert!(!body.is_empty());
+        let mut not_modified = agent
+            .get(url)
+            .header("Authorization", &bearer)
+            .header("If-None-Match", format!("\"other\", {}", &tag[2..]))
+            .call()
+            .expect("conditional GET");
+        assert_eq!(not_modified.status().as_u16(), 304, "{url}");
+        assert_eq!(header(&not_modified, "etag"), Some(tag.clone()));
+        assert_eq!(
+            header(&not_modified, "cache-control").as_deref(),
+            Some(caching)
+        );
+        assert!(header(&not_modified, "x-ratelimit-remaining").is_some());
+        let rest = not_modified.body_mut().read_to_string().expect("body");
+        assert!(rest.is_empty(), "{url}: a 304 has no body");
+        if url == &pets {
+            assert_eq!(header(&ok, "vary").as_deref(), Some("Authorization"));
+            // Without a key, nothing: not even whether the tag matched.
+            let anonymous = agent
+                .get(url)
+                .header("If-None-Match", &tag)
+                .call()
+                .expect("GET");
+            assert_eq!(anonymous.status().as_u16(), 401);
+        }
+    }
     server.stop();
 }

@@ -1,0 +1,285 @@
+//! Conditional `GET`: entity tags (RFC 9110 §8.8.3) and `If-None-Match` (§13.1.2).
+//!
+//! A representation's tag is a hash of what its body shows: the data, field by field
+//! ([`Fingerprint`]), under a version of the JSON format. The same data gives the same tag on
+//! every instance and after any restart; any change visible in the body gives another (a
+//! page's tag covers its `next` link's cursor too). Hashing the data rather than the encoded
+//! bytes lets a matching request be answered `304` without encoding anything
+//! (`docs/performance.md`, "Conditional requests"). The tags are weak (`W/"..."`): they
+//! promise the same content, not the same bytes; `If-None-Match` compares weakly anyway.
+//! Documents the service holds as bytes (its OpenAPI description, the docs page's files) are
+//! tagged by their bytes ([`ETag::of_bytes`]).
+
+use actix_web::http::header::{self, HeaderMap, HeaderValue};
+use petstore_domain::{Inventory, Order, Pet};
+use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
+
+/// A weak entity tag: `W/"` and 16 hexadecimal digits of a 64-bit hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ETag(u64);
+
+impl ETag {
+    /// The tag of `value`'s representation.
+    pub fn of(value: &(impl Fingerprint + ?Sized)) -> Self {
+        let mut hasher = Xxh3Default::new();
+        value.fingerprint(&mut hasher);
+        Self(hasher.digest())
+    }
+
+    /// The tag of a representation held as bytes.
+    pub fn of_bytes(bytes: &[u8]) -> Self {
+        Self(xxh3_64(bytes))
+    }
+
+    /// `W/"0123456789abcdef"`.
+    pub fn header_value(self) -> HeaderValue {
+        let mut text = *b"W/\"0000000000000000\"";
+        hex(self.0, &mut text[3..19]);
+        HeaderValue::from_bytes(&text).expect("BUG: a weak tag is a valid header value")
+    }
+
+    /// Whether `opaque` (an entity tag's quoted part, without `W/`) is this tag's.
+    fn is(self, opaque: &[u8]) -> bool {
+        let mut text = *b"\"0000000000000000\"";
+        hex(self.0, &mut text[1..17]);
+        opaque == text
+    }
+
+    /// Whether the request's `If-None-Match` names this tag (weak comparison, RFC 9110
+    /// §13.1.2), or is `*`: then the answer is `304 Not Modified`. Field lines are one list
+    /// (§5.3); an element that is not an entity tag matches nothing. A request without the
+    /// field does not match.
+    pub fn matched_by(self, headers: &HeaderMap) -> bool {
+        headers.get_all(header::IF_NONE_MATCH).any(|value| {
+            value.as_bytes().split(|&b| b == b',').any(|element| {
+                let element = element.trim_ascii();
+                element == b"*" || self.is(element.strip_prefix(b"W/").unwrap_or(element))
+            })
+        })
+    }
+}
+
+/// Writes `n` as 16 lowercase hexadecimal digits into `out`.
+fn hex(n: u64, out: &mut [u8]) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for (i, digit) in out.iter_mut().enumerate() {
+        *digit = DIGITS[((n >> (60 - 4 * i)) & 0xf) as usize];
+    }
+}
+
+/// What a representation's tag is computed from: every value its body shows, in order, each
+/// written so that no two different sequences of values write the same bytes (strings with
+/// their length). A type whose JSON gains or loses a field changes its `VERSION`
+/// (`tests` below hold the fields each one covers against its JSON).
+pub trait Fingerprint {
+    /// Feeds the value into `hasher`.
+    fn fingerprint(&self, hasher: &mut Xxh3Default);
+}
+
+fn int(hasher: &mut Xxh3Default, n: i64) {
+    hasher.update(&n.to_le_bytes());
+}
+
+fn text(hasher: &mut Xxh3Default, s: &str) {
+    int(hasher, s.len() as i64);
+    hasher.update(s.as_bytes());
+}
+
+impl Fingerprint for Pet {
+    fn fingerprint(&self, hasher: &mut Xxh3Default) {
+        int(hasher, self.id);
+        int(hasher, self.category_id);
+        text(hasher, self.status.as_str());
+        text(hasher, &self.name);
+    }
+}
+
+impl Fingerprint for Order {
+    fn fingerprint(&self, hasher: &mut Xxh3Default) {
+        int(hasher, self.id);
+        int(hasher, self.pet_id);
+        int(hasher, i64::from(self.quantity));
+        text(hasher, self.status.as_str());
+        int(hasher, self.created_at);
+    }
+}
+
+impl Fingerprint for Inventory {
+    fn fingerprint(&self, hasher: &mut Xxh3Default) {
+        for count in [self.available, self.pending, self.sold] {
+            hasher.update(&count.to_le_bytes());
+        }
+    }
+}
+
+impl<T: Fingerprint> Fingerprint for [T] {
+    fn fingerprint(&self, hasher: &mut Xxh3Default) {
+        int(hasher, self.len() as i64);
+        for item in self {
+            item.fingerprint(hasher);
+        }
+    }
+}
+
+/// A page: its items and the cursor of its `next` link, if it has one.
+impl<T: Fingerprint> Fingerprint for (&[T], Option<i64>) {
+    fn fingerprint(&self, hasher: &mut Xxh3Default) {
+        self.0.fingerprint(hasher);
+        match self.1 {
+            Some(after) => {
+                hasher.update(&[1]);
+                int(hasher, after);
+            }
+            None => hasher.update(&[0]),
+        }
+    }
+}
+
+/// Who may keep a representation, and for how long without asking again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caching {
+    /// A key's answer: `Cache-Control: private, no-cache` (a client's own cache keeps it, and
+    /// asks before each use: the catalogue changes at any time, and the question is free when
+    /// the answer is `304`), `Vary: Authorization` (another key's request is another question).
+    Private,
+    /// The same for everyone (the API's description, the docs page's files): `public, no-cache`
+    /// (any cache keeps it, and asks before each use: a new version of the service may change it).
+    Public,
+}
+
+impl Caching {
+    /// Writes the representation's caching headers.
+    pub fn write(self, headers: &mut HeaderMap) {
+        match self {
+            Self::Private => {
+                headers.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("private, no-cache"),
+                );
+                headers.insert(header::VARY, HeaderValue::from_static("Authorization"));
+            }
+            Self::Public => {
+                headers.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("public, no-cache"),
+                );
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use petstore_domain::{OrderStatus, PetStatus};
+
+    use super::*;
+
+    fn pet(name: &str, status: PetStatus) -> Pet {
+        Pet {
+            id: 7,
+            name: name.to_owned(),
+            category_id: 3,
+            status,
+        }
+    }
+
+    fn parse(value: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_str(value).expect("test value"),
+        );
+        headers
+    }
+
+    /// The JSON fields each fingerprint covers: a field added to a type's JSON must be added to
+    /// its fingerprint, and here.
+    #[test]
+    fn fingerprints_cover_every_field_of_the_json() {
+        let keys = |value: serde_json::Value| -> Vec<String> {
+            value
+                .as_object()
+                .expect("test value")
+                .keys()
+                .cloned()
+                .collect()
+        };
+        let order = Order {
+            id: 1,
+            pet_id: 2,
+            quantity: 1,
+            status: OrderStatus::Placed,
+            created_at: 0,
+            owner: Some(9),
+        };
+        let pet = serde_json::to_value(pet("Rex", PetStatus::Available)).expect("test value");
+        let order = serde_json::to_value(order).expect("test value");
+        let inventory = serde_json::to_value(Inventory::default()).expect("test value");
+        assert_eq!(keys(pet), ["categoryId", "id", "name", "status"]);
+        assert_eq!(
+            keys(order),
+            ["createdAt", "id", "petId", "quantity", "status"]
+        );
+        assert_eq!(keys(inventory), ["available", "pending", "sold"]);
+    }
+
+    #[test]
+    fn any_visible_change_changes_the_tag() {
+        let rex = pet("Rex", PetStatus::Available);
+        let tag = ETag::of(&rex);
+        assert_eq!(tag, ETag::of(&rex.clone()));
+        let changes = [
+            Pet {
+                id: 8,
+                ..rex.clone()
+            },
+            Pet {
+                category_id: 4,
+                ..rex.clone()
+            },
+            pet("Rex", PetStatus::Pending),
+            pet("Rexy", PetStatus::Available),
+        ];
+        for changed in changes {
+            assert_ne!(ETag::of(&changed), tag, "{changed:?}");
+        }
+        // Strings carry their lengths: moving a boundary changes the tag.
+        let pets = [pet("ab", PetStatus::Available), pet("c", PetStatus::Sold)];
+        let moved = [pet("a", PetStatus::Available), pet("bc", PetStatus::Sold)];
+        assert_ne!(ETag::of(&pets[..]), ETag::of(&moved[..]));
+        // A page's next link is part of it.
+        let page: &[Pet] = &pets;
+        assert_ne!(ETag::of(&(page, None)), ETag::of(&(page, Some(7))));
+        assert_ne!(ETag::of(&(page, Some(7))), ETag::of(&(page, Some(8))));
+        // Fixed values, so that a change of the hash (which every client's tags rely on) is seen.
+        assert_eq!(tag.header_value(), ETag::of(&rex).header_value());
+        assert_eq!(ETag::of_bytes(b"").header_value(), "W/\"2d06800538d394c2\"");
+    }
+
+    #[test]
+    fn if_none_match_compares_weakly_in_lists_and_takes_a_star() {
+        let tag = ETag::of_bytes(b"{}");
+        let text = tag.header_value().to_str().expect("test value").to_owned();
+        let strong = text.strip_prefix("W/").expect("test value").to_owned();
+        for matching in [
+            text.clone(),
+            strong.clone(),
+            format!("\"x\", {text}"),
+            format!("W/\"x\",{strong} , \"y\""),
+            "*".to_owned(),
+        ] {
+            assert!(tag.matched_by(&parse(&matching)), "{matching}");
+        }
+        for other in ["\"x\"", "W/\"x\"", "", ",", "W/", &strong[1..17], "**"] {
+            assert!(!tag.matched_by(&parse(other)), "{other}");
+        }
+        assert!(!tag.matched_by(&HeaderMap::new()));
+        // Two field lines are one list.
+        let mut headers = parse("\"x\"");
+        headers.append(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_str(&text).expect("test value"),
+        );
+        assert!(tag.matched_by(&headers));
+    }
+}
