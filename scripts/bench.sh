@@ -21,6 +21,7 @@
 #                    [--duration 5] [--runs 3]   (target/bench/scale.md)
 #   scripts/bench.sh --counters-cost [--runs 5] [--duration 10]   (target/bench/counters-cost.md)
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
+#   scripts/bench.sh --conditional-cost [--duration 10] [--runs 5]   (target/bench/conditional-cost.md)
 #   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
@@ -46,6 +47,10 @@
 # same core, runs alternating; reports the median of the paired ratios
 # (target/bench/post-against.md).
 #
+# --conditional-cost: the list route answered 304 (If-None-Match naming its tag) against the
+# same route answered 200, on one server (SQLite, 1,000 pets), runs alternating; reports the
+# median of the paired ratios. --instructions counts both too.
+#
 # --metrics-cost: the list route's throughput with metrics recorded against the same without
 # (--metrics=false), SQLite with 1,000 pets, two servers on the same core, runs alternating;
 # reports the median of the paired ratios.
@@ -69,6 +74,7 @@ INSTRUCTIONS=0
 SCALE=0
 COUNTERS_COST=0
 METRICS_COST=0
+CONDITIONAL_COST=0
 REDIS_COST=0
 POST_AGAINST=""
 KEYS=1
@@ -85,6 +91,7 @@ while [ $# -gt 0 ]; do
     --scale) SCALE=1; shift ;;
     --counters-cost) COUNTERS_COST=1; shift ;;
     --metrics-cost) METRICS_COST=1; shift ;;
+    --conditional-cost) CONDITIONAL_COST=1; shift ;;
     --redis-cost) REDIS_COST=1; shift ;;
     --post-against) POST_AGAINST=$2; shift 2 ;;
     --keys) KEYS=$2; shift 2 ;;
@@ -304,12 +311,28 @@ bench_key() { # url -> the key's secret
     --per-day 4000000000 --label bench 2>/dev/null
 }
 
+# conditional_tag URL [curl args...] -> the ETag of URL's answer, after checking that asking with
+# it is answered 304.
+conditional_tag() {
+  local url=$1; shift
+  local tag
+  tag=$(curl -s -o /dev/null -D - "$@" "$url" | awk 'tolower($1) == "etag:" { print $2 }' | tr -d '\r')
+  local status
+  status=$(curl -s -o /dev/null -w '%{http_code}' "$@" -H "If-None-Match: $tag" "$url")
+  if [ -z "$tag" ] || [ "$status" != 304 ]; then
+    echo "bench: $url: tag '$tag' answered $status, not 304" >&2
+    exit 1
+  fi
+  echo "$tag"
+}
+
 # --- instructions (--instructions) -----------------------------------------------------------
 if [ "$INSTRUCTIONS" = 1 ]; then
   install_missing valgrind valgrind
   install_missing ab apache2-utils
   REQUESTS=5000
-  # count LABEL PATH [ab args...] -- server command...: instructions per request of PATH.
+  # count LABEL PATH [ab args...] -- server command...: instructions per request of PATH
+  # (answered 2xx, or 304 with EXPECT_304=1).
   count() {
     local label=$1 path=$2; shift 2
     local ab_args=()
@@ -326,7 +349,7 @@ if [ "$INSTRUCTIONS" = 1 ]; then
     report=$(ab -q -k -n "$REQUESTS" -c 4 "${ab_args[@]}" "$BASE$path")
     callgrind_control -d "$SERVER_PID" >/dev/null
     stop_server
-    if grep -q 'Non-2xx' <<<"$report"; then
+    if [ "${EXPECT_304:-0}" = 0 ] && grep -q 'Non-2xx' <<<"$report"; then
       echo "bench: $path answered non-2xx responses" >&2
       exit 1
     fi
@@ -355,7 +378,14 @@ if [ "$INSTRUCTIONS" = 1 ]; then
       local_floor=$IR
       count route "$path" "${auth[@]}" -- "${serve[@]}"
       echo "| GET $path | $IR | $(awk -v c="$ceiling" -v r="$IR" 'BEGIN { printf "%.0f%%", 100 * c / r }') | $local_floor | $(awk -v f="$local_floor" -v r="$IR" 'BEGIN { printf "%+.0f%%", 100 * (r - f) / f }') |"
+      [ "$path" = "/v1/pets?limit=20" ] && list=$IR
     done
+    # The list again, answered 304: If-None-Match naming its tag (read from a plain server).
+    start_server tag "${serve[@]}"
+    tag=$(conditional_tag "$BASE/v1/pets?limit=20" "${auth[@]}")
+    stop_server
+    EXPECT_304=1 count not-modified "/v1/pets?limit=20" "${auth[@]}" -H "If-None-Match: $tag" -- "${serve[@]}"
+    echo "| GET /v1/pets?limit=20, 304 (If-None-Match) | $IR | $(awk -v c="$ceiling" -v r="$IR" 'BEGIN { printf "%.0f%%", 100 * c / r }') | - | $(awk -v l="$list" -v r="$IR" 'BEGIN { printf "%+.0f%% of the 200", 100 * (r - l) / l }') |"
   } >"$OUT"
   cat "$OUT"
   exit 0
@@ -635,6 +665,35 @@ if [ "$METRICS_COST" = 1 ]; then
   paired metrics-cost "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker, $CONNS connections" \
     "Metrics off (median req/s)" "Metrics on (median req/s)" "On / off (median of pairs)" \
     -- --metrics=false -- --metrics=true
+  exit 0
+fi
+
+# The list answered 304 against the same answered 200, on one server, runs alternating.
+if [ "$CONDITIONAL_COST" = 1 ]; then
+  db=$WORK/conditional.db
+  seed sqlite "$db" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$db")")
+  start_server conditional env RUST_LOG=warn "$BIN" --database-url "$db" serve \
+    --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false
+  url=$BASE/v1/pets?limit=20
+  tag=$(conditional_tag "$url" "${auth[@]}")
+  ratios=() full=() unchanged=()
+  for _ in $(seq 1 "$RUNS"); do
+    full+=("$(wrk_once "${auth[@]}" "$url" | rps_of)")
+    unchanged+=("$(wrk_once "${auth[@]}" -H "If-None-Match: $tag" "$url" | rps_of)")
+    ratios+=("$(awk -v a="${unchanged[-1]}" -v b="${full[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: 200 ${full[-1]} req/s, 304 ${unchanged[-1]} req/s" >&2
+  done
+  stop_server
+  OUT=${OUT%/*}/conditional-cost.md
+  {
+    echo "GET /v1/pets?limit=20, SQLite, 1,000 pets, 1 worker, $CONNS connections: answered 200, and 304 to If-None-Match naming its tag; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| 200 (median req/s) | 304 (median req/s) | 304 / 200 (median of pairs) |"
+    echo "|---|---|---|"
+    echo "| $(printf '%s\n' "${full[@]}" | median) | $(printf '%s\n' "${unchanged[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
+  } >"$OUT"
+  cat "$OUT"
   exit 0
 fi
 

@@ -45,9 +45,10 @@ impl Validators {
         Some(kept.clone())
     }
 
-    /// Keeps `kept` as the answer for `url`, dropping the least recently used when full; an
-    /// answer without a tag (or too large) only replaces what was kept.
-    pub(crate) fn put(&mut self, url: Url, kept: Kept) {
+    /// Keeps a copy of `kept` as the answer for `url`, dropping the least recently used when
+    /// full (a scan of the entries: there are few); an answer without a tag (or too large) only
+    /// removes what was kept.
+    pub(crate) fn put(&mut self, url: Url, kept: &Kept) {
         if self.capacity == 0 || kept.etag.is_none() || kept.body.len() > MAX_BODY {
             self.entries.remove(&url);
             return;
@@ -63,7 +64,7 @@ impl Validators {
             }
         }
         self.clock += 1;
-        self.entries.insert(url, (kept, self.clock));
+        self.entries.insert(url, (kept.clone(), self.clock));
     }
 
     #[cfg(test)]
@@ -92,29 +93,30 @@ mod tests {
     fn the_least_recently_used_goes_first_and_the_bound_holds() {
         let mut cache = Validators::new(3);
         for n in 0..3 {
-            cache.put(url(n), kept("\"a\"", 10));
+            cache.put(url(n), &kept("\"a\"", 10));
         }
         assert!(cache.get(&url(0)).is_some(), "0 used again");
-        cache.put(url(3), kept("\"b\"", 10));
+        cache.put(url(3), &kept("\"b\"", 10));
         assert!(
             cache.get(&url(1)).is_none(),
             "1 was the least recently used"
         );
         assert!(cache.get(&url(0)).is_some());
         for n in 4..100 {
-            cache.put(url(n), kept("\"c\"", 10));
+            cache.put(url(n), &kept("\"c\"", 10));
         }
         assert_eq!(cache.len(), 3);
         // Too large to keep, and nothing kept at all without room.
-        cache.put(url(200), kept("\"d\"", MAX_BODY + 1));
+        cache.put(url(200), &kept("\"d\"", MAX_BODY + 1));
         assert!(cache.get(&url(200)).is_none());
         let mut none = Validators::new(0);
-        none.put(url(1), kept("\"e\"", 1));
+        none.put(url(1), &kept("\"e\"", 1));
         assert_eq!(none.len(), 0);
         // An untagged answer replaces the tagged one.
+        assert!(cache.get(&url(99)).is_some());
         cache.put(
             url(99),
-            Kept {
+            &Kept {
                 etag: None,
                 ..kept("\"f\"", 1)
             },

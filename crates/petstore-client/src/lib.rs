@@ -338,7 +338,7 @@ impl Client {
         let etag = response.headers().get(header::ETAG).cloned();
         let body = response.bytes().await.map_err(Error::Transport)?.to_vec();
         let answer = Kept { etag, body, next };
-        self.kept().put(call.url, answer.clone());
+        self.kept().put(call.url, &answer);
         Ok(answer)
     }
 

@@ -68,12 +68,12 @@ impl RateLimits {
 }
 
 impl RateLimits {
-    /// How many requests answered `304 Not Modified` a minute are taken back from the counts
-    /// (free revalidations, GitHub's rule): as many as the per-minute limit. Past them a `304`
-    /// counts like any answer, so a client sending nothing but conditional requests that match
-    /// gets at most twice its per-minute limit of answers a minute.
-    pub const fn free_revalidations(self) -> u32 {
-        self.per_minute
+    /// How many requests answered `304 Not Modified` are taken back from the counts (free
+    /// revalidations, GitHub's rule): as many a minute as the per-minute limit, and a day as
+    /// the per-day limit. Past them a `304` counts like any answer, so a client sending nothing
+    /// but conditional requests that match gets at most twice its limits' worth of answers.
+    pub const fn free_revalidations(self) -> RateLimits {
+        self
     }
 }
 

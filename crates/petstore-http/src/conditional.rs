@@ -1,7 +1,7 @@
 //! Conditional `GET`: entity tags (RFC 9110 §8.8.3) and `If-None-Match` (§13.1.2).
 //!
 //! A representation's tag is a hash of what its body shows: the data, field by field
-//! ([`Fingerprint`]), under a version of the JSON format. The same data gives the same tag on
+//! ([`Fingerprint`]), after the version of the JSON format ([`FORMAT`]). The same data gives the same tag on
 //! every instance and after any restart; any change visible in the body gives another (a
 //! page's tag covers its `next` link's cursor too). Hashing the data rather than the encoded
 //! bytes lets a matching request be answered `304` without encoding anything
@@ -14,6 +14,11 @@ use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use petstore_domain::{Inventory, Order, Pet};
 use xxhash_rust::xxh3::{Xxh3Default, xxh3_64};
 
+/// The version of the JSON the service writes, hashed first into every [`ETag::of`]: a release
+/// that changes what a body shows for the same data (a field added, a value written another
+/// way) changes it, so that no client keeps the old body on a `304`.
+pub const FORMAT: &[u8] = b"petstore/v1 format 1";
+
 /// A weak entity tag: `W/"` and 16 hexadecimal digits of a 64-bit hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ETag(u64);
@@ -22,6 +27,7 @@ impl ETag {
     /// The tag of `value`'s representation.
     pub fn of(value: &(impl Fingerprint + ?Sized)) -> Self {
         let mut hasher = Xxh3Default::new();
+        hasher.update(FORMAT);
         value.fingerprint(&mut hasher);
         Self(hasher.digest())
     }
@@ -47,14 +53,17 @@ impl ETag {
 
     /// Whether the request's `If-None-Match` names this tag (weak comparison, RFC 9110
     /// §13.1.2), or is `*`: then the answer is `304 Not Modified`. Field lines are one list
-    /// (§5.3); an element that is not an entity tag matches nothing. A request without the
-    /// field does not match.
+    /// (§5.3); an element that is not an entity tag matches nothing, and `*` only as the whole
+    /// field. A request without the field does not match. (Splitting at commas cannot make a
+    /// tag of this service out of parts of another: they are hexadecimal digits.)
     pub fn matched_by(self, headers: &HeaderMap) -> bool {
         headers.get_all(header::IF_NONE_MATCH).any(|value| {
-            value.as_bytes().split(|&b| b == b',').any(|element| {
-                let element = element.trim_ascii();
-                element == b"*" || self.is(element.strip_prefix(b"W/").unwrap_or(element))
-            })
+            let value = value.as_bytes();
+            value.trim_ascii() == b"*"
+                || value.split(|&b| b == b',').any(|element| {
+                    let element = element.trim_ascii();
+                    self.is(element.strip_prefix(b"W/").unwrap_or(element))
+                })
         })
     }
 }
@@ -193,7 +202,7 @@ mod tests {
     }
 
     /// The JSON fields each fingerprint covers: a field added to a type's JSON must be added to
-    /// its fingerprint, and here.
+    /// its fingerprint, and here, and [`FORMAT`]'s version raised.
     #[test]
     fn fingerprints_cover_every_field_of_the_json() {
         let keys = |value: serde_json::Value| -> Vec<String> {
@@ -254,6 +263,10 @@ mod tests {
         // Fixed values, so that a change of the hash (which every client's tags rely on) is seen.
         assert_eq!(tag.header_value(), ETag::of(&rex).header_value());
         assert_eq!(ETag::of_bytes(b"").header_value(), "W/\"2d06800538d394c2\"");
+        // The format's version comes first: a new one changes every tag.
+        let mut unversioned = Xxh3Default::new();
+        rex.fingerprint(&mut unversioned);
+        assert_ne!(ETag(unversioned.digest()), tag);
     }
 
     #[test]
@@ -270,7 +283,16 @@ mod tests {
         ] {
             assert!(tag.matched_by(&parse(&matching)), "{matching}");
         }
-        for other in ["\"x\"", "W/\"x\"", "", ",", "W/", &strong[1..17], "**"] {
+        for other in [
+            "\"x\"",
+            "W/\"x\"",
+            "",
+            ",",
+            "W/",
+            &strong[1..17],
+            "**",
+            "\"x\", *",
+        ] {
             assert!(!tag.matched_by(&parse(other)), "{other}");
         }
         assert!(!tag.matched_by(&HeaderMap::new()));

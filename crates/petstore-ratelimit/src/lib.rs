@@ -30,7 +30,7 @@ mod redis;
 mod store;
 
 pub use address::{ForwardedHeader, TrustedProxies};
-pub use limiter::{Account, BanInForce, KeyBans, LimitError, Limiter, Verdict};
+pub use limiter::{Account, BanInForce, KeyBans, LimitError, Limiter, Tally, Verdict};
 pub use memory::MemoryCounters;
 pub use policy::{AddressPolicy, FailurePolicy};
 pub use redis::{RedisCounters, RedisTarget};

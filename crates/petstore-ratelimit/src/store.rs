@@ -83,12 +83,13 @@ pub trait CounterStore: Send + Sync + 'static {
 
     /// A request of `subject` counted at `now` was answered `304 Not Modified`: takes it back
     /// from both windows, as one of the subject's free revalidations, while it has had fewer
-    /// than `allowance` of them in the minute; past that it stays counted. Whether it was taken
-    /// back (not when the minute has turned since: the windows it was counted in are gone).
+    /// than `allowance` of them in the minute and in the day; past that it stays counted.
+    /// Whether it was taken back (not when the minute has turned since: the windows it was
+    /// counted in are gone).
     async fn revalidated(
         &self,
         subject: Subject,
-        allowance: u32,
+        allowance: RateLimits,
         now: u64,
     ) -> Result<bool, CounterError>;
 

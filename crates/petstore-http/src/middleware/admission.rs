@@ -15,7 +15,7 @@ use crate::error::ApiError;
 use crate::error::Chain;
 use crate::ratelimit::headers;
 use crate::ratelimit::{
-    Account, BanInForce, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Verdict,
+    Account, BanInForce, KeyBans, LimitError, LimitHeaders, RateStatus, Subject, Tally, Verdict,
     client_address,
 };
 use crate::state::AppState;
@@ -60,10 +60,10 @@ async fn gate<B: MessageBody>(
             // like one without a valid key, and refused without the read.
             let anonymous = Admitted::new(state, &req, None, access);
             if address_refused(state, &anonymous.account, now).await {
-                let verdict = decide(state, &anonymous, None, now).await;
+                let (verdict, tally) = decide(state, &anonymous, None, now).await;
                 // Allowed only if the address's window turned meanwhile: then look the key up.
                 if !matches!(verdict, Ok(Verdict::Allowed(_))) {
-                    return annotate(req, next, state, anonymous, verdict, now).await;
+                    return annotate(req, next, state, anonymous, (verdict, tally), now).await;
                 }
             }
             match state.auth.fetch(&state.db, credentials, now).await {
@@ -86,8 +86,8 @@ async fn gate<B: MessageBody>(
         record_use(state, client, now);
     }
     let admitted = Admitted::new(state, &req, client, access);
-    let verdict = decide(state, &admitted, credentials, now).await;
-    annotate(req, next, state, admitted, verdict, now).await
+    let decided = decide(state, &admitted, credentials, now).await;
+    annotate(req, next, state, admitted, decided, now).await
 }
 
 /// Whether the address `account` is refused now: banned, or at its limit in a window (the
@@ -151,21 +151,24 @@ impl Admitted {
 }
 
 /// The limiter's verdict: the caller's standing for the status resource, else the request
-/// counted (and the decision counted in the metrics).
+/// counted (and the decision counted in the metrics); and where it was counted.
 async fn decide(
     state: &AppState,
     admitted: &Admitted,
     credentials: Option<Credentials<'_>>,
     now: u64,
-) -> Result<Verdict, LimitError> {
+) -> (Result<Verdict, LimitError>, Tally) {
     let limiter = &state.limiter;
     if admitted.status_only {
-        return limiter.peek(&admitted.account, now).await;
+        return (limiter.peek(&admitted.account, now).await, Tally::Uncounted);
     }
     let key_bans = StoredBans { state, credentials };
-    let verdict = limiter.check(&admitted.account, now, &key_bans).await;
+    let (verdict, tally) = match limiter.check(&admitted.account, now, &key_bans).await {
+        Ok((verdict, tally)) => (Ok(verdict), tally),
+        Err(error) => (Err(error), Tally::Uncounted),
+    };
     count_decision(state, &verdict, &admitted.account, admitted.client.as_ref());
-    verdict
+    (verdict, tally)
 }
 
 /// Hands an allowed request on, or refuses it; either way with the rate-limit headers.
@@ -174,7 +177,7 @@ async fn annotate<B: MessageBody>(
     next: Next<B>,
     state: &AppState,
     admitted: Admitted,
-    verdict: Result<Verdict, LimitError>,
+    (verdict, tally): (Result<Verdict, LimitError>, Tally),
     now: u64,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
     let limits = state.limit_headers.get(admitted.account.limits);
@@ -207,8 +210,10 @@ async fn annotate<B: MessageBody>(
     };
     // A `304` tells the client nothing new: taken back from its counts, within a bound.
     if response.status() == StatusCode::NOT_MODIFIED
-        && !admitted.status_only
-        && state.limiter.revalidated(&admitted.account, now).await
+        && state
+            .limiter
+            .revalidated(&admitted.account, now, tally)
+            .await
     {
         decision = decision.taken_back();
     }

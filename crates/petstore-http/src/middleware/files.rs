@@ -33,6 +33,7 @@ pub async fn tag_files(
     Caching::Public.write(headers);
     let response = if tag.matched_by(req.headers()) {
         headers.remove(header::CONTENT_LENGTH);
+        headers.remove(header::CONTENT_TYPE);
         *head.status_mut() = StatusCode::NOT_MODIFIED;
         head.set_body(BoxBody::new(()))
     } else {

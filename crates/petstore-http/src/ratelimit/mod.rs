@@ -13,7 +13,7 @@ pub use headers::{HeaderCache, LimitHeaders};
 use petstore_domain::{RateDecision, RateLimits};
 pub use petstore_ratelimit::{
     Account, AddressPolicy, BanInForce, CounterError, CounterStore, FailurePolicy, ForwardedHeader,
-    Hit, KeyBans, LimitError, Limiter, MemoryCounters, RedisCounters, RedisTarget, Subject,
+    Hit, KeyBans, LimitError, Limiter, MemoryCounters, RedisCounters, RedisTarget, Subject, Tally,
     TrustedProxies, Verdict,
 };
 

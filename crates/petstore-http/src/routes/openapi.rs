@@ -283,9 +283,9 @@ fn if_none_match() -> Parameter {
             "Entity tags of representations the client holds (RFC 9110 §13.1.2): one, a \
              comma-separated list, or `*`, compared weakly. When one is the current \
              representation's, the answer is `304 Not Modified` with no body. A `304` is \
-             taken back from the key's counts: free, up to as many a minute as the plan's \
-             per-minute limit (past those it counts like any answer). It still needs a valid \
-             key.",
+             taken back from the key's counts: free, up to as many a minute as the key's \
+             per-minute limit and a day as its per-day limit (past those it counts like any \
+             answer). It still needs a valid key.",
         ))
         .build()
 }
@@ -308,8 +308,8 @@ fn make_conditional(operation: &mut Operation) {
         .description(
             "Not modified: `If-None-Match` names the current representation's tag. No body; \
              the headers the `200` would carry. Not counted against the limits (up to the \
-             plan's per-minute limit of them a minute): its rate-limit headers show the \
-             counts without it.",
+             key's per-minute limit of them a minute, and its per-day limit a day): its \
+             rate-limit headers show the counts without it.",
         )
         .build();
     for (name, _) in CACHE_HEADERS {

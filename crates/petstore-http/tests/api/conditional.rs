@@ -1,7 +1,7 @@
 //! Conditional requests: every tagged read answers `304` to its own tag (one, in a list, `*`,
 //! weakly compared) with the headers its `200` has and no body; the tags change with what the
 //! body shows and with nothing else; a `304` needs a valid key, and is taken back from the
-//! counts up to the plan's per-minute limit a minute, after which it counts; caching headers.
+//! counts up to the key's per-minute limit a minute, after which it counts; caching headers.
 
 use actix_web::http::header;
 use actix_web::test::TestRequest;

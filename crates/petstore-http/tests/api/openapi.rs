@@ -22,6 +22,20 @@ fn generated() -> Value {
     serde_json::to_value(document("/v1")).expect("the document serialises")
 }
 
+/// The documents' bytes are the same every time they are built (and so on every instance):
+/// their `ETag` is a hash of those bytes. Maps whose order is random per map (utoipa keeps
+/// extensions in a `HashMap`) would break that as soon as an object had two entries.
+#[test]
+fn the_documents_are_the_same_bytes_every_time() {
+    let bytes = |document: utoipa::openapi::OpenApi| document.to_pretty_json().expect("JSON");
+    let public = bytes(document("/v1"));
+    let admin = bytes(petstore_http::admin::openapi::document());
+    for _ in 0..20 {
+        assert_eq!(bytes(document("/v1")), public);
+        assert_eq!(bytes(petstore_http::admin::openapi::document()), admin);
+    }
+}
+
 #[test]
 fn the_committed_document_is_what_the_code_generates() {
     assert!(

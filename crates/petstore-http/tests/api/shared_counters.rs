@@ -134,7 +134,7 @@ async fn instances_sharing_a_cluster_count_exactly_and_share_bans() {
     assert!(allowed(&counted));
     assert!(
         second
-            .revalidated(subject, 25, NOW)
+            .revalidated(subject, limits(25), NOW)
             .await
             .expect("revalidated")
     );
@@ -304,10 +304,13 @@ async fn the_start_up_check_leaves_the_connection_open_and_the_scripts_loaded() 
 }
 
 /// Requests answered `304`, taken back from `counters` as free revalidations: the store's
-/// answers for a subject counted 2 + 4 times in a minute with an allowance of 2 and a limit of
-/// 3, then in the next minute; the counts it shows after.
+/// answers for a subject counted 6 times in a minute with a limit of 3 and an allowance of 2
+/// a minute and 3 a day, then once in the next minute and twice in the one after; the counts
+/// it shows after each.
 async fn revalidations(counters: &dyn CounterStore, subject: Subject) -> Vec<(bool, u32, u32)> {
     let limits = RateLimits::custom(3, 100).expect("limits");
+    // Two free a minute, three a day.
+    let allowance = RateLimits::custom(2, 3).expect("allowance");
     let mut seen = Vec::new();
     let mut note = |allowed: bool, taken_back: bool, hit: Hit| {
         let Hit::Counted { counts, .. } = hit else {
@@ -315,12 +318,12 @@ async fn revalidations(counters: &dyn CounterStore, subject: Subject) -> Vec<(bo
         };
         seen.push((allowed && taken_back, counts.minute_used, counts.day_used));
     };
-    for (at, requests) in [(NOW, 6), (NOW + 60, 1)] {
+    for (at, requests) in [(NOW, 6), (NOW + 60, 1), (NOW + 120, 2)] {
         for _ in 0..requests {
             let hit = counters.hit(subject, limits, at).await.expect("hit");
             let taken_back = allowed(&hit)
                 && counters
-                    .revalidated(subject, 2, at)
+                    .revalidated(subject, allowance, at)
                     .await
                     .expect("revalidated");
             let standing = counters.peek(subject, limits, at).await.expect("peek");
@@ -346,13 +349,15 @@ async fn revalidations_are_taken_back_in_redis_as_in_memory() {
         (false, 3, 3),
         (false, 3, 3),
         (true, 0, 3),
+        (false, 1, 4),
+        (false, 2, 5),
     ];
     assert_eq!(revalidations(&memory, Subject::Key(1)).await, expected);
     assert_eq!(revalidations(&counters, Subject::Key(1)).await, expected);
     // A request counted in a minute that has ended is not taken back from the next one.
     assert!(
         !counters
-            .revalidated(Subject::Key(1), 2, NOW + 120)
+            .revalidated(Subject::Key(1), limits(2), NOW + 180)
             .await
             .expect("revalidated")
     );

@@ -8,8 +8,8 @@ use petstore_domain::{Ban, BanPolicy, RateDecision, RateLimits, async_trait};
 use crate::policy::first_in_10_seconds;
 use crate::store::BoxError;
 use crate::{
-    AddressPolicy, BanStarted, Counted, CounterError, CounterStore, FailurePolicy, Hit,
-    MemoryCounters, Subject, metric,
+    AddressPolicy, BanStarted, CounterError, CounterStore, FailurePolicy, Hit, MemoryCounters,
+    Subject, metric,
 };
 
 #[cfg(test)]
@@ -36,6 +36,18 @@ pub enum Verdict {
     Limited(RateDecision),
     /// Banned (now, or by this very request): `429 temporarily_banned` until the ban ends.
     Banned(Ban),
+}
+
+/// Where a request was counted: what takes it back if it is answered `304`
+/// ([`Limiter::revalidated`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tally {
+    /// In the counter store.
+    Store,
+    /// In the in-memory fallback, while the counter store failed.
+    Fallback,
+    /// Nowhere: refused by a ban in force before anything was counted.
+    Uncounted,
 }
 
 /// The limiter could not decide.
@@ -150,18 +162,32 @@ impl Limiter {
         self.failures.load(Ordering::Relaxed)
     }
 
-    /// Counts one request of `account` at `now` and decides. A refusal that crosses the ban
-    /// threshold starts a ban: an address's in the counter store, a key's through `key_bans`.
+    /// Counts one request of `account` at `now` and decides; says where it was counted. A
+    /// refusal that crosses the ban threshold starts a ban: an address's in the counter store,
+    /// a key's through `key_bans`.
     pub async fn check(
         &self,
         account: &Account,
         now: u64,
         key_bans: &dyn KeyBans,
-    ) -> Result<Verdict, LimitError> {
+    ) -> Result<(Verdict, Tally), LimitError> {
         if let Some(ban) = account.ban.filter(|ban| ban.until > now) {
-            return Ok(Verdict::Banned(ban));
+            return Ok((Verdict::Banned(ban), Tally::Uncounted));
         }
-        let (counts, previous_ban) = match self.hit(account.subject, account.limits, now).await? {
+        let (hit, tally) = self.hit(account.subject, account.limits, now).await?;
+        let verdict = self.decide(account, hit, now, key_bans).await?;
+        Ok((verdict, tally))
+    }
+
+    /// The verdict on a request whose count is `hit`.
+    async fn decide(
+        &self,
+        account: &Account,
+        hit: Hit,
+        now: u64,
+        key_bans: &dyn KeyBans,
+    ) -> Result<Verdict, LimitError> {
+        let (counts, previous_ban) = match hit {
             Hit::Banned(ban) => return Ok(Verdict::Banned(ban)),
             Hit::Counted {
                 counts,
@@ -263,22 +289,28 @@ impl Limiter {
         })
     }
 
-    /// A request of `account` counted at `now` was answered `304 Not Modified`: takes it back
-    /// from the counts while the subject has free revalidations left in the minute
-    /// ([`RateLimits::free_revalidations`]). Whether it was taken back; a store that fails
-    /// leaves it counted (the failure is noted like any other).
-    pub async fn revalidated(&self, account: &Account, now: u64) -> bool {
+    /// A request of `account` counted at `now` where `tally` says was answered `304 Not
+    /// Modified`: takes it back from the counts there while the subject has free revalidations
+    /// left in the minute ([`RateLimits::free_revalidations`]). Whether it was taken back; a
+    /// store that fails leaves it counted (the failure is noted like any other).
+    pub async fn revalidated(&self, account: &Account, now: u64, tally: Tally) -> bool {
         let allowance = account.limits.free_revalidations();
-        match self
-            .counters
-            .revalidated(account.subject, allowance, now)
-            .await
-        {
-            Ok(taken_back) => taken_back,
-            Err(error) => {
-                self.note_failure(&error, now);
-                false
+        match (tally, &self.fallback) {
+            (Tally::Store, _) => match self
+                .counters
+                .revalidated(account.subject, allowance, now)
+                .await
+            {
+                Ok(taken_back) => taken_back,
+                Err(error) => {
+                    self.note_failure(&error, now);
+                    false
+                }
+            },
+            (Tally::Fallback, Some(fallback)) => {
+                fallback.revalidated_now(account.subject, allowance, now)
             }
+            (Tally::Fallback, None) | (Tally::Uncounted, _) => false,
         }
     }
 
@@ -294,18 +326,23 @@ impl Limiter {
 
     /// Counts in the counter store, or in the fallback while it fails (fail open); an address
     /// banned in the fallback ([`Self::fallback_ban`]) is not counted.
-    async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
+    async fn hit(
+        &self,
+        subject: Subject,
+        limits: RateLimits,
+        now: u64,
+    ) -> Result<(Hit, Tally), CounterError> {
         if let Some(ban) = self.fallback_ban(subject, now) {
-            return Ok(Hit::Banned(ban));
+            return Ok((Hit::Banned(ban), Tally::Uncounted));
         }
         match self.counters.hit(subject, limits, now).await {
-            Ok(hit) => Ok(hit),
+            Ok(hit) => Ok((hit, Tally::Store)),
             Err(error) => {
                 self.note_failure(&error, now);
                 match &self.fallback {
                     Some(fallback) => {
                         metrics::counter!(metric::RATE_LIMIT_FALLBACKS).increment(1);
-                        Ok(fallback.hit_now(subject, limits, now))
+                        Ok((fallback.hit_now(subject, limits, now), Tally::Fallback))
                     }
                     None => Err(error),
                 }

@@ -1,8 +1,12 @@
 //! The limiter over counters in memory.
 
+use std::sync::Arc;
+use std::sync::atomic::AtomicU32;
+
 use futures_util::FutureExt;
 
 use super::*;
+use crate::Counted;
 
 const NOW: u64 = 1_700_000_000;
 const LIMITS: RateLimits = RateLimits {
@@ -42,7 +46,7 @@ impl CounterStore for BanStartFails {
     async fn revalidated(
         &self,
         subject: Subject,
-        allowance: u32,
+        allowance: RateLimits,
         now: u64,
     ) -> Result<bool, CounterError> {
         self.0.revalidated(subject, allowance, now).await
@@ -93,6 +97,7 @@ fn verdict(
         .check(account, now, key_bans)
         .now_or_never()
         .expect("in memory, a decision is ready at once")
+        .map(|(verdict, _)| verdict)
 }
 
 /// The verdicts on `requests` requests of `account` at [`NOW`].
@@ -232,4 +237,96 @@ fn ipv6_clients_are_counted_per_prefix_and_ipv4_per_address() {
         ..policy
     };
     assert!(together(all, "2001:db8::1", "ffff::1"));
+}
+
+/// A shared store that is down: every call fails, and is counted.
+#[derive(Default)]
+struct Down(AtomicU32);
+
+impl Down {
+    fn fail(&self) -> CounterError {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        CounterError::new("connection refused")
+    }
+}
+
+#[async_trait(?Send)]
+impl CounterStore for Arc<Down> {
+    async fn hit(&self, _: Subject, _: RateLimits, _: u64) -> Counted {
+        Err(self.fail())
+    }
+
+    async fn peek(&self, _: Subject, _: RateLimits, _: u64) -> Counted {
+        Err(self.fail())
+    }
+
+    async fn start_ban(&self, _: Subject, _: Option<Ban>, _: u64) -> BanStarted {
+        Err(self.fail())
+    }
+
+    async fn revalidated(&self, _: Subject, _: RateLimits, _: u64) -> Result<bool, CounterError> {
+        Err(self.fail())
+    }
+}
+
+#[test]
+fn a_304_is_taken_back_where_its_request_was_counted() {
+    let store = Arc::new(Down::default());
+    let limits = RateLimits {
+        per_minute: 5,
+        per_day: 100,
+    };
+    let account = Account { limits, ..key() };
+    let limiter = Limiter::shared(
+        Box::new(Arc::clone(&store)),
+        FailurePolicy::Open,
+        BANS,
+        LIMITS,
+        AddressPolicy::default(),
+    );
+    let check = |limiter: &Limiter| {
+        limiter
+            .check(&account, NOW, &KeyStorage::Records)
+            .now_or_never()
+            .expect("ready")
+            .expect("fail open")
+    };
+    // Counted in memory while the store is down, and taken back there: the store is not
+    // asked again.
+    let (verdict, tally) = check(&limiter);
+    assert!(matches!(verdict, Verdict::Allowed(_)));
+    assert_eq!(tally, Tally::Fallback);
+    let calls = store.0.load(Ordering::Relaxed);
+    let taken_back = limiter
+        .revalidated(&account, NOW, tally)
+        .now_or_never()
+        .expect("ready");
+    assert!(taken_back);
+    assert_eq!(
+        store.0.load(Ordering::Relaxed),
+        calls,
+        "the store was not asked"
+    );
+    let (Verdict::Allowed(decision), _) = check(&limiter) else {
+        panic!("allowed");
+    };
+    assert_eq!(decision.minute.used, 1, "the first one was taken back");
+    // A request refused by a ban in force was counted nowhere: nothing to take back.
+    let banned = Account {
+        ban: Some(FIRST_BAN),
+        ..account
+    };
+    let (verdict, tally) = limiter
+        .check(&banned, NOW, &KeyStorage::Records)
+        .now_or_never()
+        .expect("ready")
+        .expect("banned");
+    assert!(matches!(verdict, Verdict::Banned(_)));
+    assert_eq!(tally, Tally::Uncounted);
+    assert!(
+        !limiter
+            .revalidated(&banned, NOW, tally)
+            .now_or_never()
+            .expect("ready")
+    );
 }

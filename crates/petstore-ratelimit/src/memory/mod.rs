@@ -28,8 +28,9 @@ struct Entry {
     refused_minute: u64,
     /// The day index on which the subject used up its day's allowance.
     exhausted_day: u64,
-    /// Requests taken back in the current minute as free revalidations (`304`s).
+    /// Requests taken back as free revalidations (`304`s) in the current minute, and day.
     revalidated: u32,
+    revalidated_today: u32,
 }
 
 #[derive(Debug, Default)]
@@ -189,7 +190,7 @@ impl MemoryCounters {
     }
 
     /// [`CounterStore::revalidated`], synchronously.
-    pub fn revalidated_now(&self, subject: Subject, allowance: u32, now: u64) -> bool {
+    pub fn revalidated_now(&self, subject: Subject, allowance: RateLimits, now: u64) -> bool {
         let mut shard = self
             .shard(&subject)
             .lock()
@@ -316,6 +317,7 @@ fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
     if entry.day != day {
         entry.day = day;
         entry.day_used = 0;
+        entry.revalidated_today = 0;
     }
     let allowed = entry.minute_used < limits.per_minute && entry.day_used < limits.per_day;
     if allowed {
@@ -340,13 +342,15 @@ fn count(entry: &mut Entry, limits: RateLimits, now: u64) -> Hit {
 }
 
 /// Takes a request counted at `now` back from `entry`'s windows, as a free revalidation, while
-/// the minute has had fewer than `allowance`.
-fn take_back(entry: &mut Entry, allowance: u32, now: u64) -> bool {
+/// the minute and the day have had fewer than `allowance`.
+fn take_back(entry: &mut Entry, allowance: RateLimits, now: u64) -> bool {
     let free = entry.minute == Window::Minute.index(now)
         && entry.minute_used > 0
-        && entry.revalidated < allowance;
+        && entry.revalidated < allowance.per_minute
+        && entry.revalidated_today < allowance.per_day;
     if free {
         entry.revalidated += 1;
+        entry.revalidated_today += 1;
         entry.minute_used -= 1;
         entry.day_used = entry.day_used.saturating_sub(1);
     }
@@ -396,7 +400,7 @@ impl CounterStore for MemoryCounters {
     async fn revalidated(
         &self,
         subject: Subject,
-        allowance: u32,
+        allowance: RateLimits,
         now: u64,
     ) -> Result<bool, CounterError> {
         Ok(self.revalidated_now(subject, allowance, now))

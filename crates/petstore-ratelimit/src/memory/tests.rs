@@ -238,16 +238,23 @@ fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
         per_minute: 3,
         per_day: 100,
     };
+    let allowance = RateLimits {
+        per_minute: 2,
+        per_day: 100,
+    };
     // The first two of each minute are free: every one counted, then taken back.
     for _ in 0..2 {
         assert_eq!(counts(counters.hit_now(key, limits, T0)).minute_used, 1);
-        assert!(counters.revalidated_now(key, 2, T0 + 1));
+        assert!(counters.revalidated_now(key, allowance, T0 + 1));
     }
     // Past the allowance they stay counted, up to the limit, then refused.
     let outcomes: Vec<(bool, bool)> = (0..4)
         .map(|_| {
             let allowed = counts(counters.hit_now(key, limits, T0 + 2)).allowed;
-            (allowed, allowed && counters.revalidated_now(key, 2, T0 + 2))
+            (
+                allowed,
+                allowed && counters.revalidated_now(key, allowance, T0 + 2),
+            )
         })
         .collect();
     assert_eq!(
@@ -258,11 +265,42 @@ fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
     assert_eq!((standing.minute_used, standing.day_used), (3, 3));
     // The next minute has its own allowance; a request counted in a minute that has ended is
     // not taken back from the new one.
-    assert!(!counters.revalidated_now(key, 2, T0 + 60));
+    assert!(!counters.revalidated_now(key, allowance, T0 + 60));
     counters.hit_now(key, limits, T0 + 60);
-    assert!(counters.revalidated_now(key, 2, T0 + 61));
+    assert!(counters.revalidated_now(key, allowance, T0 + 61));
     let standing = counts(counters.peek_now(key, limits, T0 + 61));
     assert_eq!((standing.minute_used, standing.day_used), (0, 3));
     // A subject never counted has nothing to take back.
-    assert!(!counters.revalidated_now(Subject::Key(2), 2, T0));
+    assert!(!counters.revalidated_now(Subject::Key(2), allowance, T0));
+}
+
+#[test]
+fn revalidations_are_free_up_to_the_days_allowance_too() {
+    let counters = MemoryCounters::new(0, 1_000_000);
+    let key = Subject::Key(1);
+    let limits = RateLimits {
+        per_minute: 10,
+        per_day: 100,
+    };
+    let allowance = RateLimits {
+        per_minute: 2,
+        per_day: 5,
+    };
+    // Two free a minute, five a day: the third minute has one left, the fourth none.
+    let free: Vec<usize> = (0..4)
+        .map(|minute| {
+            let at = T0 + 60 * minute;
+            (0..3)
+                .filter(|_| {
+                    counters.hit_now(key, limits, at);
+                    counters.revalidated_now(key, allowance, at)
+                })
+                .count()
+        })
+        .collect();
+    assert_eq!(free, [2, 2, 1, 0]);
+    // A new day, a new allowance.
+    let midnight = Window::Day.reset_at(T0);
+    counters.hit_now(key, limits, midnight);
+    assert!(counters.revalidated_now(key, allowance, midnight));
 }

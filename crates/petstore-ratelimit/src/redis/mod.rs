@@ -34,7 +34,8 @@ use batch::numbered;
 use batch::{Counting, Pending};
 use connection::{CONNECT_TIMEOUT, Connection, PING_TIMEOUT, Probe, Single};
 use script::{
-    HIT, MINUTE_SLACK, PEEK, REVALIDATED, RoundTripError, START_BAN, bounded, in_force, peeked,
+    DAY_SLACK, HIT, MINUTE_SLACK, PEEK, REVALIDATED, RoundTripError, START_BAN, bounded, in_force,
+    peeked,
 };
 
 pub use connection::RedisTarget;
@@ -247,19 +248,22 @@ impl RedisCounters {
     async fn revalidated_inner(
         &self,
         subject: Subject,
-        allowance: u32,
+        allowance: RateLimits,
         now: u64,
     ) -> Result<bool, CounterError> {
         let counting = &self.counting;
         let mut invocation = self.revalidated.prepare_invoke();
         let base = counting.key_base(subject);
-        let minute = Window::Minute.index(now);
+        let (minute, day) = (Window::Minute.index(now), Window::Day.index(now));
         invocation
             .key(numbered(&base, "m:", minute))
-            .key(numbered(&base, "d:", Window::Day.index(now)))
+            .key(numbered(&base, "d:", day))
             .key(numbered(&base, "v:", minute))
-            .arg(allowance)
-            .arg(Window::Minute.reset_at(now) - now + MINUTE_SLACK);
+            .key(numbered(&base, "w:", day))
+            .arg(allowance.per_minute)
+            .arg(allowance.per_day)
+            .arg(Window::Minute.reset_at(now) - now + MINUTE_SLACK)
+            .arg(Window::Day.reset_at(now) - now + DAY_SLACK);
         let mut connection = counting.connection.link();
         let reply =
             bounded::<i64>(counting.timeout, invocation.invoke_async(&mut connection)).await;
@@ -289,7 +293,7 @@ impl CounterStore for RedisCounters {
     async fn revalidated(
         &self,
         subject: Subject,
-        allowance: u32,
+        allowance: RateLimits,
         now: u64,
     ) -> Result<bool, CounterError> {
         self.revalidated_inner(subject, allowance, now).await

@@ -126,15 +126,18 @@ return ''
 ";
 
 /// A request counted was answered `304`: taken back from both windows as a free revalidation
-/// while the minute has had fewer than the allowance. KEYS: minute count, day count, minute
-/// revalidations. ARGV: the allowance, the minute keys' lifetime. Answers 1 when taken back,
-/// else 0 (the allowance is used up, or the minute's count is gone: the minute turned).
-pub(super) const REVALIDATED: &str = r"if tonumber(redis.call('GET', KEYS[1]) or '0') < 1 then return 0 end
-local free = redis.call('INCR', KEYS[3])
-if free == 1 then redis.call('EXPIRE', KEYS[3], ARGV[2]) end
-if free > tonumber(ARGV[1]) then return 0 end
+/// while the minute and the day have had fewer than their allowances. KEYS: minute count, day
+/// count, the minute's and the day's revalidations. ARGV: the minute's and the day's
+/// allowances, the minute keys' and the day keys' lifetimes. Answers 1 when taken back, else 0
+/// (an allowance is used up, or the minute's count is gone: the minute turned).
+pub(super) const REVALIDATED: &str = r"local values = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3], KEYS[4])
+if tonumber(values[1] or '0') < 1 then return 0 end
+if tonumber(values[3] or '0') >= tonumber(ARGV[1]) then return 0 end
+if tonumber(values[4] or '0') >= tonumber(ARGV[2]) then return 0 end
+if redis.call('INCR', KEYS[3]) == 1 then redis.call('EXPIRE', KEYS[3], ARGV[3]) end
+if redis.call('INCR', KEYS[4]) == 1 then redis.call('EXPIRE', KEYS[4], ARGV[4]) end
 redis.call('DECR', KEYS[1])
-if tonumber(redis.call('GET', KEYS[2]) or '0') > 0 then redis.call('DECR', KEYS[2]) end
+if tonumber(values[2] or '0') > 0 then redis.call('DECR', KEYS[2]) end
 return 1
 ";
 
