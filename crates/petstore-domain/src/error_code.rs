@@ -54,6 +54,9 @@ string_enum! {
         OrderNotCancellable = "order_not_cancellable",
         /// 409: the API key is revoked: it cannot be rotated (the admin API).
         KeyRevoked = "key_revoked",
+        /// 409: the order is not in a state the action applies to: approving an order that is
+        /// not placed, delivering one that is not approved (the admin API).
+        OrderTransitionRefused = "order_transition_refused",
         /// 410: the endpoint was removed at its sunset date.
         EndpointRemoved = "endpoint_removed",
         /// 413: the body is larger than the service accepts.
@@ -98,7 +101,8 @@ impl ErrorCode {
             Self::IdempotencyRequestInProgress
             | Self::PetNotAvailable
             | Self::OrderNotCancellable
-            | Self::KeyRevoked => 409,
+            | Self::KeyRevoked
+            | Self::OrderTransitionRefused => 409,
             Self::EndpointRemoved => 410,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,

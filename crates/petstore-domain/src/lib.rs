@@ -8,9 +8,10 @@
 //! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
 //! backend must agree on are pure functions here: [`order::lifecycle`] and
 //! [`idempotency::decide_claim`]. What operators do to API keys, over the storage interface, is
-//! [`key_admin`] (the `petstore keys` commands and the admin API share it). No module imports
-//! one that imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
-//! `query`, `idempotency`, `order`, `repository`, and `key_admin` on top.
+//! [`key_admin`] (the `petstore keys` commands and the admin API share it), and what they do to
+//! orders [`order_admin`] (`petstore orders` and the admin API). No module imports one that
+//! imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`, `query`,
+//! `idempotency`, `order`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
 #[macro_use]
@@ -23,6 +24,7 @@ pub mod idempotency;
 pub mod key;
 pub mod key_admin;
 pub mod order;
+pub mod order_admin;
 pub mod pet;
 pub mod query;
 pub mod rate_limit;

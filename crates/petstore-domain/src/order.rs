@@ -170,14 +170,22 @@ impl OrderAction {
     pub const ALL: [OrderAction; 4] = [Self::Place, Self::Approve, Self::Deliver, Self::Cancel];
 }
 
-impl fmt::Display for OrderAction {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl OrderAction {
+    /// What the action does to an order, in the past tense: `approved` (how logs and messages
+    /// name it).
+    pub const fn past_tense(self) -> &'static str {
+        match self {
             Self::Place => "placed",
             Self::Approve => "approved",
             Self::Deliver => "delivered",
             Self::Cancel => "cancelled",
-        })
+        }
+    }
+}
+
+impl fmt::Display for OrderAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.past_tense())
     }
 }
 

@@ -4,7 +4,7 @@
 //! items whose id is greater than `ID`. A page knows whether more items follow, so the HTTP
 //! layer can link to the next page without counting.
 
-use crate::{KeyState, PetStatus, Plan, ValidationError};
+use crate::{KeyState, OrderStatus, PetStatus, Plan, ValidationError};
 
 /// The number of items a list returns when no `limit` is given.
 pub const DEFAULT_LIMIT: u32 = 20;
@@ -120,15 +120,62 @@ pub struct OrderListQuery {
     pub page: PageRequest,
     /// Only this API key's orders (what a client sees); `None`: every order (operators).
     pub owner: Option<i64>,
+    /// Only orders with this status (operators).
+    pub status: Option<OrderStatus>,
 }
 
 impl OrderListQuery {
-    /// Parses decoded query pairs. Unknown, repeated and malformed parameters are errors.
+    /// Parses decoded query pairs of a client's list (`limit`, `after`). Unknown, repeated and
+    /// malformed parameters are errors.
     pub fn from_pairs<'a>(
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, ValidationError> {
         let page = parse_list(pairs, |_, _, _| Ok(false))?;
-        Ok(Self { page, owner: None })
+        Ok(Self {
+            page,
+            owner: None,
+            status: None,
+        })
+    }
+
+    /// Parses decoded query pairs of an operator's list: paging, and `status` and `key` (the
+    /// id of the API key that placed the orders). Unknown, repeated and malformed parameters
+    /// are errors.
+    pub fn from_admin_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, ValidationError> {
+        let (mut owner, mut status) = (None, None);
+        let page = parse_list(pairs, |seen, name, value| {
+            match name {
+                "status" => {
+                    seen.first("status")?;
+                    status = Some(value.parse().map_err(|_| {
+                        ValidationError::parameter(
+                            "status",
+                            "must be one of placed, approved, delivered, cancelled",
+                        )
+                    })?);
+                }
+                "key" => {
+                    seen.first("key")?;
+                    owner = Some(value.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(
+                        || {
+                            ValidationError::parameter(
+                                "key",
+                                "must be a key id (a positive integer)",
+                            )
+                        },
+                    )?);
+                }
+                _ => return Ok(false),
+            }
+            Ok(true)
+        })?;
+        Ok(Self {
+            page,
+            owner,
+            status,
+        })
     }
 }
 
@@ -350,6 +397,37 @@ mod tests {
         assert_eq!(
             OrderListQuery::from_pairs([("status", "placed")]),
             Err(ValidationError::UnknownParameter("status".into()))
+        );
+    }
+
+    #[test]
+    fn an_operators_order_list_takes_a_status_and_a_key() {
+        let query = OrderListQuery::from_admin_pairs([
+            ("status", "approved"),
+            ("key", "7"),
+            ("limit", "5"),
+            ("after", "9"),
+        ])
+        .expect("valid");
+        assert_eq!(query.status, Some(OrderStatus::Approved));
+        assert_eq!(query.owner, Some(7));
+        assert_eq!((query.page.limit.get(), query.page.after), (5, Some(9)));
+        for (pairs, name) in [
+            (&[("status", "lost")][..], "status"),
+            (&[("key", "0")][..], "key"),
+            (&[("key", "x")][..], "key"),
+            (&[("key", "1"), ("key", "2")][..], "key"),
+        ] {
+            let error =
+                OrderListQuery::from_admin_pairs(pairs.iter().copied()).expect_err("refused");
+            assert!(
+                matches!(&error, ValidationError::InvalidParameter { name: n, .. } if *n == name),
+                "{pairs:?}: {error:?}"
+            );
+        }
+        assert_eq!(
+            OrderListQuery::from_admin_pairs([("owner", "1")]),
+            Err(ValidationError::UnknownParameter("owner".into()))
         );
     }
 

@@ -207,6 +207,7 @@ async fn the_inventory_is_exact_after_concurrent_changes_on_several_instances(db
                 after: None,
             },
             owner: None,
+            status: None,
         })
         .await
         .expect("orders");

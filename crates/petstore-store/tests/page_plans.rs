@@ -11,7 +11,7 @@ use std::sync::{Mutex, Once};
 use diesel::connection::{Instrumentation, InstrumentationEvent, set_default_instrumentation};
 use petstore_domain::{
     ApiKeyRepository, KeyListQuery, KeySpec, KeyState, Limit, OrderListQuery, OrderRepository,
-    PageRequest, PetListQuery, PetRepository, PetStatus, Plan,
+    OrderStatus, PageRequest, PetListQuery, PetRepository, PetStatus, Plan,
 };
 use petstore_store::Store;
 use petstore_store::testing::{RawPostgres, TestDatabase};
@@ -99,11 +99,13 @@ async fn pets_page(
 async fn orders_page(
     store: &Store,
     owner: Option<i64>,
+    status: Option<OrderStatus>,
     after: Option<i64>,
 ) -> (String, Vec<String>) {
     let query = OrderListQuery {
         page: page(20, after),
         owner,
+        status,
     };
     statement_of("orders", async {
         store.list_orders(&query).await.expect("list")
@@ -143,8 +145,9 @@ struct Expected {
     /// Whether rows may be filtered as they are read (a key's state, judged at `now`).
     filtered: bool,
     /// An index of fewer rows a custom plan may read and sort instead (the keys of one state,
-    /// of every plan): a custom plan knows how few they are.
-    or_sorted: Option<&'static str>,
+    /// of every plan; the orders of a rare status, of every key): a custom plan knows how few
+    /// they are. With the column it then filters on (`plan`, `owner_key_id`).
+    or_sorted: Option<(&'static str, &'static str)>,
 }
 
 /// The page statements of the store on `db`, seeded, with what each must walk.
@@ -190,10 +193,40 @@ async fn page_statements(db: &TestDatabase, seed: &str) -> (Store, Vec<Expected>
             ));
         }
         let after = deep.then_some(10_000);
-        let statement = orders_page(&store, None, after).await;
+        let statement = orders_page(&store, None, None, after).await;
         expected.push(expect(statement, "orders", None, None, false));
+        for status in [
+            OrderStatus::Placed,
+            OrderStatus::Approved,
+            OrderStatus::Delivered,
+        ] {
+            let statement = orders_page(&store, None, Some(status), after).await;
+            expected.push(expect(
+                statement,
+                "orders",
+                Some("orders_status_id"),
+                Some("status"),
+                false,
+            ));
+            for owner in [few.id, many.id] {
+                let statement = orders_page(&store, Some(owner), Some(status), after).await;
+                expected.push(Expected {
+                    // A custom plan may read the few orders of a rare status and sort them.
+                    or_sorted: Some(("orders_status_id", "owner_key_id")),
+                    ..expect(
+                        statement,
+                        "orders",
+                        Some("orders_owner_status_id"),
+                        // Both columns fixed: SQLite's plan reads `(owner_key_id=? AND
+                        // status=? AND id>?)`.
+                        Some("owner_key_id=? AND status"),
+                        false,
+                    )
+                });
+            }
+        }
         for owner in [few.id, many.id] {
-            let statement = orders_page(&store, Some(owner), after).await;
+            let statement = orders_page(&store, Some(owner), None, after).await;
             let index = Some("orders_owner_id");
             expected.push(expect(
                 statement,
@@ -225,7 +258,11 @@ async fn page_statements(db: &TestDatabase, seed: &str) -> (Store, Vec<Expected>
                 let statement = keys_page(&store, plan, state, after).await;
                 let (index, leading, or_sorted) = match plan {
                     None => (index, None, None),
-                    Some(_) => (Some(plan_index), Some("plan"), index),
+                    Some(_) => (
+                        Some(plan_index),
+                        Some("plan"),
+                        index.map(|index| (index, "plan")),
+                    ),
                 };
                 expected.push(Expected {
                     or_sorted,
@@ -237,7 +274,8 @@ async fn page_statements(db: &TestDatabase, seed: &str) -> (Store, Vec<Expected>
     (store, expected)
 }
 
-/// 50,000 pets (0.2% pending, none sold), 20,000 orders (one in 1,000 the key with few) and
+/// 50,000 pets (0.2% pending, none sold), 20,000 orders (one in 1,000 the key with few; one
+/// in 1,000 placed, one in 1,000 approved, the others delivered) and
 /// 20,000 keys (0.5% free; 0.5% revoked; 1% expired, 1% due to expire), over `series`, a
 /// table of `x` from 1 to `{n}`.
 fn seed(series: &str) -> String {
@@ -246,7 +284,8 @@ fn seed(series: &str) -> String {
          SELECT 'pet ' || x, 1, CASE WHEN x % 500 = 0 THEN 'pending' ELSE 'available' END, 0 \
          FROM {pets}; \
          INSERT INTO orders (pet_id, quantity, status, created_at, owner_key_id) \
-         SELECT x, 1, 'placed', 0, CASE WHEN x % 1000 = 0 THEN {{few}} ELSE {{many}} END \
+         SELECT x, 1, CASE x % 1000 WHEN 1 THEN 'placed' WHEN 2 THEN 'approved' \
+                ELSE 'delivered' END, 0, CASE WHEN x % 1000 = 0 THEN {{few}} ELSE {{many}} END \
          FROM {rows}; \
          INSERT INTO api_keys (key_hash, display_prefix, plan, label, created_at, revoked_at, \
                                expires_at) \
@@ -289,15 +328,22 @@ async fn on_postgres_each_page_walks_its_index_in_generic_and_custom_plans() {
                 .collect();
             let plan = plan.join("\n");
             let walks = |index: &str| plan.contains(&format!("Index Scan using {index} "));
-            let sorted = mode == "force_custom_plan" && expected.or_sorted.is_some_and(walks);
+            let sorted = mode == "force_custom_plan"
+                && expected.or_sorted.is_some_and(|(index, _)| walks(index));
             assert!(
                 walks(&index) || sorted,
                 "{mode}: {sql} {binds:?} should walk {index}:\n{plan}"
             );
-            let filters_as_meant = plan
-                .lines()
-                .filter(|line| line.contains("Filter:"))
-                .all(|line| expected.filtered || sorted && line.contains("plan"));
+            let filters_as_meant =
+                plan.lines()
+                    .filter(|line| line.contains("Filter:"))
+                    .all(|line| {
+                        expected.filtered
+                            || sorted
+                                && expected
+                                    .or_sorted
+                                    .is_some_and(|(_, column)| line.contains(column))
+                    });
             assert!(
                 !plan.contains("Seq Scan")
                     && (sorted || !plan.contains("Sort"))

@@ -62,7 +62,7 @@ fn raw_key_rows(url: &str) -> Vec<RawKeyRow> {
 }
 
 /// How many migrations each backend has (the folders of `migrations/sqlite`).
-const MIGRATIONS: usize = 7;
+const MIGRATIONS: usize = 8;
 
 fn draft(name: &str, status: PetStatus) -> CreatePet {
     CreatePet::new(PetDraft::new(name, 1, status).expect("valid draft"))
@@ -313,6 +313,7 @@ async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
             after,
         },
         owner,
+        status: None,
     };
     let first = store.list_orders(&page(None, None)).await.expect("list");
     assert_eq!(
@@ -336,6 +337,41 @@ async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
         mine.items.iter().map(|o| o.id).collect::<Vec<_>>(),
         vec![ids[0], ids[2]]
     );
+    // By status, every key's or one key's: the customer's first order and the operator's
+    // second approved.
+    for id in [ids[0], ids[3]] {
+        store
+            .change_order(id, None, OrderAction::Approve)
+            .await
+            .expect("approve");
+    }
+    let of = |owner, status| OrderListQuery {
+        status: Some(status),
+        ..page(None, owner)
+    };
+    let listed = |page: petstore_domain::Page<petstore_domain::Order>| {
+        page.items.iter().map(|o| o.id).collect::<Vec<_>>()
+    };
+    let approved = store
+        .list_orders(&of(None, OrderStatus::Approved))
+        .await
+        .expect("list");
+    assert_eq!(listed(approved), vec![ids[0], ids[3]]);
+    let placed = store
+        .list_orders(&of(None, OrderStatus::Placed))
+        .await
+        .expect("list");
+    assert_eq!(listed(placed), vec![ids[1], ids[2]]);
+    let mine_placed = store
+        .list_orders(&of(Some(owner.id), OrderStatus::Placed))
+        .await
+        .expect("list");
+    assert_eq!(listed(mine_placed), vec![ids[2]]);
+    let mine_delivered = store
+        .list_orders(&of(Some(owner.id), OrderStatus::Delivered))
+        .await
+        .expect("list");
+    assert!(mine_delivered.items.is_empty());
     assert_eq!(
         store
             .find_order(ids[1], Some(owner.id))

@@ -133,7 +133,13 @@ pub enum MigrateCommand {
 pub enum OrdersCommand {
     /// List every order (all keys'), in id order.
     List {
-        /// `text` (a table) or `json` (an array of objects, for scripts).
+        /// Only orders with this status: placed, approved, delivered or cancelled.
+        #[arg(long)]
+        status: Option<petstore_domain::OrderStatus>,
+        /// Only orders placed with this API key (its id).
+        #[arg(long)]
+        key: Option<i64>,
+        /// `text` (a table) or `json` (an array of objects, for scripts: the admin API's).
         #[arg(long, default_value = "text")]
         format: Format,
     },

@@ -1,27 +1,34 @@
-//! `petstore orders ...`: list every order, approve, deliver or cancel one.
+//! `petstore orders ...`: list every order (of a status, of a key), approve, deliver or cancel
+//! one: the admin API's operations (`petstore_domain::order_admin`), on the command line.
 
 use std::error::Error;
 use std::io::Write;
 
+use petstore_domain::order_admin::{self, OrderView};
 use petstore_domain::{
-    LifecycleError, Order, OrderAction, OrderError, OrderListQuery, PageRequest, Storage,
+    LifecycleError, Limit, OrderAction, OrderError, OrderListQuery, OrderStatus, PageRequest,
+    Storage,
 };
-use serde_json::{Value, json};
 
 use comfy_table::{Table, presets};
 
 use crate::cli::{Format, OrdersCommand};
 use crate::timestamp;
 
-/// Runs an `orders` command against `storage`.
+/// Runs an `orders` command against `storage`, through the operations the admin API runs
+/// (`petstore_domain::order_admin`).
 pub async fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(), Box<dyn Error>> {
     let (id, action) = match command {
-        OrdersCommand::List { format } => return list(storage, format).await,
+        OrdersCommand::List {
+            status,
+            key,
+            format,
+        } => return list(storage, status, key, format).await,
         OrdersCommand::Approve { id } => (id, OrderAction::Approve),
         OrdersCommand::Deliver { id } => (id, OrderAction::Deliver),
         OrdersCommand::Cancel { id } => (id, OrderAction::Cancel),
     };
-    match storage.change_order(id, None, action).await {
+    match order_admin::change(storage, id, action).await {
         Ok(order) => {
             eprintln!(
                 "order {} is {} (pet {})",
@@ -36,45 +43,44 @@ pub async fn orders(storage: &dyn Storage, command: OrdersCommand) -> Result<(),
     }
 }
 
-async fn list(storage: &dyn Storage, format: Format) -> Result<(), Box<dyn Error>> {
-    let mut all: Vec<Order> = Vec::new();
-    let mut page = PageRequest {
-        limit: petstore_domain::Limit::new(petstore_domain::query::MAX_LIMIT)?,
-        after: None,
+async fn list(
+    storage: &dyn Storage,
+    status: Option<OrderStatus>,
+    key: Option<i64>,
+    format: Format,
+) -> Result<(), Box<dyn Error>> {
+    let mut all: Vec<OrderView> = Vec::new();
+    let mut query = OrderListQuery {
+        page: PageRequest {
+            limit: Limit::MAX,
+            after: None,
+        },
+        owner: key,
+        status,
     };
     loop {
-        let found = storage
-            .list_orders(&OrderListQuery { page, owner: None })
-            .await?;
-        all.extend(found.items);
+        let found = order_admin::list(storage, &query).await?;
+        all.extend(found.items.into_iter().map(OrderView::of));
         match found.next_after {
-            Some(after) => page.after = Some(after),
+            Some(after) => query.page.after = Some(after),
             None => break,
         }
     }
     let mut out = std::io::stdout().lock();
     match format {
-        Format::Json => {
-            let listed: Vec<Value> = all
-                .iter()
-                .map(|order| {
-                    let mut value = serde_json::to_value(order).unwrap_or(Value::Null);
-                    value["ownerKeyId"] = json!(order.owner);
-                    value
-                })
-                .collect();
-            writeln!(out, "{}", serde_json::to_string_pretty(&listed)?)?;
-        }
+        Format::Json => writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?,
         Format::Text => {
             let mut table = Table::new();
             table.load_preset(presets::NOTHING);
             table.set_header(vec!["ID", "PET", "STATUS", "KEY", "CREATED"]);
-            for order in &all {
+            for view in &all {
+                let order = &view.order;
                 table.add_row(vec![
                     order.id.to_string(),
                     order.pet_id.to_string(),
                     order.status.to_string(),
-                    order.owner.map_or_else(|| "-".into(), |id| id.to_string()),
+                    view.owner_key_id
+                        .map_or_else(|| "-".into(), |id| id.to_string()),
                     timestamp(Some(order.created_at)),
                 ]);
             }

@@ -9,19 +9,23 @@ use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{Modify, OpenApi};
 
 use super::ADMIN_BASE;
+use super::orders::{self, OrderPage};
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
 use crate::conditional::Caching;
 use crate::error::{ApiError, ErrorObject};
 use crate::routes::openapi::{Bearer, answer, declare, describe_methods};
 use petstore_domain::key_admin::{IssuedKey, KeyView};
+use petstore_domain::order_admin::OrderView;
+use petstore_domain::{Order, OrderStatus};
 
 #[derive(OpenApi)]
 #[openapi(
     info(
-        title = "Animal Store Service: key administration",
+        title = "Animal Store Service: administration",
         version = "1.0.0",
-        description = "Issue, inspect, change, rotate, revoke and unban API keys: what `petstore \
-            keys` does, over HTTP, for an operator's own tooling. Served only on the admin \
+        description = "Issue, inspect, change, rotate, revoke and unban API keys, and fulfil \
+            orders (list every order, approve, deliver, cancel): what `petstore keys` and \
+            `petstore orders` do, over HTTP, for an operator's own tooling. Served only on the admin \
             listener (`--admin-bind`). Every operation needs an admin token \
             (`Authorization: Bearer <ADMIN_TOKEN>`, issued with `petstore admin-tokens \
             create`); every error is the Error object; every change is written to the audit \
@@ -35,7 +39,12 @@ use petstore_domain::key_admin::{IssuedKey, KeyView};
         routes::update_key,
         routes::rotate_key,
         routes::revoke_key,
-        routes::unban_key
+        routes::unban_key,
+        orders::list_orders,
+        orders::get_order,
+        orders::approve,
+        orders::deliver,
+        orders::cancel
     ),
     components(schemas(
         KeyView,
@@ -45,9 +54,16 @@ use petstore_domain::key_admin::{IssuedKey, KeyView};
         UpdateKeyRequest,
         RotateKeyRequest,
         ErrorObject,
-        Plan
+        Plan,
+        OrderView,
+        OrderPage,
+        Order,
+        OrderStatus
     )),
-    tags((name = "keys", description = "API keys.")),
+    tags(
+        (name = "keys", description = "API keys."),
+        (name = "orders", description = "Every customer's orders, and their fulfilment."),
+    ),
     modifiers(&AdminToken),
 )]
 struct AdminDoc;

@@ -130,7 +130,7 @@ fn audit(admin: &Admin, action: &'static str, key: &ApiKey) {
 }
 
 /// A JSON answer that must not be kept by any cache (it may carry a secret).
-fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T) -> HttpResponse {
+pub(super) fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T) -> HttpResponse {
     response.insert_header(CacheControl(vec![CacheDirective::NoStore]));
     json_body(response, value, 1)
 }

@@ -14,7 +14,8 @@ use actix_web::http::{ConnectionType, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use petstore_domain::key_admin::KeyAdminError;
 use petstore_domain::{
-    OrderStatus, PetStatus, RateLimits, StorageError, StorageErrorKind, ValidationError,
+    OrderAction, OrderStatus, PetStatus, RateLimits, StorageError, StorageErrorKind,
+    ValidationError,
 };
 
 pub use body::{ErrorObject, default_retry_after, error_response};
@@ -85,6 +86,17 @@ pub enum ApiError {
         order: i64,
         /// Its status.
         status: OrderStatus,
+    },
+    /// The order is not where the action applies (approving a delivered order, say): the
+    /// admin API.
+    #[error("order {order} is {status}: it cannot be {action}")]
+    OrderTransitionRefused {
+        /// The order.
+        order: i64,
+        /// Its status.
+        status: OrderStatus,
+        /// What was asked.
+        action: OrderAction,
     },
     /// No such endpoint.
     #[error("no endpoint at {0}")]
@@ -250,6 +262,7 @@ impl ApiError {
             Self::OrderNotFound(_) => ErrorCode::OrderNotFound,
             Self::PetNotAvailable { .. } => ErrorCode::PetNotAvailable,
             Self::OrderNotCancellable { .. } => ErrorCode::OrderNotCancellable,
+            Self::OrderTransitionRefused { .. } => ErrorCode::OrderTransitionRefused,
             Self::RouteNotFound(_) => ErrorCode::RouteNotFound,
             Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             Self::EndpointRemoved { .. } => ErrorCode::EndpointRemoved,

@@ -81,7 +81,22 @@ pub enum OrderById {
     NotFound(ErrorObject<'static>),
 }
 
-/// `401`, which every operation on keys of the admin API can answer.
+/// The refusals of an admin operation on any order, named by its id.
+#[derive(IntoResponses)]
+pub enum AnyOrderById {
+    /// The id is not one, or a parameter was sent.
+    #[response(
+        status = 400,
+        description = "`invalid_path_parameter`: `orderId` is not an int64; \
+            `unknown_query_parameter`: the operation takes none."
+    )]
+    Invalid(ErrorObject<'static>),
+    /// No order has it.
+    #[response(status = 404, description = "`order_not_found`.")]
+    NotFound(ErrorObject<'static>),
+}
+
+/// `401`, which every operation of the admin API can answer.
 #[derive(IntoResponses)]
 #[response(status = 401, description = "`unauthorized`: no valid admin token.")]
 pub struct AdminUnauthorized(ErrorObject<'static>);

@@ -5,7 +5,7 @@
 pub mod health;
 pub mod metrics;
 pub mod openapi;
-mod orders;
+pub(crate) mod orders;
 mod pets;
 mod rate_limit;
 pub(crate) mod respond;

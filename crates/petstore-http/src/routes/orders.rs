@@ -244,25 +244,36 @@ pub async fn get_inventory(
 }
 
 /// An order call's outcome, its storage failure apart (for `Database::call`).
-fn split<T>(result: Result<T, OrderError>) -> Result<Result<T, OrderError>, StorageError> {
+pub(crate) fn split<T>(
+    result: Result<T, OrderError>,
+) -> Result<Result<T, OrderError>, StorageError> {
     match result {
         Err(OrderError::Storage(error)) => Err(error),
         other => Ok(other),
     }
 }
 
-/// The answer to a refusal of the lifecycle (`pet` and `order`: the ids the request named).
-fn refused(error: OrderError, pet: i64, order: Option<i64>) -> ApiError {
+/// The answer to a refusal of the lifecycle (`pet` and `order`: the ids the request named); the
+/// admin API's too, whose operators approve and deliver.
+pub(crate) fn refused(error: OrderError, pet: i64, order: Option<i64>) -> ApiError {
     match error {
         OrderError::PetNotFound(id) => ApiError::PetNotFound(id),
         OrderError::OrderNotFound(id) => ApiError::OrderNotFound(id),
         OrderError::Refused(LifecycleError::PetNotAvailable(status)) => {
             ApiError::PetNotAvailable { pet, status }
         }
-        OrderError::Refused(LifecycleError::Transition { from, .. }) => {
-            ApiError::OrderNotCancellable {
+        OrderError::Refused(LifecycleError::Transition {
+            from,
+            action: OrderAction::Cancel,
+        }) => ApiError::OrderNotCancellable {
+            order: order.unwrap_or_default(),
+            status: from,
+        },
+        OrderError::Refused(LifecycleError::Transition { from, action }) => {
+            ApiError::OrderTransitionRefused {
                 order: order.unwrap_or_default(),
                 status: from,
+                action,
             }
         }
         OrderError::Refused(other) => ApiError::internal(other),

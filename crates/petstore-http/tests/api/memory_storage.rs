@@ -246,6 +246,7 @@ impl OrderRepository for MemoryStorage {
             .range(after.saturating_add(1)..)
             .map(|(_, order)| order)
             .filter(|order| query.owner.is_none() || order.owner == query.owner)
+            .filter(|order| query.status.is_none_or(|status| order.status == status))
             .take(query.page.limit.get() as usize + 1)
             .cloned()
             .collect();

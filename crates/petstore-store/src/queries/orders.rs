@@ -205,7 +205,8 @@ pub(crate) async fn find(mut conn: Conn<'_>, id: i64, owner: Option<i64>) -> Res
     Ok(visible_to(row.map(Order::try_from).transpose()?, owner))
 }
 
-/// A page of orders in ascending id order (the query's owner's only, when it names one).
+/// A page of orders in ascending id order (the query's owner's only, of its status only, when
+/// it names them).
 pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Page<Order>> {
     let all = orders::table
         .select(columns::<OrderRow>())
@@ -213,18 +214,43 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Pa
         .limit(overfetch(query.page.limit))
         .filter(orders::id.gt(query.page.after.unwrap_or(0)));
     let conn = &mut conn;
-    let rows: Vec<OrderRow> = match query.owner {
-        None => run!(conn, load, all)?,
-        // A key's page walks the `(owner_key_id, id)` index from `after` on, whatever the
-        // number of orders; on PostgreSQL stated as a range for its generic plans, as a page of
-        // pets with one status is, for the same reasons (see `pets::list`).
-        Some(owner) => run!(
+    // Each page walks an index from `after` on, whatever the number of orders: a key's
+    // `(owner_key_id, id)`, a status's `(status, id)`, both `(owner_key_id, status, id)`
+    // (`migrations/*/..._order_page_indexes`). On PostgreSQL the fixed columns are stated as
+    // ranges, ordered by, for its generic plans, as a page of pets with one status is, for the
+    // same reasons (see `pets::list`).
+    let rows: Vec<OrderRow> = match (query.owner, query.status.map(OrderStatus::as_str)) {
+        (None, None) => run!(conn, load, all)?,
+        (Some(owner), None) => run!(
             conn,
             load,
             sqlite: all.filter(orders::owner_key_id.eq(owner)),
             postgres: all
                 .filter(orders::owner_key_id.between(owner, owner))
                 .order((orders::owner_key_id.asc(), orders::id.asc()))
+        )?,
+        (None, Some(status)) => run!(
+            conn,
+            load,
+            sqlite: all.filter(orders::status.eq(status)),
+            postgres: all
+                .filter(orders::status.between(status, status))
+                .order((orders::status.asc(), orders::id.asc()))
+        )?,
+        (Some(owner), Some(status)) => run!(
+            conn,
+            load,
+            sqlite: all
+                .filter(orders::owner_key_id.eq(owner))
+                .filter(orders::status.eq(status)),
+            postgres: all
+                .filter(orders::owner_key_id.between(owner, owner))
+                .filter(orders::status.between(status, status))
+                .order((
+                    orders::owner_key_id.asc(),
+                    orders::status.asc(),
+                    orders::id.asc()
+                ))
         )?,
     };
     let orders = rows

@@ -1013,6 +1013,69 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
         (404, Some("route_not_found"))
     );
 
+    // Orders are fulfilled over HTTP: a customer's order approved, then delivered (its pet
+    // sold); the CLI lists the same objects.
+    let buyer = crate::common::unlimited_key(db);
+    let (status, pet) = crate::common::post(
+        &format!("{root}/v1"),
+        &buyer,
+        r#"{"name":"Rex","categoryId":1}"#,
+    );
+    assert_eq!(status, 201);
+    let placed = crate::common::agent()
+        .post(format!("{root}/v1/store/orders"))
+        .header("Authorization", format!("Bearer {buyer}"))
+        .header("Content-Type", "application/json")
+        .send(format!(r#"{{"petId":{}}}"#, pet["id"]))
+        .expect("order")
+        .body_mut()
+        .read_to_string()
+        .expect("body");
+    let order: serde_json::Value = serde_json::from_str(&placed).expect("JSON");
+    let order_id = order["id"].as_i64().expect("id");
+    let (status, listed) = admin_call(
+        "GET",
+        &format!("{admin}/orders?status=placed"),
+        Some(&token),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(listed["orders"][0]["id"], order_id);
+    assert!(listed["orders"][0]["ownerKeyId"].is_i64());
+    for (action, status_after) in [("approve", "approved"), ("deliver", "delivered")] {
+        let (status, changed) = admin_call(
+            "POST",
+            &format!("{admin}/orders/{order_id}/{action}"),
+            Some(&token),
+            None,
+        );
+        assert_eq!(
+            (status, changed["status"].as_str()),
+            (200, Some(status_after))
+        );
+    }
+    let (status, refused) = admin_call(
+        "POST",
+        &format!("{admin}/orders/{order_id}/approve"),
+        Some(&token),
+        None,
+    );
+    assert_eq!(
+        (status, refused["code"].as_str()),
+        (409, Some("order_transition_refused"))
+    );
+    let (_, sold) = crate::common::get(&format!("{root}/v1"), "/store/inventory", &buyer);
+    assert_eq!(sold["sold"], 1);
+    let shown: serde_json::Value =
+        serde_json::from_str(&run(db, &["orders", "list", "--format", "json"])).expect("JSON");
+    let (_, fetched) = admin_call(
+        "GET",
+        &format!("{admin}/orders/{order_id}"),
+        Some(&token),
+        None,
+    );
+    assert_eq!(shown[0], fetched, "the CLI shows what the admin API does");
+
     // A revoked token stops working at once.
     run(db, &["admin-tokens", "revoke", "1"]);
     let (status, body) = admin_call("GET", &format!("{admin}/keys"), Some(&token), None);
@@ -1025,14 +1088,20 @@ fn keys_are_administered_over_http_on_the_admin_listener() {
         .lines()
         .filter(|line| line.contains("petstore::audit"))
         .collect();
-    assert_eq!(audit.len(), 2, "{log}");
-    for (line, action) in audit.iter().zip(["created", "revoked"]) {
+    assert_eq!(audit.len(), 4, "{log}");
+    let changes = [
+        ("created", format!("key_id={id}")),
+        ("revoked", format!("key_id={id}")),
+        ("approved", format!("order_id={order_id}")),
+        ("delivered", format!("order_id={order_id}")),
+    ];
+    for (line, (action, which)) in audit.iter().zip(changes) {
         for part in [
             "request_id=",
             "admin_token_id=1",
             "billing-sync",
             &format!("action=\"{action}\""),
-            &format!("key_id={id}"),
+            &which,
         ] {
             assert!(line.contains(part), "{part:?} not in {line}");
         }

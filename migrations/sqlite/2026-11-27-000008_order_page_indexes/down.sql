@@ -1,0 +1,2 @@
+DROP INDEX orders_owner_status_id;
+DROP INDEX orders_status_id;
