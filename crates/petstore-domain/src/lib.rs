@@ -10,8 +10,8 @@
 //! [`idempotency::decide_claim`]. What operators do to API keys, over the storage interface, is
 //! [`key_admin`] (the `petstore keys` commands and the admin API share it), and what they do to
 //! orders [`order_admin`] (`petstore orders` and the admin API). No module imports one that
-//! imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`, `query`,
-//! `idempotency`, `order`, `repository`, and `key_admin` and `order_admin` on top.
+//! imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
+//! `idempotency`, `order`, `query`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
 #[macro_use]

@@ -158,14 +158,16 @@ impl OrderListQuery {
                 }
                 "key" => {
                     seen.first("key")?;
-                    owner = Some(value.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(
-                        || {
-                            ValidationError::parameter(
-                                "key",
-                                "must be a key id (a positive integer)",
-                            )
-                        },
-                    )?);
+                    owner = Some(
+                        parse_decimal::<i64>(value)
+                            .filter(|id| *id > 0)
+                            .ok_or_else(|| {
+                                ValidationError::parameter(
+                                    "key",
+                                    "must be a key id (a positive integer)",
+                                )
+                            })?,
+                    );
                 }
                 _ => return Ok(false),
             }
@@ -416,6 +418,8 @@ mod tests {
             (&[("status", "lost")][..], "status"),
             (&[("key", "0")][..], "key"),
             (&[("key", "x")][..], "key"),
+            (&[("key", "+7")][..], "key"),
+            (&[("key", "-7")][..], "key"),
             (&[("key", "1"), ("key", "2")][..], "key"),
         ] {
             let error =

@@ -186,5 +186,10 @@ fn respond(stored: StoredResponse, replayed: bool) -> HttpResponse {
     if replayed {
         response.insert_header((REPLAYED, HeaderValue::from_static("true")));
     }
+    // A stored error is an Error object `error_response` wrote: its answer is not kept by any
+    // cache either.
+    if status.is_client_error() || status.is_server_error() {
+        response.insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
+    }
     response.body(stored.body)
 }

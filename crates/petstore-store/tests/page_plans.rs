@@ -199,6 +199,7 @@ async fn page_statements(db: &TestDatabase, seed: &str) -> (Store, Vec<Expected>
             OrderStatus::Placed,
             OrderStatus::Approved,
             OrderStatus::Delivered,
+            OrderStatus::Cancelled,
         ] {
             let statement = orders_page(&store, None, Some(status), after).await;
             expected.push(expect(

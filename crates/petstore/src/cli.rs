@@ -137,7 +137,7 @@ pub enum OrdersCommand {
         #[arg(long)]
         status: Option<petstore_domain::OrderStatus>,
         /// Only orders placed with this API key (its id).
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(i64).range(1..))]
         key: Option<i64>,
         /// `text` (a table) or `json` (an array of objects, for scripts: the admin API's).
         #[arg(long, default_value = "text")]

@@ -78,6 +78,9 @@ pub fn error_response(
     if let Some(seconds) = retry_after {
         headers.insert(header::RETRY_AFTER, seconds.into());
     }
+    // An error tells of this moment (a limit, an outage, a pet not created yet): no cache, a
+    // client's own included, keeps one to answer a later request with it.
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     // For the access log.
     response.extensions_mut().insert(code);
     response

@@ -71,6 +71,11 @@ impl Reply {
             Some("application/json"),
             "content type"
         );
+        assert_eq!(
+            self.header("cache-control"),
+            Some("no-store"),
+            "no cache keeps an error"
+        );
         let object = body.as_object().expect("object");
         assert_eq!(object.len(), 3, "exactly code, message, status: {body}");
         body["message"]
