@@ -16,7 +16,9 @@
 //! - a `GET` it has an answer to (with its `ETag`) asks again with `If-None-Match`, and a
 //!   `304 Not Modified` is answered from what it kept: polling spends none of the key's quota
 //!   while nothing changes ([`ClientBuilder::kept_answers`] bounds the memory);
-//! - the API key never shows in `Debug` output, the builder's included.
+//! - the API key never shows in `Debug` output, the builder's included;
+//! - [`webhooks::WebhookSecret`] verifies a webhook delivery signed as the Standard Webhooks
+//!   specification says (constant-time comparison, a timestamp tolerance against replays).
 //!
 //! The types are the domain's (`petstore-domain`): [`Pet`], [`NewPet`], [`PetStatus`],
 //! [`Order`], the error catalogue [`ErrorCode`]; nothing is defined twice.
@@ -47,6 +49,7 @@ mod limits;
 pub mod operations;
 mod query;
 mod retry;
+pub mod webhooks;
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
