@@ -67,6 +67,11 @@ impl Validators {
         self.entries.insert(url, (kept.clone(), self.clock));
     }
 
+    /// Forgets the answer kept for `url` (the resource is gone).
+    pub(crate) fn forget(&mut self, url: &Url) {
+        self.entries.remove(url);
+    }
+
     #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
@@ -122,5 +127,9 @@ mod tests {
             },
         );
         assert!(cache.get(&url(99)).is_none());
+        // A resource gone is forgotten.
+        assert!(cache.get(&url(98)).is_some());
+        cache.forget(&url(98));
+        assert!(cache.get(&url(98)).is_none());
     }
 }

@@ -331,7 +331,16 @@ impl Client {
             idempotency_key: None,
             if_none_match: kept.as_ref().and_then(|kept| kept.etag.clone()),
         };
-        let response = self.send(&call).await?;
+        let response = match self.send(&call).await {
+            Ok(response) => response,
+            Err(error) => {
+                // Gone: what was kept for it is of no more use.
+                if matches!(error.status(), Some(404 | 410)) {
+                    self.kept().forget(&call.url);
+                }
+                return Err(error);
+            }
+        };
         if response.status() == StatusCode::NOT_MODIFIED {
             return kept.ok_or_else(|| {
                 Error::InvalidResponse("304 Not Modified to an unconditional GET".into())

@@ -1,6 +1,6 @@
 //! The client against canned answers from a tiny local server: how it reads a `410`, never
 //! retries a ban, waits out `Retry-After` before retrying a `429` or `503`, and retries a lost
-//! connection. (Its behaviour against the real service is tested with the `petstore` binary,
+//! connection, and revalidates a kept answer until it is gone. (Its behaviour against the real service is tested with the `petstore` binary,
 //! in `crates/petstore/tests/blackbox/client.rs`.)
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -14,8 +14,8 @@ use petstore_client::{Client, Error, ErrorCode, PetQuery, RetryPolicy};
 /// One canned answer: status, extra headers, JSON body; `None` closes the connection unanswered.
 type Answer = Option<(u16, Vec<(&'static str, String)>, String)>;
 
-/// A request as it arrived: when, and its `Idempotency-Key` if any.
-type Arrival = (Instant, Option<String>);
+/// A request as it arrived: when, its `Idempotency-Key` and its `If-None-Match`, if any.
+type Arrival = (Instant, Option<String>, Option<String>);
 
 /// Serves `answers` in order, one per request, and records each request's arrival.
 fn serve(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<Arrival>>>) {
@@ -39,7 +39,7 @@ fn serve(answers: Vec<Answer>) -> (String, Arc<Mutex<Vec<Arrival>>>) {
 fn answer_one(stream: TcpStream, answer: Answer, seen: &Mutex<Vec<Arrival>>) -> bool {
     let mut reader = BufReader::new(stream.try_clone().expect("clone"));
     let mut length = 0;
-    let mut idempotency_key = None;
+    let (mut idempotency_key, mut if_none_match) = (None, None);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 {
@@ -51,6 +51,9 @@ fn answer_one(stream: TcpStream, answer: Answer, seen: &Mutex<Vec<Arrival>>) -> 
         if line.to_ascii_lowercase().starts_with("idempotency-key:") {
             idempotency_key = line.split_once(':').map(|(_, v)| v.trim().to_owned());
         }
+        if line.to_ascii_lowercase().starts_with("if-none-match:") {
+            if_none_match = line.split_once(':').map(|(_, v)| v.trim().to_owned());
+        }
         if line == "\r\n" {
             break;
         }
@@ -59,7 +62,7 @@ fn answer_one(stream: TcpStream, answer: Answer, seen: &Mutex<Vec<Arrival>>) -> 
     let _ = reader.read_exact(&mut body);
     seen.lock()
         .expect("lock")
-        .push((Instant::now(), idempotency_key));
+        .push((Instant::now(), idempotency_key, if_none_match));
     let Some((status, headers, body)) = answer else {
         return true; // dropped: the connection closes unanswered
     };
@@ -180,7 +183,7 @@ async fn a_503_and_a_lost_connection_are_retried_and_a_write_keeps_its_key() {
     assert!(
         arrivals
             .iter()
-            .all(|(_, k)| k.as_deref() == Some(key.as_str())),
+            .all(|(_, k, _)| k.as_deref() == Some(key.as_str())),
         "one key for every retry: {arrivals:?}"
     );
 }
@@ -339,4 +342,37 @@ async fn a_write_cut_off_again_and_again_stops_after_the_policys_count() {
     assert!(matches!(error, Error::Transport(_)), "{error:?}");
     // The first send and the policy's 3 retries, whatever made each retry.
     assert_eq!(arrivals.lock().expect("lock").len(), 4);
+}
+
+#[tokio::test]
+async fn a_kept_answer_is_asked_for_again_and_forgotten_once_gone() {
+    let tagged = |body: &str| Some((200, vec![("ETag", "W/\"a1\"".to_owned())], body.to_owned()));
+    let inventory = r#"{"available":1,"pending":0,"sold":0}"#;
+    let (base, arrivals) = serve(vec![
+        tagged(inventory),
+        Some((304, vec![("ETag", "W/\"a1\"".to_owned())], String::new())),
+        Some((404, vec![], error(404, "route_not_found"))),
+        tagged(inventory),
+    ]);
+    let client = client(&base);
+    let first = client.inventory().await.expect("200");
+    assert_eq!(
+        client.inventory().await.expect("304: the kept answer"),
+        first
+    );
+    let gone = client.inventory().await.expect_err("404");
+    assert_eq!(gone.status(), Some(404));
+    client.inventory().await.expect("200 again");
+    let asked: Vec<Option<String>> = arrivals
+        .lock()
+        .expect("lock")
+        .iter()
+        .map(|(_, _, tag)| tag.clone())
+        .collect();
+    let tag = Some("W/\"a1\"".to_owned());
+    assert_eq!(
+        asked,
+        [None, tag.clone(), tag, None],
+        "conditional while kept, plain once gone"
+    );
 }
