@@ -1,7 +1,7 @@
 //! The client against canned answers from a tiny local server: how it reads a `410`, never
-//! retries a ban, waits out `Retry-After` before retrying a `429` or `503`, and retries a lost
-//! connection, and revalidates a kept answer until it is gone. (Its behaviour against the real service is tested with the `petstore` binary,
-//! in `crates/petstore/tests/blackbox/client.rs`.)
+//! retries a ban, waits out `Retry-After` before retrying a `429` or `503`, retries a lost
+//! connection, and revalidates a kept answer until it is gone. (Its behaviour against the real
+//! service is tested with the `petstore` binary, in `crates/petstore/tests/blackbox/client.rs`.)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -1,7 +1,7 @@
 //! The HTTP standards the service follows, through the real binary: RFC 6750's bearer
 //! challenges, RFC 9745 and RFC 8594's links on the deprecated operation, and
 //! draft-ietf-httpapi-idempotency-key-header-07's quoted `Idempotency-Key` and `describedby`
-//! link, RFC 9110's conditional `GET`.
+//! link, RFC 9110's conditional `GET` and the bound on the free `304`s.
 
 use crate::common::{TestServer, agent, run, temp_db, unlimited_key};
 
@@ -195,4 +195,49 @@ fn conditional_requests_through_the_binary() {
         }
     }
     server.stop();
+}
+
+/// The bound on free revalidations, through the binary: a Free key (60 a minute) asking the
+/// same page again and again with its tag gets 60 free `304`s, then 59 counted ones (after the
+/// `200` that gave it the tag), then `429`.
+#[test]
+fn matching_conditional_requests_are_free_up_to_a_bound_then_refused() {
+    let (_dir, db) = temp_db();
+    let key = run(&db, &["keys", "create", "--plan", "free"])
+        .trim()
+        .to_owned();
+    let server = TestServer::start(&db, &["--bootstrap-key=false"]);
+    let bearer = format!("Bearer {key}");
+    let url = format!("{}/pets", server.base);
+    let agent = agent();
+    crate::common::wait_for_room_in_minute(20);
+    let first = agent
+        .get(&url)
+        .header("Authorization", &bearer)
+        .call()
+        .expect("GET");
+    let tag = first.headers()["etag"].to_str().expect("ASCII").to_owned();
+    let mut answers = Vec::new();
+    for _ in 0..120 {
+        let reply = agent
+            .get(&url)
+            .header("Authorization", &bearer)
+            .header("If-None-Match", &tag)
+            .call()
+            .expect("GET");
+        let remaining = reply.headers()["x-ratelimit-remaining"]
+            .to_str()
+            .expect("ASCII")
+            .to_owned();
+        answers.push((reply.status().as_u16(), remaining));
+    }
+    server.stop();
+    let free = answers
+        .iter()
+        .take(60)
+        .all(|(status, left)| *status == 304 && left == "59");
+    assert!(free, "{:?}", &answers[..60]);
+    let counted: Vec<(u16, String)> = (0..59).rev().map(|left| (304, left.to_string())).collect();
+    assert_eq!(answers[60..119], counted[..]);
+    assert_eq!(answers[119], (429, "0".to_owned()));
 }
