@@ -81,7 +81,8 @@ impl ClientBuilder {
     }
 
     /// How many answers to `GET`s the client keeps with their `ETag`s, to ask again with
-    /// `If-None-Match` and be answered `304` (free of quota) while nothing changed (default 64,
+    /// `If-None-Match` and be answered `304` (free of quota, up to the key's limits' worth a
+    /// minute and a day) while nothing changed (default 64,
     /// the least recently used dropped first; bodies over 256 KiB are not kept; 0 keeps none).
     pub fn kept_answers(mut self, answers: usize) -> Self {
         self.kept_answers = answers;

@@ -1,6 +1,7 @@
 //! The answers to `GET`s kept with their entity tags, so that asking again costs nothing while
 //! nothing changed: the next `GET` of the same address sends `If-None-Match`, and a `304` is
-//! answered from here (the service does not count it against the key's limits).
+//! answered from here (the service does not count it against the key's limits, up to their
+//! worth of `304`s a minute and a day).
 
 use std::collections::HashMap;
 

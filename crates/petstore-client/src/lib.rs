@@ -14,8 +14,9 @@
 //! - [`Client::create_pet`] and [`Client::place_order`] send an `Idempotency-Key` made once per
 //!   call and reused by that call's retries, so a retried write never happens twice;
 //! - a `GET` it has an answer to (with its `ETag`) asks again with `If-None-Match`, and a
-//!   `304 Not Modified` is answered from what it kept: polling spends none of the key's quota
-//!   while nothing changes ([`ClientBuilder::kept_answers`] bounds the memory);
+//!   `304 Not Modified` is answered from what it kept: while nothing changes, polling spends
+//!   none of the key's quota, up to its limits' worth of `304`s a minute and a day (the
+//!   service's bound; [`ClientBuilder::kept_answers`] bounds the memory);
 //! - the API key never shows in `Debug` output, the builder's included;
 //! - [`webhooks::WebhookSecret`] verifies a webhook delivery signed as the Standard Webhooks
 //!   specification says (constant-time comparison, a timestamp tolerance against replays).

@@ -54,8 +54,8 @@ pub enum WebhookError {
     NoMatchingSignature,
 }
 
-/// A webhook endpoint's signing secret, as it was shown once when the endpoint was created or
-/// its secret rotated. Its `Debug` output leaves the key out.
+/// A webhook signing secret (`whsec_` + base64), as the sender shares it with the receiver. Its
+/// `Debug` output leaves the key out.
 #[derive(Clone)]
 pub struct WebhookSecret {
     key: Vec<u8>,
@@ -94,8 +94,8 @@ impl WebhookSecret {
         mac
     }
 
-    /// The `webhook-signature` value of a delivery (`v1,` + base64): what the service sends,
-    /// for tests of a receiver.
+    /// The `webhook-signature` value of a delivery (`v1,` + base64): what a sender signing with
+    /// this secret sends, for tests of a receiver.
     pub fn sign(&self, id: &str, timestamp: u64, body: &[u8]) -> String {
         let tag = self
             .mac(id, &timestamp.to_string(), body)

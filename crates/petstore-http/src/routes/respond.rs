@@ -25,7 +25,10 @@ pub fn conditional(
     } else {
         body(response)
     };
-    caching.write(answer.headers_mut());
+    // Not on the error of a body that could not be encoded: errors are `no-store`.
+    if !answer.status().is_server_error() {
+        caching.write(answer.headers_mut());
+    }
     answer
 }
 

@@ -269,7 +269,7 @@ async fn a_304_is_free_up_to_the_minute_limit_then_counted_then_refused() {
     assert_eq!((reply.status.as_u16(), remaining(&reply)), (304, 60));
     let status = app.get_as("/v1/rate_limit", &key).await.json();
     assert_eq!(status["day"]["remaining"], 1_000 - 60);
-    // A 304 without a key is counted against the address like any request.
+    // The documents need no key: their 304s are taken back from the address's counts alike.
     let anonymous = conditional(&app, "/v1/openapi.json", None, "*").await;
     assert_eq!(anonymous.status, 304);
 }
