@@ -26,6 +26,11 @@ pub enum StoreError {
     /// timeout had passed.
     #[error("the database did not complete the call within {0:?}")]
     TimedOut(Duration, #[source] BoxError),
+    /// The server accepts no writes (PostgreSQL's `read_only_sql_transaction`, 25006): a standby,
+    /// or a primary being demoted or not yet promoted. Another server, or this one later, may:
+    /// the connection is not used again (see `postgres::Postgres::call`).
+    #[error("the database server accepts no writes (it is a standby, or read-only)")]
+    ReadOnly(#[source] BoxError),
     /// A transaction lost a race with another one (a serialization failure); running it again
     /// may succeed.
     #[error("the transaction conflicted with another one")]
@@ -87,6 +92,7 @@ impl StoreError {
             Self::Connect(_)
             | Self::ConnectionLost(_)
             | Self::TimedOut(..)
+            | Self::ReadOnly(_)
             | Self::Conflict(_)
             | Self::WriterStopped
             | Self::GivenUp
@@ -125,6 +131,9 @@ impl From<DieselError> for StoreError {
             ) => Self::ConnectionLost(error.into()),
             DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => {
                 Self::Conflict(error.into())
+            }
+            DieselError::DatabaseError(DatabaseErrorKind::ReadOnlyTransaction, _) => {
+                Self::ReadOnly(error.into())
             }
             _ => Self::Database(error.into()),
         }

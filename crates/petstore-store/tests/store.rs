@@ -856,6 +856,62 @@ async fn lockable_within(url: &str, lock: &str, tries: u32) -> bool {
     false
 }
 
+/// A server that accepts no writes (a standby, a primary demoted: `read_only_sql_transaction`)
+/// is unavailable, not a fault, and the connection that met it is not used again: once the
+/// server takes writes, a write succeeds on a connection opened since.
+#[tokio::test]
+async fn a_server_that_takes_no_writes_is_unavailable_and_its_connection_not_kept() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    add(&db.store().await, "Rex", PetStatus::Available).await;
+    let name = db
+        .url()
+        .rsplit('/')
+        .next()
+        .and_then(|tail| tail.split('?').next())
+        .expect("the database's name")
+        .to_owned();
+    let admin = RawPostgres::connect(db.url()).expect("connect");
+    // Sessions opened from now on are read-only, as on a standby: those of a store opened now.
+    admin
+        .execute(&format!(
+            "ALTER DATABASE \"{name}\" SET default_transaction_read_only = on"
+        ))
+        .expect("read-only");
+    let store = Store::open(&StoreConfig::new(db.url())).expect("open");
+    let refused = store
+        .create_pet(&draft("Tom", PetStatus::Available))
+        .await
+        .expect_err("a read-only server stores nothing");
+    assert_eq!(refused.kind(), StorageErrorKind::Unavailable, "{refused:?}");
+    assert!(format!("{refused:?}").contains("ReadOnly("), "{refused:?}");
+    // Reads go on.
+    assert_eq!(walk(&store, 10, None).await.len(), 1);
+    // Writable again for new sessions: a write succeeds within as many tries as the pool
+    // holds read-only sessions (each one a write meets is dropped), every failure unavailable,
+    // never a fault.
+    admin
+        .execute(&format!(
+            "ALTER DATABASE \"{name}\" RESET default_transaction_read_only"
+        ))
+        .expect("writable");
+    let mut stored = None;
+    for _ in 0..5 {
+        match store.create_pet(&draft("Tom", PetStatus::Available)).await {
+            Ok(pet) => {
+                stored = Some(pet);
+                break;
+            }
+            Err(error) => assert_eq!(error.kind(), StorageErrorKind::Unavailable, "{error:?}"),
+        }
+    }
+    assert_eq!(
+        stored.expect("stored once the server takes writes").name,
+        "Tom"
+    );
+}
+
 #[tokio::test]
 async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
     let Some(db) = TestDatabase::postgres() else {
