@@ -17,7 +17,8 @@
 //! - [`state`]: [`AppState`], built by one constructor; then [`idempotency`] (safe retries of
 //!   writes, for the handlers).
 //! - [`middleware`] (admission composes auth and rate limits), [`routes`] (thin handlers),
-//!   [`admin`] (key administration, shared by the CLI and the admin API), then [`app`].
+//!   [`admin`] (key administration and order fulfilment, shared by the CLI and the admin
+//!   API), then [`app`].
 //!
 //! Start reading at [`app`], which production and every test build alike.
 

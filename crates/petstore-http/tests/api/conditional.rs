@@ -96,6 +96,16 @@ async fn every_tagged_read_answers_304_to_its_own_tag(app: TestApp) {
             )
             .await;
         assert_eq!(head.header("etag"), Some(tag.as_str()), "HEAD {uri}");
+        let head_again = app
+            .send(
+                TestRequest::default()
+                    .method(actix_web::http::Method::HEAD)
+                    .uri(&uri)
+                    .insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
+                    .insert_header((header::IF_NONE_MATCH, tag.clone())),
+            )
+            .await;
+        assert_eq!(head_again.status, 304, "conditional HEAD {uri}");
         let strong = tag.trim_start_matches("W/").to_owned();
         for tags in [
             tag.clone(),

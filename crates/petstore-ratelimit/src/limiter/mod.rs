@@ -291,8 +291,8 @@ impl Limiter {
 
     /// A request of `account` counted at `now` where `tally` says was answered `304 Not
     /// Modified`: takes it back from the counts there while the subject has free revalidations
-    /// left in the minute and the day ([`RateLimits::free_revalidations`]). Whether it was taken back; a
-    /// store that fails leaves it counted (the failure is noted like any other).
+    /// left in the minute and the day ([`RateLimits::free_revalidations`]). Whether it was
+    /// taken back; a store that fails leaves it counted (the failure is noted like any other).
     pub async fn revalidated(&self, account: &Account, now: u64, tally: Tally) -> bool {
         let allowance = account.limits.free_revalidations();
         match (tally, &self.fallback) {
