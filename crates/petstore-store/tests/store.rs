@@ -912,6 +912,62 @@ async fn a_server_that_takes_no_writes_is_unavailable_and_its_connection_not_kep
     );
 }
 
+/// Sessions the server ends (`pg_terminate_backend`: what a fast shutdown, a failover manager or
+/// an operator does; `57P01 admin_shutdown`) are unavailable, never a fault, whether the server's
+/// message comes before the next statement or as its answer, and the store opens others.
+#[tokio::test]
+async fn sessions_the_server_ends_are_unavailable_and_replaced() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let store = db.store().await;
+    add(&store, "Rex", PetStatus::Available).await;
+    let name = db
+        .url()
+        .rsplit('/')
+        .next()
+        .and_then(|tail| tail.split('?').next())
+        .expect("the database's name")
+        .to_owned();
+    let admin = RawPostgres::connect(db.url()).expect("connect");
+    let end_sessions = format!(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    );
+    let mut refused = 0;
+    for round in 0..20 {
+        admin
+            .execute(&end_sessions)
+            .expect("end the store's sessions");
+        // Some rounds at once (the server's message answers the statement), some after it came.
+        if round % 2 == 1 {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        let write = store.create_pet(&draft("Tom", PetStatus::Available)).await;
+        let read = store.list_pets(&page(10, None, None)).await;
+        for error in [write.err(), read.err()].into_iter().flatten() {
+            assert_eq!(error.kind(), StorageErrorKind::Unavailable, "{error:?}");
+            refused += 1;
+        }
+        // The next calls find (or open) live sessions: within as many tries as the pools hold
+        // ended ones (one per worker here), every failure unavailable.
+        let mut tries = 0;
+        loop {
+            let write = store.create_pet(&draft("Tom", PetStatus::Available)).await;
+            let read = store.list_pets(&page(10, None, None)).await;
+            if write.is_ok() && read.is_ok() {
+                break;
+            }
+            for error in [write.err(), read.err()].into_iter().flatten() {
+                assert_eq!(error.kind(), StorageErrorKind::Unavailable, "{error:?}");
+            }
+            tries += 1;
+            assert!(tries < 3, "the store kept using ended sessions");
+        }
+    }
+    assert!(refused > 0, "no call met an ended session");
+}
+
 #[tokio::test]
 async fn a_write_given_up_on_midway_ends_its_transaction_at_once() {
     let Some(db) = TestDatabase::postgres() else {

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use deadpool::Runtime;
 use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult, TimeoutType};
 use diesel_async::AsyncPgConnection;
+use diesel_async::pooled_connection::PoolableConnection;
 use petstore_domain::{Capacity, StorageErrorKind};
 
 use crate::conn::{Conn, Op};
@@ -116,6 +117,10 @@ impl Postgres {
         })
         .await
         .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        let result = match result {
+            Err(error) => Err(lost_or(error, &conn).await),
+            done => done,
+        };
         suspect.cleared = !result
             .as_ref()
             .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
@@ -154,6 +159,10 @@ impl Postgres {
         })
         .await
         .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        let result = match result {
+            Err(error) => Err(lost_or(error, &pooled.connection).await),
+            done => done,
+        };
         pooled.broken = result
             .as_ref()
             .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
@@ -237,6 +246,32 @@ impl Postgres {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
         }
+    }
+}
+
+/// The longest [`lost_or`] waits for its round trip.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// `error`, or a lost connection where `error` was the server ending the session. A server that
+/// ends a session (`57P01 admin_shutdown`: a fast shutdown, `pg_terminate_backend`, a failover
+/// manager fencing the old primary; `57P02`, `57P03`) sends its reason as the answer to the
+/// statement in flight, and diesel-async reports it as an error of no kind, with no SQLSTATE:
+/// read as is, a fault (`500`) where the server only went away (`503`). Only after such an
+/// error, one round trip on the same connection tells the two apart: it fails as lost only if
+/// the server has closed the session; a statement that was refused on a live session
+/// leaves the connection answering.
+async fn lost_or(error: StoreError, conn: &AsyncPgConnection) -> StoreError {
+    use diesel_async::RunQueryDsl;
+    if !matches!(error, StoreError::Database(_)) {
+        return error;
+    }
+    let probe = diesel::sql_query("SELECT 1").execute(&mut &*conn);
+    let probed = tokio::time::timeout(PROBE_TIMEOUT, probe)
+        .await
+        .map(|answer| answer.map_err(StoreError::from));
+    match probed {
+        Ok(Err(StoreError::ConnectionLost(_))) => StoreError::ConnectionLost(error.into()),
+        _ => error,
     }
 }
 
@@ -376,6 +411,11 @@ impl managed::Manager for Manager {
     async fn recycle(&self, conn: &mut PgConn, _: &Metrics) -> RecycleResult<StoreError> {
         if conn.broken {
             return Err(RecycleError::message("its last call did not end cleanly"));
+        }
+        // The server closed it while it sat in the pool (it stopped, was failed over, ended the
+        // session): dropped now, not handed to a call that would fail on it.
+        if conn.connection.is_broken() {
+            return Err(RecycleError::message("its server closed it"));
         }
         Ok(())
     }

@@ -91,6 +91,69 @@ impl PostgresServer {
         Some(server)
     }
 
+    /// A streaming standby of this server: `pg_basebackup -R` (a copy, then replication from this
+    /// server's WAL) into a folder of its own, started on a port of its own with this server's
+    /// settings, accepting read-only sessions. This server's commits wait for it once it is
+    /// named synchronous ([`Self::wait_for_synchronous_standby`]).
+    pub fn start_standby(&self) -> Self {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        if let Some(owner) = self.owner {
+            chown(dir.path(), owner);
+        }
+        let mut standby = Self {
+            port: free_port(),
+            child: None,
+            data: dir.path().join("data"),
+            bin: self.bin.clone(),
+            owner: self.owner,
+            settings: self.settings.clone(),
+            dir,
+        };
+        let status = standby
+            .command("pg_basebackup")
+            .args(["-h", "127.0.0.1", "-p", &self.port.to_string()])
+            .args(["-U", "postgres", "-R", "-X", "stream", "--no-sync", "-D"])
+            .arg(&standby.data)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run pg_basebackup");
+        assert!(status.success(), "pg_basebackup failed");
+        standby.run();
+        standby
+    }
+
+    /// Makes every standby synchronous (`synchronous_standby_names = '*'`, with
+    /// `synchronous_commit = on`: a commit is confirmed once a standby has it on disk) and waits
+    /// until one streams as such.
+    pub fn wait_for_synchronous_standby(&self) {
+        self.set("synchronous_standby_names", "*");
+        let admin = self.connect();
+        let started = Instant::now();
+        while admin
+            .count("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")
+            .expect("read pg_stat_replication")
+            == 0
+        {
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "no standby became synchronous"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Promotes this standby (`pg_ctl promote`, waiting until it takes writes).
+    pub fn promote(&self) {
+        let status = self
+            .command("pg_ctl")
+            .args(["promote", "-w", "-t", "30", "-D"])
+            .arg(&self.data)
+            .stdout(Stdio::null())
+            .status()
+            .expect("run pg_ctl promote");
+        assert!(status.success(), "pg_ctl promote failed");
+    }
+
     /// A command running one of the server's programs, as the server's owner.
     fn command(&self, program: &str) -> Command {
         let mut command = Command::new(self.bin.join(program));

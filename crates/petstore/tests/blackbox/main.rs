@@ -12,6 +12,7 @@ mod container;
 mod contract;
 mod docs_page;
 mod durability;
+mod failover;
 mod hardening;
 mod idempotency;
 mod multi_instance;
