@@ -9,6 +9,9 @@ use crate::StoreError;
 /// statement timeout: the round trips around the statement.
 pub const DEADLINE_MARGIN: Duration = Duration::from_secs(1);
 
+/// How far behind the primary a standby may be and still be read from, unless set.
+pub const DEFAULT_READ_MAX_LAG: Duration = Duration::from_secs(2);
+
 /// How to reach the database and how hard to try.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
@@ -28,6 +31,14 @@ pub struct StoreConfig {
     /// Keep a SQLite connection open ahead of the first call (a server). A one-shot command
     /// sets this to `false`, so that no background thread opens one as it exits.
     pub keep_warm: bool,
+    /// PostgreSQL standbys (`postgres://` URLs) that answer the reads which tolerate one: pet
+    /// pages, one pet, the inventory, orders and one order. Empty: every call goes to `url`.
+    /// With standbys, `url`'s write sessions commit with `synchronous_commit = remote_apply`,
+    /// so that a write confirmed is visible on every synchronous standby (read-your-writes:
+    /// `docs/deploy.md`).
+    pub read_urls: Vec<String>,
+    /// A standby further behind the primary than this is not read from until it catches up.
+    pub read_max_lag: Duration,
 }
 
 impl StoreConfig {
@@ -41,6 +52,8 @@ impl StoreConfig {
             connect_timeout: Duration::from_secs(5),
             statement_timeout: Duration::from_secs(5),
             keep_warm: true,
+            read_urls: Vec::new(),
+            read_max_lag: DEFAULT_READ_MAX_LAG,
         }
     }
 

@@ -15,6 +15,16 @@ pub const POOL_CONNECTIONS: &str = "petstore_db_pool_connections";
 pub const POOL_CHECKOUT: &str = "petstore_db_pool_checkout_seconds";
 /// Checkouts that found no connection within the connect timeout: `backend`.
 pub const POOL_TIMEOUTS: &str = "petstore_db_pool_timeouts_total";
+/// Reads a standby may answer, by where they ran: `target` (`replica`, `primary`). Counted only
+/// where standbys are configured.
+pub const READS: &str = "petstore_db_reads_total";
+/// Reads a standby may answer that ran on the primary: `reason` (`unusable`: no standby was
+/// reachable and within the lag bound; `failed`: the standby tried failed the read).
+pub const REPLICA_FALLBACKS: &str = "petstore_db_replica_fallbacks_total";
+/// How far a standby is behind the primary, as last seen: `replica` (its URL, no password).
+pub const REPLICA_LAG: &str = "petstore_db_replica_lag_seconds";
+/// Whether a standby is read from (1) or skipped (0), as last seen: `replica`.
+pub const REPLICA_USABLE: &str = "petstore_db_replica_usable";
 /// Pets committed per transaction by the SQLite writer.
 pub const WRITER_BATCH_SIZE: &str = "petstore_sqlite_writer_batch_size";
 /// Buckets of [`WRITER_BATCH_SIZE`]: powers of two up to the writer's largest batch.
@@ -36,6 +46,23 @@ pub fn describe() {
     describe_counter!(
         POOL_TIMEOUTS,
         "Checkouts that found no connection within the connect timeout."
+    );
+    describe_counter!(
+        READS,
+        "Reads a standby may answer, by where they ran: replica or primary."
+    );
+    describe_counter!(
+        REPLICA_FALLBACKS,
+        "Reads a standby may answer that ran on the primary: no standby usable, or one failed."
+    );
+    describe_gauge!(
+        REPLICA_LAG,
+        Unit::Seconds,
+        "How far a standby is behind the primary (the age of the newest primary position it has replayed)."
+    );
+    describe_gauge!(
+        REPLICA_USABLE,
+        "Whether a standby is read from (1) or skipped (0): unreachable, not a standby, or behind more than the bound."
     );
     describe_histogram!(
         WRITER_BATCH_SIZE,

@@ -1,7 +1,7 @@
 //! [`Store`]: the database behind the service, and the domain's storage traits implemented over
 //! it. Each method hands one operation of `queries/` to its backend, which runs it its own way:
-//! a read with [`Store::read`], anything else with [`Store::write`], a pet through SQLite's
-//! writer.
+//! a read with [`Store::read`] (or [`Store::read_replica`] where a standby may answer it),
+//! anything else with [`Store::write`], a pet through SQLite's writer.
 
 use std::sync::Arc;
 
@@ -60,6 +60,11 @@ impl Store {
             ));
         }
         let db = match Backend::from_url(&config.url)? {
+            Backend::Sqlite(_) if !config.read_urls.is_empty() => {
+                return Err(StoreError::Config(
+                    "read URLs name PostgreSQL standbys: the database must be PostgreSQL".into(),
+                ));
+            }
             #[cfg(feature = "sqlite")]
             Backend::Sqlite(path) => Db::Sqlite(Sqlite::open(&path, config)?),
             #[cfg(feature = "postgres")]
@@ -147,6 +152,20 @@ impl Store {
         }
     }
 
+    /// Runs a read that a PostgreSQL standby may answer (`postgres::replicas`: one that is
+    /// current enough, with read-your-writes), else as [`Self::read`]; boxed like it.
+    fn read_replica<T: Send + 'static>(
+        &self,
+        op: impl Op<T> + Clone,
+    ) -> BoxFuture<'_, Result<T, StoreError>> {
+        match &self.inner.db {
+            #[cfg(feature = "sqlite")]
+            Db::Sqlite(db) => Box::pin(db.read(op)),
+            #[cfg(feature = "postgres")]
+            Db::Postgres(db) => Box::pin(db.read_replica(op)),
+        }
+    }
+
     /// Runs a call that writes (or may wait for a lock); boxed like [`Self::read`].
     fn write<T: Send + 'static>(&self, op: impl Op<T>) -> BoxFuture<'_, Result<T, StoreError>> {
         match &self.inner.db {
@@ -175,14 +194,14 @@ impl PetRepository for Store {
 
     async fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {
         Ok(self
-            .read(move |conn| Box::pin(pets::find(conn, id)))
+            .read_replica(move |conn| Box::pin(pets::find(conn, id)))
             .await?)
     }
 
     async fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError> {
         let query = *query;
         Ok(self
-            .read(move |conn| Box::pin(pets::list(conn, query)))
+            .read_replica(move |conn| Box::pin(pets::list(conn, query)))
             .await?)
     }
 }
@@ -209,19 +228,21 @@ impl OrderRepository for Store {
 
     async fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError> {
         Ok(self
-            .read(move |conn| Box::pin(orders::find(conn, id, owner)))
+            .read_replica(move |conn| Box::pin(orders::find(conn, id, owner)))
             .await?)
     }
 
     async fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
         let query = *query;
         Ok(self
-            .read(move |conn| Box::pin(orders::list(conn, query)))
+            .read_replica(move |conn| Box::pin(orders::list(conn, query)))
             .await?)
     }
 
     async fn inventory(&self) -> Result<Inventory, StorageError> {
-        Ok(self.read(|conn| Box::pin(orders::inventory(conn))).await?)
+        Ok(self
+            .read_replica(|conn| Box::pin(orders::inventory(conn)))
+            .await?)
     }
 }
 

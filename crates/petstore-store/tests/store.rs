@@ -1333,3 +1333,19 @@ async fn on_postgres_each_thread_shares_one_connection_for_reads_and_pools_its_w
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// Standbys to read from are PostgreSQL servers, of a PostgreSQL primary: anything else is a
+/// configuration that cannot work, refused when the store opens.
+#[test]
+fn read_urls_name_postgresql_standbys_of_a_postgresql_primary() {
+    let dir = tempfile::tempdir().expect("temporary folder");
+    let mut on_sqlite = StoreConfig::new(dir.path().join("pets.db").display().to_string());
+    on_sqlite.read_urls = vec!["postgres://u@standby/db".to_owned()];
+    let refused = Store::open(&on_sqlite).expect_err("no standby of a SQLite file");
+    assert!(matches!(refused, StoreError::Config(_)), "{refused:?}");
+    let mut not_postgres = StoreConfig::new("postgres://u@primary/db");
+    not_postgres.read_urls = vec!["redis://u:secret@standby/0".to_owned()];
+    let refused = Store::open(&not_postgres).expect_err("a standby is a PostgreSQL server");
+    assert!(matches!(refused, StoreError::Config(_)), "{refused:?}");
+    assert!(!refused.to_string().contains("secret"), "{refused}");
+}

@@ -383,6 +383,8 @@ impl DatabaseArgs {
             connect_timeout: self.db_connect_timeout,
             statement_timeout: self.db_statement_timeout,
             keep_warm,
+            read_urls: Vec::new(),
+            read_max_lag: petstore_store::DEFAULT_READ_MAX_LAG,
         }
     }
 }
@@ -411,6 +413,16 @@ pub struct ServeArgs {
     /// schema): refuse to start while the schema is behind, naming what is pending.
     #[arg(long, env = "PETSTORE_NO_MIGRATE")]
     pub no_migrate: bool,
+    /// A PostgreSQL standby (`postgres://...`) to answer the reads that tolerate one (pet
+    /// pages, one pet, the inventory, orders); repeat the option for several (the variable:
+    /// URLs separated by spaces). Writes then wait until the synchronous standbys have applied
+    /// them (`synchronous_commit = remote_apply`): name these standbys in the primary's
+    /// `synchronous_standby_names` for read-your-writes (docs/deploy.md).
+    #[arg(long, env = "PETSTORE_DATABASE_READ_URL", value_delimiter = ' ')]
+    pub database_read_url: Vec<String>,
+    /// A standby further behind the primary than this is not read from until it catches up.
+    #[arg(long, env = "PETSTORE_DATABASE_READ_MAX_LAG", default_value = "2s", value_parser = positive_duration)]
+    pub database_read_max_lag: Duration,
     /// How long a key lookup is cached; a revoked key stops working within this time.
     #[arg(long, env = "PETSTORE_KEY_CACHE_TTL", default_value = "5s", value_parser = humantime::parse_duration)]
     pub key_cache_ttl: Duration,
@@ -506,6 +518,20 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The store settings of `database` with the standbys to read from.
+    pub fn store_config(&self, database: &DatabaseArgs) -> StoreConfig {
+        StoreConfig {
+            read_urls: self
+                .database_read_url
+                .iter()
+                .filter(|url| !url.is_empty())
+                .cloned()
+                .collect(),
+            read_max_lag: self.database_read_max_lag,
+            ..database.store_config(true)
+        }
+    }
+
     /// The server's [`ServeConfig`].
     pub fn into_config(self) -> ServeConfig {
         let app = Config {

@@ -50,10 +50,10 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
                 database.store_config(true),
             ))
         }
-        Some(Command::Serve(args)) => done(serve_blocking(
-            args.into_config(),
-            database.store_config(true),
-        )),
+        Some(Command::Serve(args)) => {
+            let store = args.store_config(&database);
+            done(serve_blocking(args.into_config(), store))
+        }
         Some(Command::Migrate(MigrateArgs { action: None })) => done(administer(
             database.store_config(false),
             Needs::Nothing,

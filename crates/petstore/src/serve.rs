@@ -92,6 +92,13 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     });
     let backend = Backend::from_url(&store.url)?;
     log::info!("database: {}", backend.describe());
+    for standby in &store.read_urls {
+        log::info!(
+            "reads that tolerate a standby may go to: {} (further behind than {:?}: skipped)",
+            petstore_store::redact_url_password(standby),
+            store.read_max_lag
+        );
+    }
     if !config.migrate && !backend.exists() {
         return Err(format!(
             "there is no database at {} and --no-migrate is set: create it with `petstore \

@@ -10,6 +10,7 @@
 //! server's workers, plus its main thread (background work: the key bootstrap, pruning), make
 //! `pool_size` and a little more connections per instance (`docs/deploy.md`).
 
+mod replicas;
 mod settings;
 mod tls;
 
@@ -26,6 +27,7 @@ use petstore_domain::{Capacity, StorageErrorKind};
 
 use crate::conn::{Conn, Op};
 use crate::{StoreConfig, StoreError, metrics, migrations};
+use replicas::Replicas;
 use settings::PgSettings;
 
 /// The PostgreSQL database behind a store.
@@ -40,6 +42,8 @@ pub(crate) struct Postgres {
     wait: Duration,
     statement_timeout: Duration,
     deadline: Duration,
+    /// The standbys that answer the reads which tolerate one ([`Self::read_replica`]).
+    replicas: Option<Replicas>,
 }
 
 type Pool = managed::Pool<Manager>;
@@ -55,8 +59,10 @@ impl Postgres {
     /// connection: a database that is down now does not stop the process.
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
         let per_thread = (config.pool_size / config.workers.max(1)).max(1) as usize;
+        let settings = Arc::new(PgSettings::from_url(url, config)?);
         Ok(Self {
-            settings: Arc::new(PgSettings::from_url(url, config)?),
+            replicas: Replicas::open(config, settings.clone())?,
+            settings,
             workers: RwLock::new(Some(HashMap::new())),
             per_thread,
             max_calls: config
@@ -127,6 +133,15 @@ impl Postgres {
             && started.elapsed() <= self.deadline;
         drop(suspect);
         result
+    }
+
+    /// Runs `op`, a read that a standby may answer, on one ([`replicas`]) where there are
+    /// standbys, else as [`Self::read`].
+    pub(crate) async fn read_replica<T>(&self, op: impl Op<T> + Clone) -> Result<T, StoreError> {
+        match &self.replicas {
+            Some(replicas) => replicas.read(self, op).await,
+            None => self.read(op).await,
+        }
     }
 
     /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable, or
@@ -230,9 +245,28 @@ impl Postgres {
         metrics::pool_state("postgres", count(open), count(idle), count(max));
     }
 
+    /// Drops every connection not in a call (the shared ones and the pools' idle ones), as
+    /// when their server is known to be gone: the next calls open new ones rather than each
+    /// failing once on a dead one.
+    pub(crate) fn forget_connections(&self) {
+        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
+            for worker in workers.values() {
+                worker.pool.retain(|_, _| false);
+                worker
+                    .shared
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+            }
+        }
+    }
+
     /// Closes every pool: idle connections now, the others as their calls return them; later
     /// calls fail as unavailable.
     pub(crate) fn close(&self) {
+        if let Some(replicas) = &self.replicas {
+            replicas.close();
+        }
         let workers = self
             .workers
             .write()

@@ -137,6 +137,12 @@ impl PgSettings {
         if !given.contains("plan_cache_mode") {
             add("-c plan_cache_mode=force_generic_plan".to_owned());
         }
+        // - with standbys read from, a commit is confirmed once the synchronous standbys have
+        //   applied it, not only written it: a read sent to one after the answer sees the write
+        //   (read-your-writes, `replicas`). A URL that sets `synchronous_commit` keeps its choice.
+        if !store.read_urls.is_empty() && !given.contains("synchronous_commit") {
+            add("-c synchronous_commit=remote_apply".to_owned());
+        }
         config.options(&options);
 
         let mode = match ours("sslmode") {
@@ -242,6 +248,40 @@ mod tests {
             own.config.get_options(),
             Some("-c plan_cache_mode=auto -c statement_timeout=5000"),
             "a URL's own plan_cache_mode is kept"
+        );
+    }
+
+    #[test]
+    fn with_standbys_to_read_from_commits_wait_until_they_applied() {
+        let mut store = StoreConfig::new("postgres://u@h/db");
+        store.read_urls = vec!["postgres://u@standby/db".to_owned()];
+        let with = PgSettings::from_url("postgres://u@h/db", &store).expect("parses");
+        assert_eq!(
+            with.config.get_options(),
+            Some(
+                "-c statement_timeout=5000 -c plan_cache_mode=force_generic_plan \
+                 -c synchronous_commit=remote_apply"
+            )
+        );
+        let own = PgSettings::from_url(
+            "postgres://u@h/db?options=-c%20synchronous_commit%3Don",
+            &store,
+        )
+        .expect("parses");
+        assert!(
+            !own.config
+                .get_options()
+                .expect("options")
+                .contains("remote_apply"),
+            "a URL's own synchronous_commit is kept"
+        );
+        let without = settings("postgres://u@h/db").expect("parses");
+        assert!(
+            !without
+                .config
+                .get_options()
+                .expect("options")
+                .contains("synchronous_commit")
         );
     }
 

@@ -93,9 +93,9 @@ impl PostgresServer {
 
     /// A streaming standby of this server: `pg_basebackup -R` (a copy, then replication from this
     /// server's WAL) into a folder of its own, started on a port of its own with this server's
-    /// settings, accepting read-only sessions. This server's commits wait for it once it is
-    /// named synchronous ([`Self::wait_for_synchronous_standby`]).
-    pub fn start_standby(&self) -> Self {
+    /// settings and `settings` besides, accepting read-only sessions. This server's commits
+    /// wait for it once it is named synchronous ([`Self::wait_for_synchronous_standby`]).
+    pub fn start_standby(&self, settings: &[&str]) -> Self {
         let dir = tempfile::tempdir().expect("temporary folder");
         if let Some(owner) = self.owner {
             chown(dir.path(), owner);
@@ -106,7 +106,12 @@ impl PostgresServer {
             data: dir.path().join("data"),
             bin: self.bin.clone(),
             owner: self.owner,
-            settings: self.settings.clone(),
+            settings: self
+                .settings
+                .iter()
+                .cloned()
+                .chain(settings.iter().map(|s| (*s).to_owned()))
+                .collect(),
             dir,
         };
         let status = standby

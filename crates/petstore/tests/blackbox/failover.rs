@@ -203,7 +203,7 @@ fn failover(round: usize) -> bool {
     let Some(mut primary) = PostgresServer::start(&[]) else {
         return false;
     };
-    let standby = primary.start_standby();
+    let standby = primary.start_standby(&[]);
     primary.wait_for_synchronous_standby();
     let url = format!(
         "postgres://postgres@127.0.0.1:{},127.0.0.1:{}/postgres?target_session_attrs=read-write",

@@ -16,6 +16,7 @@ mod failover;
 mod hardening;
 mod idempotency;
 mod multi_instance;
+mod replicas;
 mod shared_limits;
 mod shutdown;
 mod standards;

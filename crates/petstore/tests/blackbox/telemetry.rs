@@ -256,7 +256,7 @@ fn lines_logged_while_handling_a_request_carry_its_id_and_traceparent() {
 }
 
 /// A scrape of `/metrics`, parsed: each sample's name and labels, and its value.
-struct Scrape(HashMap<(String, Vec<(String, String)>), f64>);
+pub(crate) struct Scrape(HashMap<(String, Vec<(String, String)>), f64>);
 
 impl Scrape {
     fn parse(text: &str) -> Self {
@@ -285,7 +285,7 @@ impl Scrape {
     }
 
     /// The value of the sample `name` with exactly `labels`.
-    fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    pub(crate) fn value(&self, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
         let mut labels: Vec<(String, String)> = labels
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -295,7 +295,7 @@ impl Scrape {
     }
 
     /// The sum of every sample `name` whose labels include `labels`.
-    fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
+    pub(crate) fn sum(&self, name: &str, labels: &[(&str, &str)]) -> f64 {
         self.0
             .iter()
             .filter(|((n, l), _)| {
@@ -325,7 +325,7 @@ fn scrape_url(url: &str) -> Scrape {
     Scrape::parse(&response.body_mut().read_to_string().expect("body"))
 }
 
-fn scrape(base: &str) -> Scrape {
+pub(crate) fn scrape(base: &str) -> Scrape {
     scrape_url(&format!("{}/metrics", base.trim_end_matches("/v1")))
 }
 
