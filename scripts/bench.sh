@@ -23,6 +23,8 @@
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
 #   scripts/bench.sh --conditional-cost [--duration 10] [--runs 5]   (target/bench/conditional-cost.md)
 #   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
+#   scripts/bench.sh --postgres-topologies [--runs 5] [--duration 10]
+#     (target/bench/postgres-topologies.md)
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
 # ceiling, and of petstore's GET routes and the SQLite floor's on SQLite (1,000 pets), under
@@ -51,6 +53,13 @@
 # same route answered 200, on one server (SQLite, 1,000 pets), runs alternating; reports the
 # median of the paired ratios. --instructions counts both too.
 #
+# --postgres-topologies: the list route on PostgreSQL three ways, paired: straight to the
+# primary, through PgBouncer pooling transactions (`pooler=transaction`, 4 server connections),
+# and with its reads on a synchronous standby (`--database-read-url`). A primary and a standby
+# (pg_basebackup -R, `synchronous_standby_names = '*'`) and PgBouncer of its own, on free
+# ports, run as the `postgres` user; three servers, one worker each, on the same core; runs
+# alternate; reports the medians and the median of each pair's ratio to the direct run.
+#
 # --metrics-cost: the list route's throughput with metrics recorded against the same without
 # (--metrics=false), SQLite with 1,000 pets, two servers on the same core, runs alternating;
 # reports the median of the paired ratios.
@@ -77,6 +86,7 @@ METRICS_COST=0
 CONDITIONAL_COST=0
 REDIS_COST=0
 POST_AGAINST=""
+TOPOLOGIES=0
 KEYS=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -94,6 +104,7 @@ while [ $# -gt 0 ]; do
     --conditional-cost) CONDITIONAL_COST=1; shift ;;
     --redis-cost) REDIS_COST=1; shift ;;
     --post-against) POST_AGAINST=$2; shift 2 ;;
+    --postgres-topologies) TOPOLOGIES=1; shift ;;
     --keys) KEYS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -159,8 +170,18 @@ cleanup() {
     redis-cli -u "$REDIS_URL" --scan --pattern "petstore-bench-$$*" 2>/dev/null |
       xargs -r redis-cli -u "$REDIS_URL" DEL >/dev/null 2>&1
   fi
+  # --postgres-topologies' own servers.
+  if [ -n "$TOPO" ]; then
+    [ -f "$TOPO/pgbouncer.pid" ] && kill "$(cat "$TOPO/pgbouncer.pid")" 2>/dev/null
+    for data in "$TOPO/standby" "$TOPO/primary"; do
+      [ -f "$data/postmaster.pid" ] && as_postgres "$PG_BIN/pg_ctl" -D "$data" stop -m fast >/dev/null 2>&1
+    done
+  fi
   rm -rf "$WORK"
 }
+TOPO=""
+# Runs a command as the `postgres` user when root (PostgreSQL and PgBouncer refuse root).
+as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 trap cleanup EXIT
 mkdir -p "$(dirname "$OUT")"
 
@@ -655,6 +676,83 @@ if [ -n "$POST_AGAINST" ]; then
     echo "| Other build (median req/s) | This build (median req/s) | This / other (median of pairs) |"
     echo "|---|---|---|"
     echo "| $(printf '%s\n' "${old[@]}" | median) | $(printf '%s\n' "${new[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# The list route on PostgreSQL: straight, through PgBouncer, reads on a standby.
+if [ "$TOPOLOGIES" = 1 ]; then
+  install_missing pgbench postgresql
+  [ -x /usr/sbin/pgbouncer ] || { apt-get update -qq >/dev/null && apt-get install -y -qq pgbouncer >/dev/null; }
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+  free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+  TOPO=$WORK/topology
+  mkdir -p "$TOPO"
+  [ "$(id -u)" = 0 ] && chown postgres "$TOPO"
+  primary_port=$(free_port) standby_port=$(free_port) bouncer_port=$(free_port)
+  as_postgres "$PG_BIN/initdb" -U postgres --auth=trust --no-sync -D "$TOPO/primary" >/dev/null
+  as_postgres "$PG_BIN/pg_ctl" -D "$TOPO/primary" -l "$TOPO/primary.log" -w start \
+    -o "-p $primary_port -k $TOPO -c listen_addresses=127.0.0.1" >/dev/null
+  as_postgres "$PG_BIN/pg_basebackup" -h 127.0.0.1 -p "$primary_port" -U postgres -R -X stream \
+    --no-sync -D "$TOPO/standby"
+  as_postgres "$PG_BIN/pg_ctl" -D "$TOPO/standby" -l "$TOPO/standby.log" -w start \
+    -o "-p $standby_port -k $TOPO -c listen_addresses=127.0.0.1" >/dev/null
+  primary=postgres://postgres@127.0.0.1:$primary_port/postgres?sslmode=disable
+  standby=postgres://postgres@127.0.0.1:$standby_port/postgres?sslmode=disable
+  psql -q "$primary" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+  printf '"postgres" ""\n' >"$TOPO/users.txt"
+  cat >"$TOPO/pgbouncer.ini" <<INI
+[databases]
+* = host=127.0.0.1 port=$primary_port
+[pgbouncer]
+listen_addr = 127.0.0.1
+listen_port = $bouncer_port
+unix_socket_dir =
+auth_type = trust
+auth_file = $TOPO/users.txt
+pool_mode = transaction
+default_pool_size = 4
+max_client_conn = 1000
+pidfile = $TOPO/pgbouncer.pid
+logfile = $TOPO/pgbouncer.log
+INI
+  [ "$(id -u)" = 0 ] && chown postgres "$TOPO/users.txt" "$TOPO/pgbouncer.ini"
+  as_postgres /usr/sbin/pgbouncer -d "$TOPO/pgbouncer.ini"
+  for _ in $(seq 1 100); do reachable "$bouncer_port" && break; sleep 0.05; done
+  seed postgres "$primary" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$primary")")
+  serve=(serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --no-migrate)
+  start_server topology-direct env RUST_LOG=warn "$BIN" --database-url "$primary" "${serve[@]}"
+  direct_pid=$SERVER_PID direct_url=$BASE
+  start_server topology-pooled env RUST_LOG=warn "$BIN" \
+    --database-url "postgres://postgres@127.0.0.1:$bouncer_port/postgres?sslmode=disable&pooler=transaction" \
+    "${serve[@]}"
+  pooled_pid=$SERVER_PID pooled_url=$BASE
+  start_server topology-standby env RUST_LOG=warn "$BIN" --database-url "$primary" "${serve[@]}" \
+    --database-read-url "$standby"
+  standby_pid=$SERVER_PID standby_url=$BASE
+  sleep 1 # the standby's first lag reading
+  direct=() pooled=() replica=() pooled_ratios=() replica_ratios=()
+  for _ in $(seq 1 "$RUNS"); do
+    direct+=("$(wrk_once "${auth[@]}" "$direct_url/v1/pets?limit=20" | rps_of)")
+    pooled+=("$(wrk_once "${auth[@]}" "$pooled_url/v1/pets?limit=20" | rps_of)")
+    replica+=("$(wrk_once "${auth[@]}" "$standby_url/v1/pets?limit=20" | rps_of)")
+    pooled_ratios+=("$(awk -v a="${pooled[-1]}" -v b="${direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    replica_ratios+=("$(awk -v a="${replica[-1]}" -v b="${direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: direct ${direct[-1]} req/s, through PgBouncer ${pooled[-1]} req/s, reads on the standby ${replica[-1]} req/s" >&2
+  done
+  replica_reads=$(curl -s "$standby_url/metrics" | awk '/^petstore_db_reads_total\{target="replica"\}/ { print $2 }')
+  kill -TERM "$direct_pid" "$pooled_pid" "$standby_pid"
+  wait "$direct_pid" "$pooled_pid" "$standby_pid" 2>/dev/null || true
+  SERVER_PID=""
+  OUT=${OUT%/*}/postgres-topologies.md
+  {
+    echo "GET /v1/pets?limit=20, PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a primary and a synchronous standby of the run's own), 1,000 pets, 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS alternating runs of ${DURATION}s; PgBouncer $(/usr/sbin/pgbouncer --version | awk 'NR == 1 { print $2 }') in transaction mode, 4 server connections; the standby server answered ${replica_reads:-?} reads; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| Direct (median req/s) | Through PgBouncer (median req/s) | PgBouncer / direct (median of pairs) | Reads on the standby (median req/s) | Standby / direct (median of pairs) |"
+    echo "|---|---|---|---|---|"
+    echo "| $(printf '%s\n' "${direct[@]}" | median) | $(printf '%s\n' "${pooled[@]}" | median) | $(printf '%s\n' "${pooled_ratios[@]}" | median) | $(printf '%s\n' "${replica[@]}" | median) | $(printf '%s\n' "${replica_ratios[@]}" | median) |"
   } >"$OUT"
   cat "$OUT"
   exit 0

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the tests and checks need and a fresh machine lacks, each only when missing:
 # Debian's Chromium (and Node.js, Python's venv where absent), podman with runc and debootstrap
-# (the container image test) and systemd-analyze (the unit's check); playwright-core (npm,
+# (the container image test), systemd-analyze (the unit's check) and PgBouncer (the tests
+# through a transaction pooler start their own); playwright-core (npm,
 # pinned by tests/browser/package-lock.json; it never downloads a browser of its own);
 # schemathesis and openapi-spec-validator (PyPI, pinned, each in a virtualenv under
 # target/tools); cargo-deny and cargo-about
@@ -25,6 +26,7 @@ command -v podman >/dev/null || missing+=(podman)
 command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
+[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "test-tools: installing ${missing[*]}"
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null

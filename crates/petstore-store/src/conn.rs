@@ -32,6 +32,10 @@ pub(crate) enum Conn<'a> {
         conn: &'a AsyncPgConnection,
         /// Whether no other call uses it meanwhile.
         exclusive: bool,
+        /// Whether the backend runs the call inside a transaction of its own (behind a
+        /// transaction pooler, `postgres::Postgres::call`): [`Conn::begin`] and
+        /// [`Conn::finish`] then make a savepoint of it.
+        in_transaction: bool,
     },
 }
 
@@ -123,9 +127,14 @@ impl Conn<'_> {
             #[cfg(feature = "sqlite")]
             Self::Sqlite(c) => Conn::Sqlite(c),
             #[cfg(feature = "postgres")]
-            Self::Postgres { conn, exclusive } => Conn::Postgres {
+            Self::Postgres {
+                conn,
+                exclusive,
+                in_transaction,
+            } => Conn::Postgres {
                 conn,
                 exclusive: *exclusive,
+                in_transaction: *in_transaction,
             },
         }
     }
@@ -145,11 +154,18 @@ impl Conn<'_> {
 
     /// Starts a transaction that writes: on SQLite `BEGIN IMMEDIATE` (the write lock from the
     /// start, so that concurrent writers queue on it instead of failing to upgrade a read); on
-    /// PostgreSQL `BEGIN` (rows are locked as they are read, `FOR UPDATE`).
+    /// PostgreSQL `BEGIN` (rows are locked as they are read, `FOR UPDATE`), or a savepoint in
+    /// the transaction the call already runs in.
     pub(crate) async fn begin(&mut self) -> Result<(), StoreError> {
         let begin = match self {
             #[cfg(feature = "sqlite")]
             Self::Sqlite(_) => "BEGIN IMMEDIATE",
+            #[cfg(feature = "postgres")]
+            Self::Postgres {
+                exclusive: true,
+                in_transaction: true,
+                ..
+            } => "SAVEPOINT call",
             #[cfg(feature = "postgres")]
             Self::Postgres {
                 exclusive: true, ..
@@ -173,6 +189,21 @@ impl Conn<'_> {
         &mut self,
         result: Result<T, E>,
     ) -> Result<T, E> {
+        #[cfg(feature = "postgres")]
+        if let Self::Postgres {
+            in_transaction: true,
+            ..
+        } = self
+        {
+            // A savepoint: its end is the call's transaction's to confirm (or roll back).
+            let end = if result.is_ok() {
+                "RELEASE SAVEPOINT call"
+            } else {
+                "ROLLBACK TO SAVEPOINT call"
+            };
+            self.batch_execute(end).await.map_err(StoreError::from)?;
+            return result;
+        }
         let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
         match self.batch_execute(end).await {
             Ok(()) => result,

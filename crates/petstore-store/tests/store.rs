@@ -1349,3 +1349,16 @@ fn read_urls_name_postgresql_standbys_of_a_postgresql_primary() {
     assert!(matches!(refused, StoreError::Config(_)), "{refused:?}");
     assert!(!refused.to_string().contains("secret"), "{refused}");
 }
+
+/// Migrations hold an advisory lock across transactions, which a transaction pooler cannot
+/// give: through `pooler=transaction` they are refused before any connection, naming the fix.
+#[tokio::test]
+async fn migrations_through_a_transaction_pooler_are_refused_naming_the_fix() {
+    let store = Store::open(&StoreConfig::new(
+        "postgres://u@127.0.0.1:1/db?pooler=transaction",
+    ))
+    .expect("open");
+    let refused = store.migrate().await.expect_err("refused");
+    assert!(matches!(refused, StoreError::Config(_)), "{refused:?}");
+    assert!(refused.to_string().contains("--no-migrate"), "{refused}");
+}

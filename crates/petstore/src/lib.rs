@@ -45,10 +45,8 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
     match cli.command {
         None => {
             let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
-            done(serve_blocking(
-                serve.args.into_config(),
-                database.store_config(true),
-            ))
+            let store = serve.args.store_config(&database);
+            done(serve_blocking(serve.args.into_config(), store))
         }
         Some(Command::Serve(args)) => {
             let store = args.store_config(&database);

@@ -338,6 +338,15 @@ macro_rules! api_tests {
                         super::$name(app).await;
                     }
                 }
+
+                #[actix_web::test]
+                async fn pgbouncer() {
+                    if let Some(app) = $crate::helpers::TestApp::spawn(
+                        petstore_store::testing::TestBackend::PgBouncer,
+                    ).await {
+                        super::$name(app).await;
+                    }
+                }
             }
         )*
     };

@@ -109,6 +109,11 @@ impl Postgres {
     /// pipeline. A call that failed as unavailable, outlived its deadline or was given up on
     /// midway leaves the connection suspect: the next call opens another.
     pub(crate) async fn read<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
+        if self.settings.per_transaction.is_some() {
+            // Behind a transaction pooler every statement must run in a transaction of its
+            // own connection: nothing pipelines.
+            return self.call(op).await;
+        }
         let worker = self.worker()?;
         let conn = worker.shared(&self.settings, self.wait).await?;
         let mut suspect = Suspect {
@@ -120,6 +125,7 @@ impl Postgres {
         let result = op(Conn::Postgres {
             conn: &conn,
             exclusive: false,
+            in_transaction: false,
         })
         .await
         .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
@@ -168,11 +174,17 @@ impl Postgres {
         // Until the call has ended: dropped midway, the connection is not trusted again.
         pooled.broken = true;
         let started = Instant::now();
-        let result = op(Conn::Postgres {
-            conn: &pooled.connection,
-            exclusive: true,
-        })
-        .await
+        let result = match &self.settings.per_transaction {
+            None => {
+                op(Conn::Postgres {
+                    conn: &pooled.connection,
+                    exclusive: true,
+                    in_transaction: false,
+                })
+                .await
+            }
+            Some(begin) => in_own_transaction(&pooled.connection, begin, op).await,
+        }
         .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
         let result = match result {
             Err(error) => Err(lost_or(error, &pooled.connection).await),
@@ -207,6 +219,15 @@ impl Postgres {
     /// driven by this thread's runtime while diesel's synchronous harness runs on a blocking
     /// thread.
     pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
+        if self.settings.per_transaction.is_some() {
+            return Err(StoreError::Config(
+                "migrations need a session of their own (an advisory lock held across \
+                 transactions), which a transaction pooler does not give: run `petstore \
+                 migrate` with a URL straight to PostgreSQL, and serve through the pooler \
+                 with `--no-migrate`"
+                    .into(),
+            ));
+        }
         let conn = self.settings.connect().await?;
         tokio::task::spawn_blocking(move || migrations::run_postgres(conn))
             .await
@@ -280,6 +301,41 @@ impl Postgres {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
         }
+    }
+}
+
+/// Runs `op` in a transaction of its own, as a transaction pooler needs (`pooler=transaction`):
+/// the pooler lends a server connection for a transaction, so a statement prepared outside one
+/// may be executed on another server connection, and settings made for the session are lost.
+/// `begin` opens it (`PgSettings::per_transaction`); it is committed if `op` succeeds (the call
+/// is answered once the commit is confirmed), else rolled back. A transaction that cannot be
+/// ended leaves the connection lost.
+async fn in_own_transaction<T>(
+    conn: &AsyncPgConnection,
+    begin: &str,
+    op: impl Op<T>,
+) -> Result<T, StoreError> {
+    use diesel_async::SimpleAsyncConnection;
+    let mut session: &AsyncPgConnection = conn;
+    session.batch_execute(begin).await?;
+    let result = op(Conn::Postgres {
+        conn,
+        exclusive: true,
+        in_transaction: true,
+    })
+    .await;
+    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
+    match session.batch_execute(end).await {
+        Ok(()) => result,
+        Err(error) if result.is_ok() => {
+            // The commit failed (a conflict, the connection lost): end the transaction, or
+            // give the connection up.
+            if session.batch_execute("ROLLBACK").await.is_err() {
+                return Err(StoreError::ConnectionLost(error.into()));
+            }
+            Err(error.into())
+        }
+        Err(error) => Err(StoreError::ConnectionLost(error.into())),
     }
 }
 

@@ -12,8 +12,9 @@
 //!   standby (promoted) is not read from until a look finds it well again. Positions are
 //!   compared, not the standby's last replay time: a standby that receives nothing looks
 //!   current by that measure.
-//! - **Failure.** A read a standby fails as unavailable runs again on the primary (reads change
-//!   nothing), and the standby is skipped until the next look.
+//! - **Failure.** A read a standby fails runs again on the primary (reads change nothing), and
+//!   a standby that failed it as unavailable is skipped until the next look; but a read that
+//!   ran out its statement timeout there is answered so (`503`), not run a second time.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -33,6 +34,8 @@ use crate::{StoreConfig, StoreError, metrics, redact_url_password};
 
 /// How often the standbys' lag is looked at.
 pub(crate) const TICK: Duration = Duration::from_millis(250);
+/// The longest lag measured: the primary's positions are kept this long (four a second).
+const MEASURED_LAG: Duration = Duration::from_secs(300);
 /// The longest the watcher waits for a server to answer (connecting included) before taking it
 /// for unreachable.
 const ASK_TIMEOUT: Duration = Duration::from_secs(2);
@@ -129,8 +132,13 @@ impl Replicas {
                     ::metrics::counter!(metrics::READS, "target" => "replica").increment(1);
                     return Ok(value);
                 }
-                Err(error) if error.kind() == StorageErrorKind::Unavailable => {
-                    standby.usable.store(false, Ordering::Relaxed);
+                // A read that ran out its statement timeout there would most likely run it out
+                // on the primary too, past the call's deadline, and load it twice as long.
+                Err(error @ StoreError::TimedOut(..)) => return Err(error),
+                Err(error) => {
+                    if error.kind() == StorageErrorKind::Unavailable {
+                        standby.usable.store(false, Ordering::Relaxed);
+                    }
                     log::warn!(
                         "standby {} failed a read, which goes to the primary: {}",
                         standby.name,
@@ -138,7 +146,6 @@ impl Replicas {
                     );
                     "failed"
                 }
-                Err(error) => return Err(error),
             },
             None => "unusable",
         };
@@ -178,7 +185,9 @@ fn watch(
     runtime.block_on(async {
         let mut to_primary = Session::default();
         let mut to_standbys: Vec<Session> = standbys.iter().map(|_| Session::default()).collect();
-        // The primary's positions of the last `max_lag` (and a little more), oldest first.
+        // The primary's positions, oldest first, for as long as a lag is measured (beyond
+        // that, the gauge shows a lower bound).
+        let kept = (max_lag + 2 * TICK).max(MEASURED_LAG);
         let mut positions: VecDeque<(i64, Instant)> = VecDeque::new();
         loop {
             tokio::time::sleep(TICK).await;
@@ -188,20 +197,24 @@ fn watch(
             if shared.closed.load(Ordering::Relaxed) {
                 return;
             }
+            // Timed from before the question: a position is at least this old.
+            let asked = Instant::now();
             if let Some(Some(position)) = to_primary.position(primary, PRIMARY_POSITION).await {
-                positions.push_back((position, Instant::now()));
+                positions.push_back((position, asked));
             }
-            while positions
-                .front()
-                .is_some_and(|(_, at)| at.elapsed() > max_lag + 2 * TICK)
-            {
+            while positions.front().is_some_and(|(_, at)| at.elapsed() > kept) {
                 positions.pop_front();
             }
-            for ((standby, settings), session) in
-                shared.standbys.iter().zip(standbys).zip(&mut to_standbys)
-            {
-                // `None`: unreachable; `Some(None)`: not (or no longer) a standby.
-                let replayed = session.position(settings, REPLAYED_POSITION).await;
+            // Every standby at once: one slow to answer delays none of the others' looks.
+            // `None`: unreachable; `Some(None)`: not (or no longer) a standby.
+            let answers = futures_util::future::join_all(
+                standbys
+                    .iter()
+                    .zip(&mut to_standbys)
+                    .map(|(settings, session)| session.position(settings, REPLAYED_POSITION)),
+            )
+            .await;
+            for (standby, replayed) in shared.standbys.iter().zip(answers) {
                 let lag = replayed.flatten().and_then(|replayed| {
                     positions
                         .iter()
@@ -210,7 +223,10 @@ fn watch(
                         .map(|(_, at)| at.elapsed())
                 });
                 let usable = lag.is_some_and(|lag| lag <= max_lag);
-                if let Some(lag) = lag {
+                // Behind every position kept: at least as old as the oldest (a lower bound, so
+                // that the gauge keeps rising while it falls further behind).
+                let at_least = positions.front().map(|(_, at)| at.elapsed());
+                if let Some(lag) = lag.or(replayed.flatten().and(at_least)) {
                     ::metrics::gauge!(metrics::REPLICA_LAG, "replica" => standby.name.clone())
                         .set(lag.as_secs_f64());
                 }
@@ -259,17 +275,26 @@ impl Session {
     /// The position `sql` reads: `None` when the server could not be asked (within
     /// [`ASK_TIMEOUT`]), `Some(None)` when it answered `NULL`.
     async fn position(&mut self, settings: &PgSettings, sql: &'static str) -> Option<Option<i64>> {
-        use diesel_async::RunQueryDsl;
+        use diesel_async::{RunQueryDsl, SimpleAsyncConnection};
         let asked = tokio::time::timeout(ASK_TIMEOUT, async {
             if self.0.is_none() {
                 self.0 = Some(settings.connect().await.ok()?);
             }
             let conn = self.0.as_mut()?;
-            diesel::sql_query(sql)
+            // Behind a transaction pooler a statement runs in a transaction of its own.
+            let pooled = settings.per_transaction.is_some();
+            if pooled {
+                conn.batch_execute("BEGIN").await.ok()?;
+            }
+            let position = diesel::sql_query(sql)
                 .get_result::<Position>(conn)
                 .await
                 .ok()
-                .map(|row| row.position)
+                .map(|row| row.position);
+            if pooled {
+                conn.batch_execute("COMMIT").await.ok()?;
+            }
+            position
         })
         .await
         .ok()

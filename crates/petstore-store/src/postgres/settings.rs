@@ -25,14 +25,18 @@ pub(crate) struct PgSettings {
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     mode: SslMode,
+    /// With `pooler=transaction`: the statements that open every call's transaction (the
+    /// session settings a transaction pooler cannot carry, as `SET LOCAL`); `None` otherwise.
+    pub(crate) per_transaction: Option<String>,
 }
 
 /// Parameters read here rather than by tokio-postgres.
-const OURS: [&str; 4] = [
+const OURS: [&str; 5] = [
     "sslmode",
     "sslrootcert",
     "tcp_user_timeout",
     "keepalives_count",
+    "pooler",
 ];
 
 /// libpq parameters that this service does not support, and why.
@@ -85,7 +89,10 @@ impl PgSettings {
         })?;
 
         if !present("connect_timeout") {
-            config.connect_timeout(store.connect_timeout);
+            // Per host, as libpq applies it: with several hosts (failover), each gets its share
+            // of the wait, so that a silent first host leaves time to try the next.
+            let hosts = u32::try_from(config.get_hosts().len()).unwrap_or(u32::MAX);
+            config.connect_timeout(store.connect_timeout / hosts.max(1));
         }
         if !present("keepalives_idle") {
             config.keepalives_idle(Duration::from_secs(10));
@@ -123,6 +130,16 @@ impl PgSettings {
         //   best plan does not depend on the values; a URL that sets `plan_cache_mode` itself
         //   keeps its choice.
         let given = config.get_options().unwrap_or_default().trim().to_owned();
+        let per_transaction = match ours("pooler") {
+            None | Some("none") => None,
+            Some("transaction") => Some(Self::per_transaction(store, &given)),
+            Some(other) => {
+                return Err(StoreError::Config(format!(
+                    "the database URL's `pooler` is {other:?}: `transaction` (behind a \
+                     transaction pooler such as PgBouncer's pool_mode = transaction) or `none`"
+                )));
+            }
+        };
         let mut options = given.clone();
         let mut add = |option: String| {
             if !options.is_empty() {
@@ -143,7 +160,12 @@ impl PgSettings {
         if !store.read_urls.is_empty() && !given.contains("synchronous_commit") {
             add("-c synchronous_commit=remote_apply".to_owned());
         }
-        config.options(&options);
+        // A transaction pooler refuses start-up options (PgBouncer: "unsupported startup
+        // parameter"), and would not keep them with the session anyway: each transaction sets
+        // them instead (`per_transaction`).
+        if per_transaction.is_none() {
+            config.options(&options);
+        }
 
         let mode = match ours("sslmode") {
             Some(mode) => SslMode::parse(mode)?,
@@ -159,7 +181,28 @@ impl PgSettings {
             config,
             tls: MakeRustlsConnect::new(client),
             mode,
+            per_transaction,
         })
+    }
+
+    /// What opens a call's transaction behind a transaction pooler: `BEGIN`, then
+    /// `DEALLOCATE ALL` (a server connection the pooler hands out may hold statements another
+    /// client prepared and left: tokio-postgres names them `s0`, `s1`, ... in every process, so
+    /// one of ours would collide), then the settings a session would have had, scoped to the
+    /// transaction. One round trip, as `BEGIN` alone.
+    fn per_transaction(store: &StoreConfig, given: &str) -> String {
+        let mut statements = vec![
+            "BEGIN".to_owned(),
+            "DEALLOCATE ALL".to_owned(),
+            format!(
+                "SET LOCAL statement_timeout = {}",
+                store.statement_timeout.as_millis()
+            ),
+        ];
+        if !store.read_urls.is_empty() && !given.contains("synchronous_commit") {
+            statements.push("SET LOCAL synchronous_commit = remote_apply".to_owned());
+        }
+        statements.join("; ")
     }
 
     /// The TLS set-up of this database's connections (a cancel request goes the same way).
@@ -168,15 +211,45 @@ impl PgSettings {
     }
 
     /// Opens a connection, driven by the current runtime (its I/O task is spawned there).
+    /// Behind a transaction pooler it keeps no prepared statement: each one lives in the
+    /// transaction that prepared it, on the server connection the pooler lent for it.
     pub(crate) async fn connect(&self) -> Result<AsyncPgConnection, StoreError> {
-        let (client, connection) = self
+        use diesel::connection::CacheSize;
+        use diesel_async::{AsyncConnection, SimpleAsyncConnection};
+        use futures_util::future::Either;
+        let (client, mut connection) = self
             .config
             .connect(self.tls.clone())
             .await
             .map_err(|error| self.connect_error(error))?;
-        AsyncPgConnection::try_from_client_and_connection(client, connection)
+        if self.per_transaction.is_none() {
+            return AsyncPgConnection::try_from_client_and_connection(client, connection)
+                .await
+                .map_err(|error| StoreError::Connect(error.into()));
+        }
+        // Behind a transaction pooler, diesel-async's set-up (two statements, each prepared
+        // then executed in two exchanges) runs in a transaction, or the pooler could lend
+        // each exchange another server connection (then "prepared statement s1 does not
+        // exist"). The connection is driven here until the transaction has begun.
+        let began = {
+            let begin = client.batch_execute("BEGIN; DEALLOCATE ALL");
+            futures_util::pin_mut!(begin);
+            match futures_util::future::select(begin, &mut connection).await {
+                Either::Left((began, _)) => began.map_err(|error| self.connect_error(error)),
+                Either::Right(_) => Err(StoreError::Connect(
+                    "the connection closed as it was set up".into(),
+                )),
+            }
+        };
+        began?;
+        let mut conn = AsyncPgConnection::try_from_client_and_connection(client, connection)
             .await
-            .map_err(|error| StoreError::Connect(error.into()))
+            .map_err(|error| StoreError::Connect(error.into()))?;
+        conn.batch_execute("COMMIT")
+            .await
+            .map_err(|error| StoreError::Connect(error.into()))?;
+        conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+        Ok(conn)
     }
 
     fn connect_error(&self, error: tokio_postgres::Error) -> StoreError {
@@ -248,6 +321,51 @@ mod tests {
             own.config.get_options(),
             Some("-c plan_cache_mode=auto -c statement_timeout=5000"),
             "a URL's own plan_cache_mode is kept"
+        );
+    }
+
+    #[test]
+    fn behind_a_transaction_pooler_settings_go_with_each_transaction() {
+        let pooled = settings("postgres://u@bouncer:6432/db?pooler=transaction").expect("parses");
+        assert_eq!(
+            pooled.config.get_options(),
+            None,
+            "no start-up options: PgBouncer refuses them"
+        );
+        assert_eq!(
+            pooled.per_transaction.as_deref(),
+            Some("BEGIN; DEALLOCATE ALL; SET LOCAL statement_timeout = 5000")
+        );
+        assert_eq!(
+            settings("postgres://u@h/db?pooler=none")
+                .expect("parses")
+                .per_transaction,
+            None
+        );
+        let Err(StoreError::Config(refused)) = settings("postgres://u@h/db?pooler=session") else {
+            panic!("an unknown pooler mode is refused");
+        };
+        assert!(refused.contains("`transaction`"), "{refused}");
+    }
+
+    #[test]
+    fn several_hosts_share_the_connect_timeout() {
+        let one = settings("postgres://u@h1:5432/db").expect("parses");
+        assert_eq!(
+            one.config.get_connect_timeout(),
+            Some(&Duration::from_secs(5))
+        );
+        let two = settings("postgres://u@h1:5432,h2:5433/db?target_session_attrs=read-write")
+            .expect("parses");
+        assert_eq!(
+            two.config.get_connect_timeout(),
+            Some(&Duration::from_millis(2500)),
+            "a silent first host leaves half the wait for the second"
+        );
+        let own = settings("postgres://u@h1,h2/db?connect_timeout=4").expect("parses");
+        assert_eq!(
+            own.config.get_connect_timeout(),
+            Some(&Duration::from_secs(4))
         );
     }
 

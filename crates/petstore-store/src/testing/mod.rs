@@ -9,6 +9,7 @@
 //! shared server cannot be made to do (a setting of the whole server, an immediate shutdown),
 //! [`PostgresServer`] is a server of the test's own.
 
+mod pgbouncer;
 mod server;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,6 +18,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Store, StoreConfig};
+pub use pgbouncer::PgBouncer;
 pub use server::PostgresServer;
 
 /// The key of the PostgreSQL advisory lock that migrations hold, for tests that hold it
@@ -30,6 +32,9 @@ pub enum TestBackend {
     Sqlite,
     /// A fresh PostgreSQL database.
     Postgres,
+    /// A fresh PostgreSQL database, reached through a PgBouncer of its own pooling
+    /// transactions (`pooler=transaction`); migrated straight.
+    PgBouncer,
 }
 
 /// A database that exists for one test.
@@ -42,7 +47,13 @@ pub struct TestDatabase {
 #[derive(Debug)]
 enum Cleanup {
     Sqlite(#[allow(dead_code)] tempfile::TempDir),
-    Postgres { admin_url: String, name: String },
+    Postgres {
+        admin_url: String,
+        name: String,
+        /// The database's own URL, when the service's goes through a pooler.
+        direct_url: String,
+        pooler: Option<PgBouncer>,
+    },
 }
 
 /// Prints a SKIPPED line straight to the process's stderr: the test harness captures the
@@ -72,6 +83,7 @@ impl TestDatabase {
         match backend {
             TestBackend::Sqlite => Some(Self::sqlite()),
             TestBackend::Postgres => Self::postgres(),
+            TestBackend::PgBouncer => Self::postgres_through_pgbouncer(),
         }
     }
 
@@ -104,9 +116,49 @@ impl TestDatabase {
             .expect("create the test database");
         let url = replace_database(&admin_url, &name);
         Some(Self {
-            url,
-            cleanup: Cleanup::Postgres { admin_url, name },
+            url: url.clone(),
+            cleanup: Cleanup::Postgres {
+                admin_url,
+                name,
+                direct_url: url,
+                pooler: None,
+            },
         })
+    }
+
+    /// [`Self::postgres`], reached through a PgBouncer of its own in transaction pooling mode
+    /// with two server connections, so that its clients' transactions share them. `None`
+    /// outside CI where PostgreSQL or PgBouncer is missing.
+    pub fn postgres_through_pgbouncer() -> Option<Self> {
+        let mut db = Self::postgres()?;
+        let Cleanup::Postgres {
+            admin_url,
+            name,
+            pooler,
+            ..
+        } = &mut db.cleanup
+        else {
+            unreachable!("a PostgreSQL database");
+        };
+        let server = admin_url
+            .split_once('@')
+            .map_or(admin_url.as_str(), |(_, rest)| rest)
+            .split(['/', '?'])
+            .next()
+            .unwrap_or("127.0.0.1");
+        let (host, port) = server.rsplit_once(':').unwrap_or((server, "5432"));
+        let bouncer = PgBouncer::start(host, port.parse().expect("a port"), 2)?;
+        db.url = bouncer.url(name);
+        *pooler = Some(bouncer);
+        Some(db)
+    }
+
+    /// The database's URL past any pooler: what migrations and tests' own statements use.
+    pub fn direct_url(&self) -> &str {
+        match &self.cleanup {
+            Cleanup::Postgres { direct_url, .. } => direct_url,
+            Cleanup::Sqlite(_) => &self.url,
+        }
     }
 
     /// The database URL, as the service takes it.
@@ -120,7 +172,7 @@ impl TestDatabase {
         let Cleanup::Postgres { name, .. } = &self.cleanup else {
             return 0;
         };
-        let watcher = RawPostgres::connect(&self.url).expect("connect");
+        let watcher = RawPostgres::connect(self.direct_url()).expect("connect");
         watcher
             .count(&format!(
                 "SELECT count(*) FROM pg_stat_activity \
@@ -135,7 +187,7 @@ impl TestDatabase {
         use diesel::connection::SimpleConnection;
         use diesel::{Connection, SqliteConnection};
         match &self.cleanup {
-            Cleanup::Postgres { .. } => RawPostgres::connect(&self.url)
+            Cleanup::Postgres { .. } => RawPostgres::connect(self.direct_url())
                 .and_then(|conn| conn.execute(sql))
                 .unwrap_or_else(|error| panic!("{sql}: {error}")),
             Cleanup::Sqlite(_) => SqliteConnection::establish(&self.url)
@@ -145,17 +197,26 @@ impl TestDatabase {
         }
     }
 
-    /// A store on this database with the migrations applied.
+    /// A store on this database with the migrations applied (straight to the database: not
+    /// through a pooler, which cannot run them).
     pub async fn store(&self) -> Store {
-        let store = Store::open(&StoreConfig::new(&self.url)).expect("open the test store");
-        store.migrate().await.expect("migrate the test store");
-        store
+        let direct =
+            Store::open(&StoreConfig::new(self.direct_url())).expect("open the test store");
+        direct.migrate().await.expect("migrate the test store");
+        if self.direct_url() == self.url {
+            return direct;
+        }
+        direct.close();
+        Store::open(&StoreConfig::new(&self.url)).expect("open the test store")
     }
 }
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
-        if let Cleanup::Postgres { admin_url, name } = &self.cleanup {
+        if let Cleanup::Postgres {
+            admin_url, name, ..
+        } = &self.cleanup
+        {
             let dropped = RawPostgres::connect(admin_url).and_then(|admin| {
                 admin.execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
             });

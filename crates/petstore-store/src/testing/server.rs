@@ -271,7 +271,7 @@ fn server_programs() -> Option<PathBuf> {
 }
 
 /// The `postgres` user's uid and gid, from `/etc/passwd`.
-fn postgres_user() -> Option<(u32, u32)> {
+pub(super) fn postgres_user() -> Option<(u32, u32)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {
         let fields: Vec<&str> = line.split(':').collect();
@@ -281,12 +281,12 @@ fn postgres_user() -> Option<(u32, u32)> {
     })
 }
 
-fn chown(path: &Path, (uid, gid): (u32, u32)) {
+pub(super) fn chown(path: &Path, (uid, gid): (u32, u32)) {
     std::os::unix::fs::chown(path, Some(uid), Some(gid))
         .unwrap_or_else(|error| panic!("chown {}: {error}", path.display()));
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .expect("a free port")

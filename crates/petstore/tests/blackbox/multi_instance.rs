@@ -48,13 +48,27 @@ fn list_all(base: &str, key: &str) -> Vec<i64> {
 
 #[test]
 fn two_instances_on_one_database_lose_and_duplicate_nothing() {
-    let Some(db) = TestDatabase::postgres() else {
-        return;
-    };
+    if let Some(db) = TestDatabase::postgres() {
+        two_instances_lose_and_duplicate_nothing(&db);
+    }
+}
+
+/// The same through PgBouncer pooling transactions (two server connections for both
+/// instances' sixteen-odd clients): migrated straight (`migrate` needs a session), served with
+/// `--no-migrate` and `pooler=transaction`.
+#[test]
+fn two_instances_through_a_transaction_pooler_lose_and_duplicate_nothing() {
+    if let Some(db) = TestDatabase::postgres_through_pgbouncer() {
+        run(db.direct_url(), &["migrate"]);
+        two_instances_lose_and_duplicate_nothing(&db);
+    }
+}
+
+fn two_instances_lose_and_duplicate_nothing(db: &TestDatabase) {
     let url = db.url().to_owned();
-    let key = crate::common::enterprise_key(&url, 1_000_000, 100_000_000);
-    let first = TestServer::start(&url, &["--bootstrap-key=false"]);
-    let second = TestServer::start(&url, &["--bootstrap-key=false"]);
+    let key = crate::common::enterprise_key(db.direct_url(), 1_000_000, 100_000_000);
+    let first = TestServer::start(&url, &["--bootstrap-key=false", "--no-migrate"]);
+    let second = TestServer::start(&url, &["--bootstrap-key=false", "--no-migrate"]);
     let bases = [first.base.clone(), second.base.clone()];
 
     let workers: Vec<_> = (0..CLIENTS)

@@ -1,0 +1,109 @@
+//! [`PgBouncer`]: Debian's PgBouncer, of a test's own, pooling transactions in front of a
+//! PostgreSQL server: the pooler `pooler=transaction` is for.
+
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::server::{chown, free_port, postgres_user};
+use super::{in_ci, loud_skip};
+
+/// PgBouncer on a free loopback port, in transaction pooling mode (`pool_mode = transaction`),
+/// lending every database of one PostgreSQL server at most `pool_size` server connections, so
+/// that its clients' transactions share them; stopped when dropped. Users are trusted (and only
+/// `postgres` is known). As root it runs as the `postgres` user: PgBouncer refuses root.
+#[derive(Debug)]
+pub struct PgBouncer {
+    port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+/// Where Debian installs it.
+const PROGRAM: &str = "/usr/sbin/pgbouncer";
+
+impl PgBouncer {
+    /// PgBouncer in front of the PostgreSQL server at `host:port`. `None` (after a loud SKIPPED
+    /// line) where PgBouncer is not installed, except under CI, where that fails.
+    pub fn start(host: &str, port: u16, pool_size: u32) -> Option<Self> {
+        if !std::path::Path::new(PROGRAM).is_file() {
+            let what =
+                "PgBouncer is not installed (Debian's pgbouncer); a test through it did not run";
+            assert!(!in_ci(), "{what}");
+            loud_skip(what);
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let listen = free_port();
+        let users = dir.path().join("users.txt");
+        std::fs::write(&users, "\"postgres\" \"\"\n").expect("write the users");
+        let ini = dir.path().join("pgbouncer.ini");
+        std::fs::write(
+            &ini,
+            format!(
+                "[databases]\n* = host={host} port={port}\n\n[pgbouncer]\n\
+                 listen_addr = 127.0.0.1\nlisten_port = {listen}\nunix_socket_dir =\n\
+                 auth_type = trust\nauth_file = {}\npool_mode = transaction\n\
+                 default_pool_size = {pool_size}\nmax_client_conn = 1000\n\
+                 server_login_retry = 1\n",
+                users.display()
+            ),
+        )
+        .expect("write the configuration");
+        let mut command = Command::new(PROGRAM);
+        if rustix::process::geteuid().is_root() {
+            let (uid, gid) =
+                postgres_user().expect("the postgres user (Debian's package creates it)");
+            for path in [dir.path(), &users, &ini] {
+                chown(path, (uid, gid));
+            }
+            use std::os::unix::process::CommandExt;
+            command.uid(uid).gid(gid);
+        }
+        let child = command
+            .arg(&ini)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start pgbouncer");
+        let bouncer = Self {
+            port: listen,
+            child,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while TcpStream::connect(("127.0.0.1", listen)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "PgBouncer did not start listening"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(bouncer)
+    }
+
+    /// The URL of `database` through it, as the service takes it (`pooler=transaction`).
+    pub fn url(&self, database: &str) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/{database}?pooler=transaction",
+            self.port
+        )
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        // SIGTERM: PgBouncer's immediate shutdown.
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        );
+        let _ = self.child.wait();
+    }
+}
