@@ -58,7 +58,8 @@
 # and with its reads on a synchronous standby (`--database-read-url`). A primary and a standby
 # (pg_basebackup -R, `synchronous_standby_names = '*'`) and PgBouncer of its own, on free
 # ports, run as the `postgres` user; three servers, one worker each, on the same core; runs
-# alternate; reports the medians and the median of each pair's ratio to the direct run.
+# alternate; reports the medians and the median of each pair's ratio to the direct run. Then
+# POST /v1/pets on the same three: what the pooler and `remote_apply` cost a create.
 #
 # --metrics-cost: the list route's throughput with metrics recorded against the same without
 # (--metrics=false), SQLite with 1,000 pets, two servers on the same core, runs alternating;
@@ -176,6 +177,7 @@ cleanup() {
     for data in "$TOPO/standby" "$TOPO/primary"; do
       [ -f "$data/postmaster.pid" ] && as_postgres "$PG_BIN/pg_ctl" -D "$data" stop -m fast >/dev/null 2>&1
     done
+    rm -rf "$TOPO"
   fi
   rm -rf "$WORK"
 }
@@ -687,8 +689,8 @@ if [ "$TOPOLOGIES" = 1 ]; then
   [ -x /usr/sbin/pgbouncer ] || { apt-get update -qq >/dev/null && apt-get install -y -qq pgbouncer >/dev/null; }
   PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
   free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-  TOPO=$WORK/topology
-  mkdir -p "$TOPO"
+  # A folder of its own, outside $WORK (private to root): PostgreSQL runs as `postgres`.
+  TOPO=$(mktemp -d)
   [ "$(id -u)" = 0 ] && chown postgres "$TOPO"
   primary_port=$(free_port) standby_port=$(free_port) bouncer_port=$(free_port)
   as_postgres "$PG_BIN/initdb" -U postgres --auth=trust --no-sync -D "$TOPO/primary" >/dev/null
@@ -743,6 +745,16 @@ INI
     echo "bench: direct ${direct[-1]} req/s, through PgBouncer ${pooled[-1]} req/s, reads on the standby ${replica[-1]} req/s" >&2
   done
   replica_reads=$(curl -s "$standby_url/metrics" | awk '/^petstore_db_reads_total\{target="replica"\}/ { print $2 }')
+  # Creates: each commit waits for the standby (on: flushed; with read URLs: remote_apply).
+  post_direct=() post_pooled=() post_replica=() post_pooled_ratios=() post_replica_ratios=()
+  for _ in $(seq 1 "$RUNS"); do
+    post_direct+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$direct_url/v1/pets" | rps_of)")
+    post_pooled+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$pooled_url/v1/pets" | rps_of)")
+    post_replica+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$standby_url/v1/pets" | rps_of)")
+    post_pooled_ratios+=("$(awk -v a="${post_pooled[-1]}" -v b="${post_direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    post_replica_ratios+=("$(awk -v a="${post_replica[-1]}" -v b="${post_direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: POST direct ${post_direct[-1]} req/s, through PgBouncer ${post_pooled[-1]} req/s, with remote_apply ${post_replica[-1]} req/s" >&2
+  done
   kill -TERM "$direct_pid" "$pooled_pid" "$standby_pid"
   wait "$direct_pid" "$pooled_pid" "$standby_pid" 2>/dev/null || true
   SERVER_PID=""
@@ -753,6 +765,12 @@ INI
     echo "| Direct (median req/s) | Through PgBouncer (median req/s) | PgBouncer / direct (median of pairs) | Reads on the standby (median req/s) | Standby / direct (median of pairs) |"
     echo "|---|---|---|---|---|"
     echo "| $(printf '%s\n' "${direct[@]}" | median) | $(printf '%s\n' "${pooled[@]}" | median) | $(printf '%s\n' "${pooled_ratios[@]}" | median) | $(printf '%s\n' "${replica[@]}" | median) | $(printf '%s\n' "${replica_ratios[@]}" | median) |"
+    echo
+    echo "POST /v1/pets on the same servers (the standby synchronous: each commit waits for it to flush, and with read URLs to apply, \`remote_apply\`):"
+    echo
+    echo "| Direct (median req/s) | Through PgBouncer (median req/s) | PgBouncer / direct (median of pairs) | With read URLs, remote_apply (median req/s) | remote_apply / direct (median of pairs) |"
+    echo "|---|---|---|---|---|"
+    echo "| $(printf '%s\n' "${post_direct[@]}" | median) | $(printf '%s\n' "${post_pooled[@]}" | median) | $(printf '%s\n' "${post_pooled_ratios[@]}" | median) | $(printf '%s\n' "${post_replica[@]}" | median) | $(printf '%s\n' "${post_replica_ratios[@]}" | median) |"
   } >"$OUT"
   cat "$OUT"
   exit 0

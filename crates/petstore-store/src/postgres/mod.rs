@@ -60,6 +60,12 @@ impl Postgres {
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
         let per_thread = (config.pool_size / config.workers.max(1)).max(1) as usize;
         let settings = Arc::new(PgSettings::from_url(url, config)?);
+        // Behind a transaction pooler reads take pooled connections too: no shared ones.
+        let reads_in_flight = if settings.per_transaction.is_some() {
+            0
+        } else {
+            READS_IN_FLIGHT
+        };
         Ok(Self {
             replicas: Replicas::open(config, settings.clone())?,
             settings,
@@ -67,7 +73,7 @@ impl Postgres {
             per_thread,
             max_calls: config
                 .pool_size
-                .saturating_add(READS_IN_FLIGHT.saturating_mul(config.workers.max(1))),
+                .saturating_add(reads_in_flight.saturating_mul(config.workers.max(1))),
             wait: config.connect_timeout,
             statement_timeout: config.statement_timeout,
             deadline: config.deadline(),
@@ -259,7 +265,7 @@ impl Postgres {
                     .is_some();
                 open += status.size + usize::from(shared);
                 idle += status.available;
-                max += status.max_size + 1;
+                max += status.max_size + usize::from(self.settings.per_transaction.is_none());
             }
         }
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
@@ -317,7 +323,14 @@ async fn in_own_transaction<T>(
 ) -> Result<T, StoreError> {
     use diesel_async::SimpleAsyncConnection;
     let mut session: &AsyncPgConnection = conn;
-    session.batch_execute(begin).await?;
+    if let Err(error) = session.batch_execute(begin).await {
+        // Part of it may have run (`BEGIN`, then a failed `SET`): end it, or give the
+        // connection up, rather than pool it inside a failed transaction.
+        if session.batch_execute("ROLLBACK").await.is_err() {
+            return Err(StoreError::ConnectionLost(error.into()));
+        }
+        return Err(error.into());
+    }
     let result = op(Conn::Postgres {
         conn,
         exclusive: true,
@@ -339,6 +352,10 @@ async fn in_own_transaction<T>(
     }
 }
 
+/// The longest a cancel request of an abandoned call may take before its connection is closed
+/// anyway.
+const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
+
 /// The longest [`lost_or`] waits for its round trip.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -351,11 +368,14 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 /// the server has closed the session; a statement that was refused on a live session
 /// leaves the connection answering.
 async fn lost_or(error: StoreError, conn: &AsyncPgConnection) -> StoreError {
-    use diesel_async::RunQueryDsl;
+    use diesel_async::SimpleAsyncConnection;
     if !matches!(error, StoreError::Database(_)) {
         return error;
     }
-    let probe = diesel::sql_query("SELECT 1").execute(&mut &*conn);
+    // A simple query: nothing prepared (behind a transaction pooler, a statement prepared
+    // outside a transaction could be run on another server connection).
+    let mut session: &AsyncPgConnection = conn;
+    let probe = session.batch_execute("SELECT 1");
     let probed = tokio::time::timeout(PROBE_TIMEOUT, probe)
         .await
         .map(|answer| answer.map_err(StoreError::from));
@@ -463,11 +483,20 @@ impl Drop for InCall<'_> {
         {
             let cancel = connection.cancel_token();
             let tls = self.settings.tls();
+            // The connection is closed once the cancel request has been delivered: a pooler
+            // (PgBouncer) forwards a cancel only for a client still connected, and closing
+            // first would leave the statement running (with its locks) to its timeout.
             runtime.spawn(async move {
-                if let Err(error) = cancel.cancel_query(tls).await {
-                    log::debug!("could not cancel an abandoned statement: {error}");
+                match tokio::time::timeout(CANCEL_TIMEOUT, cancel.cancel_query(tls)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => {
+                        log::debug!("could not cancel an abandoned statement: {error}")
+                    }
+                    Err(_) => log::debug!("an abandoned statement's cancel request timed out"),
                 }
+                drop(connection);
             });
+            return;
         }
         drop(connection);
     }

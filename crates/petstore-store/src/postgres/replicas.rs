@@ -284,7 +284,7 @@ impl Session {
             // Behind a transaction pooler a statement runs in a transaction of its own.
             let pooled = settings.per_transaction.is_some();
             if pooled {
-                conn.batch_execute("BEGIN").await.ok()?;
+                conn.batch_execute("BEGIN; DEALLOCATE ALL").await.ok()?;
             }
             let position = diesel::sql_query(sql)
                 .get_result::<Position>(conn)

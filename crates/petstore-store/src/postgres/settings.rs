@@ -132,7 +132,16 @@ impl PgSettings {
         let given = config.get_options().unwrap_or_default().trim().to_owned();
         let per_transaction = match ours("pooler") {
             None | Some("none") => None,
-            Some("transaction") => Some(Self::per_transaction(store, &given)),
+            Some("transaction") if !given.is_empty() => {
+                return Err(StoreError::Config(
+                    "the database URL's `options` cannot go with `pooler=transaction`: a \
+                     transaction pooler refuses start-up options (PgBouncer: \"unsupported \
+                     startup parameter\") and would not keep them; set them on the role \
+                     (`ALTER ROLE ... SET name = value`) instead"
+                        .into(),
+                ));
+            }
+            Some("transaction") => Some(Self::per_transaction(store)),
             Some(other) => {
                 return Err(StoreError::Config(format!(
                     "the database URL's `pooler` is {other:?}: `transaction` (behind a \
@@ -190,7 +199,7 @@ impl PgSettings {
     /// client prepared and left: tokio-postgres names them `s0`, `s1`, ... in every process, so
     /// one of ours would collide), then the settings a session would have had, scoped to the
     /// transaction. One round trip, as `BEGIN` alone.
-    fn per_transaction(store: &StoreConfig, given: &str) -> String {
+    fn per_transaction(store: &StoreConfig) -> String {
         let mut statements = vec![
             "BEGIN".to_owned(),
             "DEALLOCATE ALL".to_owned(),
@@ -199,7 +208,7 @@ impl PgSettings {
                 store.statement_timeout.as_millis()
             ),
         ];
-        if !store.read_urls.is_empty() && !given.contains("synchronous_commit") {
+        if !store.read_urls.is_empty() {
             statements.push("SET LOCAL synchronous_commit = remote_apply".to_owned());
         }
         statements.join("; ")
@@ -346,6 +355,12 @@ mod tests {
             panic!("an unknown pooler mode is refused");
         };
         assert!(refused.contains("`transaction`"), "{refused}");
+        let Err(StoreError::Config(refused)) =
+            settings("postgres://u@h/db?pooler=transaction&options=-c%20search_path%3Dx")
+        else {
+            panic!("options a pooler would drop are refused");
+        };
+        assert!(refused.contains("ALTER ROLE"), "{refused}");
     }
 
     #[test]

@@ -10,7 +10,8 @@ use super::{in_ci, loud_skip};
 
 /// PgBouncer on a free loopback port, in transaction pooling mode (`pool_mode = transaction`),
 /// lending every database of one PostgreSQL server at most `pool_size` server connections, so
-/// that its clients' transactions share them; stopped when dropped. Users are trusted (and only
+/// that its clients' transactions share them, in turn (`server_round_robin`: not the one a
+/// client last had, so that whatever leaks out of a transaction is met); stopped when dropped. Users are trusted (and only
 /// `postgres` is known). As root it runs as the `postgres` user: PgBouncer refuses root.
 #[derive(Debug)]
 pub struct PgBouncer {
@@ -45,7 +46,7 @@ impl PgBouncer {
                  listen_addr = 127.0.0.1\nlisten_port = {listen}\nunix_socket_dir =\n\
                  auth_type = trust\nauth_file = {}\npool_mode = transaction\n\
                  default_pool_size = {pool_size}\nmax_client_conn = 1000\n\
-                 server_login_retry = 1\n",
+                 server_login_retry = 1\nserver_round_robin = 1\n",
                 users.display()
             ),
         )
