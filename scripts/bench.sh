@@ -735,6 +735,10 @@ INI
     --database-read-url "$standby"
   standby_pid=$SERVER_PID standby_url=$BASE
   sleep 1 # the standby's first lag reading
+  for url in "$direct_url" "$pooled_url" "$standby_url"; do
+    status=$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$url/v1/pets?limit=20")
+    [ "$status" = 200 ] || { echo "bench: $url answered the list $status, not 200" >&2; exit 1; }
+  done
   direct=() pooled=() replica=() pooled_ratios=() replica_ratios=()
   for _ in $(seq 1 "$RUNS"); do
     direct+=("$(wrk_once "${auth[@]}" "$direct_url/v1/pets?limit=20" | rps_of)")
