@@ -1,12 +1,14 @@
-//! Every store operation, each scenario run once per backend.
+//! The store's own behaviour, each scenario run once per backend: what the conformance kit
+//! (`petstore-conformance`, run at the end of this file on SQLite, PostgreSQL and PostgreSQL
+//! through PgBouncer) cannot see through the storage interface alone: corrupt rows, the hashes
+//! as stored, threads with pools of their own, migrations, reopening, outages, timeouts.
 
 use std::collections::HashSet;
 
 use petstore_domain::{
-    ApiKeyRepository, ApiKeySecret, Ban, CreatePet, Inventory, KeyMatch, KeySpec, LifecycleError,
-    Limit, OrderAction, OrderError, OrderListQuery, OrderRepository, OrderStatus, PageRequest, Pet,
-    PetDraft, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, Storage,
-    StorageError, StorageErrorKind,
+    ApiKeyRepository, ApiKeySecret, Ban, CreatePet, KeySpec, Limit, OrderAction, OrderError,
+    OrderRepository, OrderStatus, PageRequest, Pet, PetDraft, PetListQuery, PetRepository,
+    PetStatus, PlaceOrder, Plan, Storage, StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
 use petstore_store::testing::{RawPostgres, TestDatabase};
@@ -74,16 +76,6 @@ async fn add(store: &Store, name: &str, status: PetStatus) -> Pet {
         .create_pet(&draft(name, status))
         .await
         .expect("create")
-}
-
-/// The active key `secret` finds.
-async fn active_key(store: &Store, secret: &ApiKeySecret) -> petstore_domain::ApiKey {
-    store
-        .find_active_key(&secret.hash())
-        .await
-        .expect("find")
-        .expect("key")
-        .key
 }
 
 fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
@@ -165,19 +157,7 @@ async fn a_pet_stored_with_an_unknown_status_is_reported_as_corrupt(db: &TestDat
     );
 }
 
-async fn a_created_pet_reads_back_with_its_new_id(db: &TestDatabase) {
-    let store = db.store().await;
-    let created = add(&store, "Rex", PetStatus::Pending).await;
-    assert!(created.id >= 1);
-    assert_eq!(created.name, "Rex");
-    assert_eq!(created.status, PetStatus::Pending);
-    assert_eq!(
-        store.find_pet(created.id).await.expect("find"),
-        Some(created)
-    );
-}
-
-async fn concurrent_creates_all_commit_with_distinct_ids(db: &TestDatabase) {
+async fn concurrent_creates_from_threads_with_pools_of_their_own_all_commit(db: &TestDatabase) {
     db.store().await;
     // 16 threads, each with a runtime of its own (as 16 server workers): on PostgreSQL each
     // thread has its own pool, of one connection here.
@@ -219,316 +199,7 @@ async fn concurrent_creates_all_commit_with_distinct_ids(db: &TestDatabase) {
     );
 }
 
-async fn a_missing_pet_is_none(db: &TestDatabase) {
-    let store = db.store().await;
-    assert_eq!(store.find_pet(424_242).await.expect("find"), None);
-    assert_eq!(store.find_pet(-1).await.expect("find"), None);
-}
-
-async fn names_are_stored_exactly(db: &TestDatabase) {
-    let store = db.store().await;
-    let long = "ü".repeat(255);
-    for name in [
-        "Mötley 🐶",
-        " padded ",
-        long.as_str(),
-        "quote ' and \" and ;--",
-    ] {
-        let created = add(&store, name, PetStatus::Sold).await;
-        let found = store
-            .find_pet(created.id)
-            .await
-            .expect("find")
-            .expect("present");
-        assert_eq!(found.name, name);
-    }
-}
-
-async fn paging_visits_every_pet_once_in_ascending_order(db: &TestDatabase) {
-    let store = db.store().await;
-    let statuses = [PetStatus::Available, PetStatus::Sold, PetStatus::Pending];
-    let mut all = Vec::new();
-    for i in 0..23 {
-        let status = statuses[i % 3];
-        all.push((add(&store, &format!("pet {i}"), status).await.id, status));
-    }
-    let every: Vec<i64> = all.iter().map(|(id, _)| *id).collect();
-    assert_eq!(walk(&store, 5, None).await, every);
-    assert_eq!(walk(&store, 100, None).await, every);
-    for status in statuses {
-        let expected: Vec<i64> = all
-            .iter()
-            .filter(|(_, s)| *s == status)
-            .map(|(id, _)| *id)
-            .collect();
-        assert_eq!(walk(&store, 2, Some(status)).await, expected, "{status}");
-    }
-    let exact = store.list_pets(&page(23, None, None)).await.expect("list");
-    assert_eq!(exact.items.len(), 23);
-    assert_eq!(
-        exact.next_after, None,
-        "no next page when the page is exactly full"
-    );
-}
-
-async fn an_empty_catalogue_lists_nothing(db: &TestDatabase) {
-    let store = db.store().await;
-    let empty = store
-        .list_pets(&PetListQuery::default())
-        .await
-        .expect("list");
-    assert!(empty.items.is_empty());
-    assert_eq!(empty.next_after, None);
-}
-
-async fn orders_list_in_id_order_with_paging_and_by_owner(db: &TestDatabase) {
-    let store = db.store().await;
-    let (owner, _) = store
-        .create_key(&KeySpec::new(Plan::Pro, "customer", None).expect("spec"))
-        .await
-        .expect("key");
-    let mut ids = Vec::new();
-    for i in 0..4 {
-        let pet = add(&store, &format!("pet {i}"), PetStatus::Available).await;
-        // Every other order is the customer's; the rest an operator's.
-        let owner = (i % 2 == 0).then_some(owner.id);
-        let order = store
-            .place_order(&PlaceOrder {
-                pet_id: pet.id,
-                owner,
-                completion: None,
-            })
-            .await
-            .expect("place");
-        assert_eq!(
-            (order.status, order.owner, order.quantity),
-            (OrderStatus::Placed, owner, 1)
-        );
-        assert!(order.created_at > 1_700_000_000);
-        ids.push(order.id);
-    }
-    let page = |after, owner| OrderListQuery {
-        page: PageRequest {
-            limit: Limit::new(2).expect("limit"),
-            after,
-        },
-        owner,
-        status: None,
-    };
-    let first = store.list_orders(&page(None, None)).await.expect("list");
-    assert_eq!(
-        first.items.iter().map(|o| o.id).collect::<Vec<_>>(),
-        ids[..2]
-    );
-    let rest = store
-        .list_orders(&page(first.next_after, None))
-        .await
-        .expect("list");
-    assert_eq!(
-        rest.items.iter().map(|o| o.id).collect::<Vec<_>>(),
-        ids[2..]
-    );
-    assert_eq!(rest.next_after, None);
-    let mine = store
-        .list_orders(&page(None, Some(owner.id)))
-        .await
-        .expect("list");
-    assert_eq!(
-        mine.items.iter().map(|o| o.id).collect::<Vec<_>>(),
-        vec![ids[0], ids[2]]
-    );
-    // By status, every key's or one key's: the customer's first order and the operator's
-    // second approved.
-    for id in [ids[0], ids[3]] {
-        store
-            .change_order(id, None, OrderAction::Approve)
-            .await
-            .expect("approve");
-    }
-    let of = |owner, status| OrderListQuery {
-        status: Some(status),
-        ..page(None, owner)
-    };
-    let listed = |page: petstore_domain::Page<petstore_domain::Order>| {
-        page.items.iter().map(|o| o.id).collect::<Vec<_>>()
-    };
-    let approved = store
-        .list_orders(&of(None, OrderStatus::Approved))
-        .await
-        .expect("list");
-    assert_eq!(listed(approved), vec![ids[0], ids[3]]);
-    let placed = store
-        .list_orders(&of(None, OrderStatus::Placed))
-        .await
-        .expect("list");
-    assert_eq!(listed(placed), vec![ids[1], ids[2]]);
-    let mine_placed = store
-        .list_orders(&of(Some(owner.id), OrderStatus::Placed))
-        .await
-        .expect("list");
-    assert_eq!(listed(mine_placed), vec![ids[2]]);
-    let mine_delivered = store
-        .list_orders(&of(Some(owner.id), OrderStatus::Delivered))
-        .await
-        .expect("list");
-    assert!(mine_delivered.items.is_empty());
-    assert_eq!(
-        store
-            .find_order(ids[1], Some(owner.id))
-            .await
-            .expect("find"),
-        None,
-        "not theirs"
-    );
-    assert!(
-        store
-            .find_order(ids[1], None)
-            .await
-            .expect("find")
-            .is_some(),
-        "operators see all"
-    );
-}
-
-async fn the_order_lifecycle_moves_the_pet_in_the_same_transaction(db: &TestDatabase) {
-    let store = db.store().await;
-    let pet = add(&store, "Rex", PetStatus::Available).await;
-    let place = |pet_id| PlaceOrder {
-        pet_id,
-        owner: None,
-        completion: None,
-    };
-    let order = store.place_order(&place(pet.id)).await.expect("place");
-    let status = async |id| store.find_pet(id).await.expect("find").expect("pet").status;
-    assert_eq!(status(pet.id).await, PetStatus::Pending);
-    assert!(matches!(
-        store.place_order(&place(pet.id)).await,
-        Err(OrderError::Refused(LifecycleError::PetNotAvailable(
-            PetStatus::Pending
-        )))
-    ));
-    assert!(matches!(
-        store.place_order(&place(999)).await,
-        Err(OrderError::PetNotFound(999))
-    ));
-    assert!(matches!(
-        store
-            .change_order(order.id, None, OrderAction::Deliver)
-            .await,
-        Err(OrderError::Refused(LifecycleError::Transition {
-            from: OrderStatus::Placed,
-            ..
-        }))
-    ));
-    store
-        .change_order(order.id, None, OrderAction::Approve)
-        .await
-        .expect("approve");
-    assert_eq!(status(pet.id).await, PetStatus::Pending);
-    store
-        .change_order(order.id, None, OrderAction::Deliver)
-        .await
-        .expect("deliver");
-    assert_eq!(status(pet.id).await, PetStatus::Sold);
-    assert_eq!(
-        store.inventory().await.expect("inventory"),
-        Inventory {
-            available: 0,
-            pending: 0,
-            sold: 1
-        }
-    );
-    assert!(matches!(
-        store.change_order(4242, None, OrderAction::Cancel).await,
-        Err(OrderError::OrderNotFound(4242))
-    ));
-}
-
-async fn keys_are_found_by_secret_until_revoked(db: &TestDatabase) {
-    let store = db.store().await;
-    let spec = KeySpec::new(Plan::Pro, "ci", None).expect("spec");
-    let (key, secret) = store.create_key(&spec).await.expect("create");
-    assert_eq!(key.plan, Plan::Pro);
-    assert_eq!(key.label, "ci");
-    assert_eq!(key.display_prefix, secret.display_prefix());
-    assert_eq!(
-        store.find_active_key(&secret.hash()).await.expect("find"),
-        Some(KeyMatch::current(key.clone()))
-    );
-
-    assert!(store.revoke_key(key.id).await.expect("revoke"));
-    assert_eq!(
-        store.find_active_key(&secret.hash()).await.expect("find"),
-        None
-    );
-    let listed = petstore_domain::key_admin::all(&store).await.expect("list");
-    let revoked_at = listed[0].revoked_at.expect("revoked");
-    assert!(
-        store.revoke_key(key.id).await.expect("revoke again"),
-        "revoking twice still finds the key"
-    );
-    assert_eq!(
-        petstore_domain::key_admin::all(&store).await.expect("list")[0].revoked_at,
-        Some(revoked_at)
-    );
-    assert!(
-        !store
-            .revoke_key(key.id + 1000)
-            .await
-            .expect("revoke unknown")
-    );
-}
-
 /// Whether `secret` authenticates (as the key's current or rotated-out secret).
-async fn authenticates(store: &Store, secret: &ApiKeySecret) -> bool {
-    let found = store.find_active_key(&secret.hash()).await.expect("find");
-    found.is_some_and(|found| found.is_valid_at(0))
-}
-
-async fn rotations_at_once_keep_each_new_secret_and_none_follows_a_revocation(db: &TestDatabase) {
-    let mut config = StoreConfig::new(db.url());
-    config.pool_size = 4;
-    let store = Store::open(&config).expect("open");
-    store.migrate().await.expect("migrate");
-    let spec = KeySpec::new(Plan::Pro, "racing", None).expect("spec");
-    let (key, mut current) = store.create_key(&spec).await.expect("create");
-    let grace_until = i64::MAX;
-    for round in 0..10 {
-        let (a, b) = tokio::join!(
-            store.rotate_key(key.id, grace_until),
-            store.rotate_key(key.id, grace_until)
-        );
-        let (_, a) = a.expect("rotate").expect("a key");
-        let (_, b) = b.expect("rotate").expect("a key");
-        // One after the other: the later one's current secret, the earlier one's in its grace
-        // period, and the secret before them neither.
-        assert!(authenticates(&store, &a).await, "round {round}");
-        assert!(authenticates(&store, &b).await, "round {round}");
-        assert!(!authenticates(&store, &current).await, "round {round}");
-        let newest = store.find_active_key(&a.hash()).await.expect("find");
-        current = if newest.is_some_and(|found| found.valid_until.is_none()) {
-            a
-        } else {
-            b
-        };
-    }
-    let (revoked, rotated) = tokio::join!(
-        store.revoke_key(key.id),
-        store.rotate_key(key.id, grace_until)
-    );
-    assert!(revoked.expect("revoke"));
-    // A rotation answered is one that ran before the revocation, on a key not revoked then.
-    if let Some((rotated, secret)) = rotated.expect("rotate") {
-        assert_eq!(rotated.revoked_at, None);
-        assert!(!authenticates(&store, &secret).await);
-    }
-    assert!(!authenticates(&store, &current).await);
-    assert_eq!(
-        store.rotate_key(key.id, grace_until).await.expect("rotate"),
-        None
-    );
-}
-
 async fn keys_are_stored_only_as_hashes(db: &TestDatabase) {
     let store = db.store().await;
     let (_, secret) = store
@@ -563,103 +234,6 @@ async fn keys_are_stored_only_as_hashes(db: &TestDatabase) {
     }
 }
 
-async fn every_key_is_distinct_and_enterprise_limits_persist(db: &TestDatabase) {
-    let store = db.store().await;
-    let limits = RateLimits::custom(5_000, 2_000_000).expect("limits");
-    let spec = KeySpec::new(Plan::Enterprise, "big", Some(limits)).expect("spec");
-    let mut secrets = HashSet::new();
-    for _ in 0..20 {
-        let (key, secret) = store.create_key(&spec).await.expect("create");
-        assert_eq!(key.custom_limits, Some(limits));
-        assert_eq!(key.limits(), limits);
-        assert!(secrets.insert(secret.expose().to_owned()));
-    }
-    assert_eq!(
-        petstore_domain::key_admin::all(&store)
-            .await
-            .expect("list")
-            .len(),
-        20
-    );
-}
-
-async fn a_ban_is_imposed_once_and_can_be_lifted(db: &TestDatabase) {
-    let store = db.store().await;
-    let (key, secret) = store
-        .create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec"))
-        .await
-        .expect("create");
-    assert_eq!(key.ban, None);
-    let ban = Ban {
-        until: 2_000,
-        level: 1,
-    };
-    assert!(store.ban_key(key.id, ban, 1_000).await.expect("ban"));
-    let other = Ban {
-        until: 3_000,
-        level: 2,
-    };
-    assert!(
-        !store
-            .ban_key(key.id, other, 1_500)
-            .await
-            .expect("ban again"),
-        "a ban is in force"
-    );
-    let found = store
-        .find_active_key(&secret.hash())
-        .await
-        .expect("find")
-        .expect("banned keys still authenticate")
-        .key;
-    assert_eq!(found.ban, Some(ban));
-    assert!(
-        store.ban_key(key.id, other, 2_000).await.expect("escalate"),
-        "the first ban has ended"
-    );
-    assert_eq!(
-        petstore_domain::key_admin::all(&store).await.expect("list")[0].ban,
-        Some(other)
-    );
-    assert!(store.unban_key(key.id).await.expect("unban"));
-    assert_eq!(
-        petstore_domain::key_admin::all(&store).await.expect("list")[0].ban,
-        None
-    );
-    assert!(!store.unban_key(key.id + 99).await.expect("unban unknown"));
-}
-
-async fn a_keys_plan_and_limits_can_change(db: &TestDatabase) {
-    let store = db.store().await;
-    let (key, secret) = store
-        .create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec"))
-        .await
-        .expect("create");
-    let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
-    assert!(
-        store
-            .update_key_plan(key.id, Plan::Enterprise, Some(limits))
-            .await
-            .expect("update")
-    );
-    let found = active_key(&store, &secret).await;
-    assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
-    assert!(
-        store
-            .update_key_plan(key.id, Plan::Pro, None)
-            .await
-            .expect("update")
-    );
-    let found = active_key(&store, &secret).await;
-    assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
-    assert!(
-        !store
-            .update_key_plan(key.id + 99, Plan::Pro, None)
-            .await
-            .expect("update unknown")
-    );
-}
-
 async fn migrating_twice_applies_nothing_the_second_time(db: &TestDatabase) {
     let store = db.store().await;
     assert_eq!(
@@ -680,20 +254,8 @@ async fn data_survives_reopening_the_store(db: &TestDatabase) {
 
 for_each_backend!(
     a_pet_stored_with_an_unknown_status_is_reported_as_corrupt,
-    a_created_pet_reads_back_with_its_new_id,
-    concurrent_creates_all_commit_with_distinct_ids,
-    a_missing_pet_is_none,
-    names_are_stored_exactly,
-    paging_visits_every_pet_once_in_ascending_order,
-    an_empty_catalogue_lists_nothing,
-    orders_list_in_id_order_with_paging_and_by_owner,
-    the_order_lifecycle_moves_the_pet_in_the_same_transaction,
-    keys_are_found_by_secret_until_revoked,
-    rotations_at_once_keep_each_new_secret_and_none_follows_a_revocation,
+    concurrent_creates_from_threads_with_pools_of_their_own_all_commit,
     keys_are_stored_only_as_hashes,
-    every_key_is_distinct_and_enterprise_limits_persist,
-    a_ban_is_imposed_once_and_can_be_lifted,
-    a_keys_plan_and_limits_can_change,
     migrating_twice_applies_nothing_the_second_time,
     data_survives_reopening_the_store,
 );
@@ -1361,4 +923,40 @@ async fn migrations_through_a_transaction_pooler_are_refused_naming_the_fix() {
     let refused = store.migrate().await.expect_err("refused");
     assert!(matches!(refused, StoreError::Config(_)), "{refused:?}");
     assert!(refused.to_string().contains("--no-migrate"), "{refused}");
+}
+
+/// The storage scenarios every backend must pass (`petstore-conformance`), on each of the
+/// store's databases.
+mod conformance {
+    use std::sync::Arc;
+
+    use petstore_conformance::{Fresh, conformance_tests};
+    use petstore_store::testing::TestDatabase;
+
+    async fn fresh(db: Option<TestDatabase>) -> Option<Fresh> {
+        let db = db?;
+        let store = db.store().await;
+        Some(Fresh::new(Arc::new(store)).keeping(db))
+    }
+
+    mod sqlite {
+        async fn fresh() -> Option<super::Fresh> {
+            super::fresh(Some(super::TestDatabase::sqlite())).await
+        }
+        super::conformance_tests!(fresh);
+    }
+
+    mod postgres {
+        async fn fresh() -> Option<super::Fresh> {
+            super::fresh(super::TestDatabase::postgres()).await
+        }
+        super::conformance_tests!(fresh);
+    }
+
+    mod pgbouncer {
+        async fn fresh() -> Option<super::Fresh> {
+            super::fresh(super::TestDatabase::postgres_through_pgbouncer()).await
+        }
+        super::conformance_tests!(fresh);
+    }
 }

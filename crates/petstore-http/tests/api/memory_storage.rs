@@ -596,3 +596,16 @@ impl Storage for MemoryStorage {
         }
     }
 }
+
+/// The storage scenarios every backend must pass (`petstore-conformance`), on this one.
+mod conformance {
+    use std::sync::Arc;
+
+    use petstore_conformance::{Fresh, conformance_tests};
+
+    async fn fresh() -> Option<Fresh> {
+        Some(Fresh::new(Arc::new(super::MemoryStorage::default())))
+    }
+
+    conformance_tests!(fresh);
+}

@@ -1,0 +1,227 @@
+//! API keys: found by their secret's hash until revoked, rotations with grace, bans, plans, use.
+
+use std::collections::HashSet;
+
+use futures_util::future::join;
+use petstore_domain::{
+    ApiKey, ApiKeySecret, Ban, KeyMatch, KeySpec, Plan, RateLimits, Storage, key_admin,
+};
+
+/// The active key `secret` finds.
+async fn active_key(storage: &dyn Storage, secret: &ApiKeySecret) -> ApiKey {
+    storage
+        .find_active_key(&secret.hash())
+        .await
+        .expect("find")
+        .expect("an active key")
+        .key
+}
+
+async fn authenticates(storage: &dyn Storage, secret: &ApiKeySecret) -> bool {
+    let found = storage.find_active_key(&secret.hash()).await.expect("find");
+    found.is_some_and(|found| found.is_valid_at(0))
+}
+
+async fn listed(storage: &dyn Storage) -> Vec<ApiKey> {
+    key_admin::all(storage).await.expect("list the keys")
+}
+
+/// A key is found by its secret's hash, with what it was created with, until revoked; revoking
+/// twice keeps the first time; an unknown key is not revoked.
+pub async fn keys_are_found_by_secret_until_revoked(storage: &dyn Storage) {
+    let spec = KeySpec::new(Plan::Pro, "ci", None).expect("spec");
+    let (key, secret) = storage.create_key(&spec).await.expect("create");
+    assert_eq!(key.plan, Plan::Pro);
+    assert_eq!(key.label, "ci");
+    assert_eq!(key.display_prefix, secret.display_prefix());
+    assert_eq!(
+        storage.find_active_key(&secret.hash()).await.expect("find"),
+        Some(KeyMatch::current(key.clone()))
+    );
+    let unknown = ApiKeySecret::from_random_bytes([9; 32]);
+    assert_eq!(
+        storage
+            .find_active_key(&unknown.hash())
+            .await
+            .expect("find"),
+        None
+    );
+    assert!(storage.revoke_key(key.id).await.expect("revoke"));
+    assert_eq!(
+        storage.find_active_key(&secret.hash()).await.expect("find"),
+        None
+    );
+    let revoked_at = listed(storage).await[0].revoked_at.expect("revoked");
+    assert!(
+        storage.revoke_key(key.id).await.expect("revoke again"),
+        "revoking twice still finds the key"
+    );
+    assert_eq!(listed(storage).await[0].revoked_at, Some(revoked_at));
+    assert!(
+        !storage
+            .revoke_key(key.id + 1000)
+            .await
+            .expect("revoke unknown")
+    );
+}
+
+/// Two rotations at once, ten times over: each leaves the later secret current and the earlier
+/// one in its grace period, and the secret before both authenticates no more; a rotation racing
+/// a revocation gives no secret that authenticates; a revoked key is not rotated.
+pub async fn rotations_at_once_keep_each_new_secret_and_none_follows_a_revocation(
+    storage: &dyn Storage,
+) {
+    let spec = KeySpec::new(Plan::Pro, "racing", None).expect("spec");
+    let (key, mut current) = storage.create_key(&spec).await.expect("create");
+    let grace_until = i64::MAX;
+    for round in 0..10 {
+        let (a, b) = join(
+            storage.rotate_key(key.id, grace_until),
+            storage.rotate_key(key.id, grace_until),
+        )
+        .await;
+        let (_, a) = a.expect("rotate").expect("a key");
+        let (_, b) = b.expect("rotate").expect("a key");
+        assert!(authenticates(storage, &a).await, "round {round}");
+        assert!(authenticates(storage, &b).await, "round {round}");
+        assert!(!authenticates(storage, &current).await, "round {round}");
+        let newest = storage.find_active_key(&a.hash()).await.expect("find");
+        current = if newest.is_some_and(|found| found.valid_until.is_none()) {
+            a
+        } else {
+            b
+        };
+    }
+    let (revoked, rotated) = join(
+        storage.revoke_key(key.id),
+        storage.rotate_key(key.id, grace_until),
+    )
+    .await;
+    assert!(revoked.expect("revoke"));
+    // A rotation answered is one that ran before the revocation, on a key not revoked then.
+    if let Some((rotated, secret)) = rotated.expect("rotate") {
+        assert_eq!(rotated.revoked_at, None);
+        assert!(!authenticates(storage, &secret).await);
+    }
+    assert!(!authenticates(storage, &current).await);
+    assert_eq!(
+        storage
+            .rotate_key(key.id, grace_until)
+            .await
+            .expect("rotate"),
+        None
+    );
+}
+
+/// Twenty keys of one spec: twenty different secrets, each with the spec's custom limits.
+pub async fn every_key_is_distinct_and_enterprise_limits_persist(storage: &dyn Storage) {
+    let limits = RateLimits::custom(5_000, 2_000_000).expect("limits");
+    let spec = KeySpec::new(Plan::Enterprise, "big", Some(limits)).expect("spec");
+    let mut secrets = HashSet::new();
+    for _ in 0..20 {
+        let (key, secret) = storage.create_key(&spec).await.expect("create");
+        assert_eq!(key.custom_limits, Some(limits));
+        assert_eq!(key.limits(), limits);
+        assert!(secrets.insert(secret.expose().to_owned()));
+    }
+    assert_eq!(listed(storage).await.len(), 20);
+}
+
+/// One ban at a time: a second while one is in force is refused, one after it ends is
+/// imposed; a banned key still authenticates (the limiter refuses it); a ban can be lifted.
+pub async fn a_ban_is_imposed_once_and_can_be_lifted(storage: &dyn Storage) {
+    let (key, secret) = storage
+        .create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec"))
+        .await
+        .expect("create");
+    assert_eq!(key.ban, None);
+    let ban = Ban {
+        until: 2_000,
+        level: 1,
+    };
+    assert!(storage.ban_key(key.id, ban, 1_000).await.expect("ban"));
+    let other = Ban {
+        until: 3_000,
+        level: 2,
+    };
+    assert!(
+        !storage
+            .ban_key(key.id, other, 1_500)
+            .await
+            .expect("ban again"),
+        "a ban is in force"
+    );
+    assert_eq!(active_key(storage, &secret).await.ban, Some(ban));
+    assert!(
+        storage
+            .ban_key(key.id, other, 2_000)
+            .await
+            .expect("escalate"),
+        "the first ban has ended"
+    );
+    assert_eq!(listed(storage).await[0].ban, Some(other));
+    assert!(storage.unban_key(key.id).await.expect("unban"));
+    assert_eq!(listed(storage).await[0].ban, None);
+    assert!(!storage.unban_key(key.id + 99).await.expect("unban unknown"));
+}
+
+/// A key's plan and custom limits change, and back; an unknown key's do not.
+pub async fn a_keys_plan_and_limits_can_change(storage: &dyn Storage) {
+    let (key, secret) = storage
+        .create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec"))
+        .await
+        .expect("create");
+    let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
+    assert!(
+        storage
+            .update_key_plan(key.id, Plan::Enterprise, Some(limits))
+            .await
+            .expect("update")
+    );
+    let found = active_key(storage, &secret).await;
+    assert_eq!((found.plan, found.limits()), (Plan::Enterprise, limits));
+    assert!(
+        storage
+            .update_key_plan(key.id, Plan::Pro, None)
+            .await
+            .expect("update")
+    );
+    let found = active_key(storage, &secret).await;
+    assert_eq!((found.plan, found.custom_limits), (Plan::Pro, None));
+    assert!(
+        !storage
+            .update_key_plan(key.id + 99, Plan::Pro, None)
+            .await
+            .expect("update unknown")
+    );
+}
+
+/// A key's last use is recorded, and never moves back (instances record it out of order).
+pub async fn a_keys_use_only_moves_forward(storage: &dyn Storage) {
+    let (key, secret) = storage
+        .create_key(&KeySpec::new(Plan::Free, "used", None).expect("spec"))
+        .await
+        .expect("create");
+    assert_eq!(active_key(storage, &secret).await.last_used_at, None);
+    storage
+        .touch_key(key.id, 2_000_000_000)
+        .await
+        .expect("touch");
+    assert_eq!(
+        active_key(storage, &secret).await.last_used_at,
+        Some(2_000_000_000)
+    );
+    storage
+        .touch_key(key.id, 1_900_000_000)
+        .await
+        .expect("touch");
+    assert_eq!(
+        active_key(storage, &secret).await.last_used_at,
+        Some(2_000_000_000),
+        "an older use does not move it back"
+    );
+    storage
+        .touch_key(key.id + 99, 2_000_000_000)
+        .await
+        .expect("touching an unknown key is no error");
+}
