@@ -528,6 +528,16 @@ async fn sessions_the_server_ends_are_unavailable_and_replaced() {
         }
     }
     assert!(refused > 0, "no call met an ended session");
+    // Once the server's ending of its sessions has reached the store, no call meets one: the
+    // shared reading connection and the pooled ones are replaced before they are used.
+    for _ in 0..5 {
+        admin
+            .execute(&end_sessions)
+            .expect("end the store's sessions");
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        add(&store, "Felix", PetStatus::Available).await;
+        walk(&store, 10, None).await;
+    }
 }
 
 #[tokio::test]

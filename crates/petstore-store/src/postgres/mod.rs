@@ -15,6 +15,7 @@ mod settings;
 mod tls;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
@@ -389,18 +390,24 @@ async fn lost_or(error: StoreError, conn: &AsyncPgConnection) -> StoreError {
 /// its reads.
 struct Worker {
     pool: Pool,
-    shared: Mutex<Option<Arc<AsyncPgConnection>>>,
+    shared: Mutex<Option<Watched>>,
     /// Held while the shared connection is being opened: the reads that find none wait for the
     /// one being opened rather than each open their own.
     opening: tokio::sync::Mutex<()>,
 }
 
 impl Worker {
+    /// The shared connection, unless there is none or its server has closed it (then it is
+    /// forgotten now, before a read fails on it).
     fn current(&self) -> Option<Arc<AsyncPgConnection>> {
-        self.shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
+        if shared
+            .as_ref()
+            .is_some_and(|watched| watched.gone.load(Ordering::Relaxed))
+        {
+            *shared = None;
+        }
+        shared.as_ref().map(|watched| watched.conn.clone())
     }
 
     /// The shared connection, opened if there is none (on this thread's runtime).
@@ -417,14 +424,25 @@ impl Worker {
             if let Some(conn) = self.current() {
                 return Ok(conn);
             }
-            let conn = Arc::new(Box::pin(settings.connect()).await?);
-            *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(conn.clone());
+            let (conn, gone) = Box::pin(settings.connect_watched()).await?;
+            let conn = Arc::new(conn);
+            *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(Watched {
+                conn: conn.clone(),
+                gone,
+            });
             Ok(conn)
         });
         opening.await.map_err(|_| {
             StoreError::Connect(format!("no connection could be opened within {wait:?}").into())
         })?
     }
+}
+
+/// A worker's shared connection, and whether its server has closed it (set by the task that
+/// drives it, when it ends).
+struct Watched {
+    conn: Arc<AsyncPgConnection>,
+    gone: Arc<AtomicBool>,
 }
 
 /// Forgets the shared connection `conn` when dropped uncleared (the call failed, ran late, or
@@ -447,7 +465,7 @@ impl Drop for Suspect<'_> {
             .unwrap_or_else(PoisonError::into_inner);
         if shared
             .as_ref()
-            .is_some_and(|current| Arc::ptr_eq(current, self.conn))
+            .is_some_and(|current| Arc::ptr_eq(&current.conn, self.conn))
         {
             *shared = None;
         }

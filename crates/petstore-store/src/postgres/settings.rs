@@ -10,6 +10,8 @@
 //! statement timeout, and the statement timeout itself (sent at connection start-up).
 
 use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use diesel_async::AsyncPgConnection;
@@ -217,6 +219,33 @@ impl PgSettings {
     /// The TLS set-up of this database's connections (a cancel request goes the same way).
     pub(crate) fn tls(&self) -> MakeRustlsConnect {
         self.tls.clone()
+    }
+
+    /// [`Self::connect`], with a flag set once the server has closed the connection (its I/O
+    /// task ended): for a connection held between calls, so that one whose server went away
+    /// (a restart, a failover) is replaced before a call fails on it. Not behind a transaction
+    /// pooler (no connection is held there between calls).
+    pub(crate) async fn connect_watched(
+        &self,
+    ) -> Result<(AsyncPgConnection, Arc<AtomicBool>), StoreError> {
+        let (client, connection) = self
+            .config
+            .connect(self.tls.clone())
+            .await
+            .map_err(|error| self.connect_error(error))?;
+        let gone = Arc::new(AtomicBool::new(false));
+        let flag = gone.clone();
+        tokio::spawn(async move {
+            if let Err(error) = connection.await {
+                log::debug!("a database connection ended: {error}");
+            }
+            flag.store(true, Ordering::Relaxed);
+        });
+        // Its errors reach its calls as tokio-postgres reports them (the connection closed).
+        let conn = AsyncPgConnection::try_from(client)
+            .await
+            .map_err(|error| StoreError::Connect(error.into()))?;
+        Ok((conn, gone))
     }
 
     /// Opens a connection, driven by the current runtime (its I/O task is spawned there).
