@@ -225,3 +225,83 @@ pub async fn a_keys_use_only_moves_forward(storage: &dyn Storage) {
         .await
         .expect("touching an unknown key is no error");
 }
+
+/// A key's scope changes; a key with an expiry authenticates until it, and the listing by
+/// state at a time tells active, expired and revoked keys apart, page by page.
+pub async fn keys_have_scopes_expiries_and_list_by_state(storage: &dyn Storage) {
+    use petstore_domain::{KeyListQuery, KeyState, Limit, PageRequest, Scope};
+    let now = 1_800_000_000;
+    let (reader, _) = storage
+        .create_key(
+            &KeySpec::new(Plan::Free, "reader", None)
+                .expect("spec")
+                .with_scope(Scope::ReadOnly),
+        )
+        .await
+        .expect("create");
+    assert_eq!(reader.scope, Scope::ReadOnly);
+    assert!(
+        storage
+            .update_key_scope(reader.id, Scope::ReadWrite)
+            .await
+            .expect("scope")
+    );
+    assert!(
+        !storage
+            .update_key_scope(reader.id + 99, Scope::ReadOnly)
+            .await
+            .expect("unknown")
+    );
+    let (expiring, secret) = storage
+        .create_key(
+            &KeySpec::new(Plan::Free, "temporary", None)
+                .expect("spec")
+                .expiring_at(now + 60, now)
+                .expect("expiry"),
+        )
+        .await
+        .expect("create");
+    let found = storage
+        .find_active_key(&secret.hash())
+        .await
+        .expect("find")
+        .expect("found until it expires");
+    assert_eq!(found.key.expires_at, Some(now + 60));
+    assert!(found.is_valid_at(now + 59));
+    assert!(!found.is_valid_at(now + 60), "not at its expiry");
+    let (revoked, _) = storage
+        .create_key(&KeySpec::new(Plan::Free, "gone", None).expect("spec"))
+        .await
+        .expect("create");
+    assert!(storage.revoke_key(revoked.id).await.expect("revoke"));
+    let at = |state, time| KeyListQuery {
+        page: PageRequest {
+            limit: Limit::new(1).expect("limit"),
+            after: None,
+        },
+        plan: None,
+        state: Some(state),
+        now: time,
+    };
+    let walk = async |mut query: KeyListQuery| {
+        let mut ids = Vec::new();
+        loop {
+            let page = storage.list_keys_page(&query).await.expect("list");
+            ids.extend(page.items.iter().map(|k| k.id));
+            match page.next_after {
+                Some(after) => query.page.after = Some(after),
+                None => return ids,
+            }
+        }
+    };
+    assert_eq!(
+        walk(at(KeyState::Active, now)).await,
+        vec![reader.id, expiring.id]
+    );
+    assert_eq!(walk(at(KeyState::Active, now + 60)).await, vec![reader.id]);
+    assert_eq!(
+        walk(at(KeyState::Expired, now + 60)).await,
+        vec![expiring.id]
+    );
+    assert_eq!(walk(at(KeyState::Revoked, now)).await, vec![revoked.id]);
+}

@@ -219,3 +219,102 @@ pub async fn racing_orders_on_one_pet_have_one_winner(storage: &dyn Storage) {
         .expect("list");
     assert_eq!(ids(&all), vec![won[0].id]);
 }
+
+/// The inventory counts every pet by status, exactly, after eight callers at once each create
+/// pets and order, approve, deliver and cancel them: the same counts as walking the catalogue
+/// by status.
+pub async fn the_inventory_is_exact_after_concurrent_changes(storage: &dyn Storage) {
+    let callers = (0..8).map(|caller| async move {
+        for round in 0..5 {
+            let pet = add(
+                storage,
+                &format!("c{caller} r{round}"),
+                PetStatus::Available,
+            )
+            .await;
+            let order = storage
+                .place_order(&place(pet.id, None))
+                .await
+                .expect("place");
+            let action = match round % 3 {
+                0 => OrderAction::Cancel,
+                1 => OrderAction::Approve,
+                _ => {
+                    storage
+                        .change_order(order.id, None, OrderAction::Approve)
+                        .await
+                        .expect("approve");
+                    OrderAction::Deliver
+                }
+            };
+            storage
+                .change_order(order.id, None, action)
+                .await
+                .expect("change");
+        }
+    });
+    join_all(callers).await;
+    add(storage, "listed as sold", PetStatus::Sold).await;
+    let inventory = storage.inventory().await.expect("inventory");
+    let count = async |status| super::walk(storage, 100, Some(status)).await.len() as u64;
+    assert_eq!(
+        inventory,
+        Inventory {
+            available: count(PetStatus::Available).await,
+            pending: count(PetStatus::Pending).await,
+            sold: count(PetStatus::Sold).await,
+        }
+    );
+    assert_eq!(
+        (inventory.available, inventory.pending, inventory.sold),
+        (16, 16, 9),
+        "cancelled: available again; approved: pending; delivered: sold; and one created sold"
+    );
+}
+
+/// An order placed with its claim completes it in the order's own transaction: a retry is
+/// answered the order's `201`.
+pub async fn an_order_completes_its_claim_in_its_own_transaction(storage: &dyn Storage) {
+    use petstore_domain::{
+        ClaimOutcome, Completion, Fingerprint, IdempotencyKey, IdempotentRequest, StoredResponse,
+    };
+    let (owner, _) = storage
+        .create_key(&KeySpec::new(Plan::Pro, "buyer", None).expect("spec"))
+        .await
+        .expect("key");
+    let pet = add(storage, "Rex", PetStatus::Available).await;
+    let request = IdempotentRequest {
+        owner: owner.id,
+        key: IdempotencyKey::parse(b"order-1").expect("key"),
+        fingerprint: Fingerprint::of("POST", "/v1/store/orders", b"{}"),
+        now: 1_800_000_000,
+        retention: 86_400,
+        lease: 60,
+    };
+    let ClaimOutcome::Claimed(claim) = storage
+        .claim_idempotency_key(&request)
+        .await
+        .expect("claim")
+    else {
+        panic!("a free key");
+    };
+    let base = "https://api.example.com/v1";
+    let order = storage
+        .place_order(&PlaceOrder {
+            pet_id: pet.id,
+            owner: Some(owner.id),
+            completion: Some(Completion {
+                claim,
+                base: base.to_owned(),
+            }),
+        })
+        .await
+        .expect("place");
+    assert_eq!(
+        storage
+            .claim_idempotency_key(&request)
+            .await
+            .expect("claim again"),
+        ClaimOutcome::Completed(StoredResponse::created(&order, base))
+    );
+}
