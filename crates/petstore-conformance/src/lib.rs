@@ -1,7 +1,7 @@
 //! The storage scenarios every backend of the Animal Store Service must pass, for any
 //! implementation of [`petstore_domain::Storage`]: the rules of pets and paging, orders and their
-//! races, keys and their lifecycle, idempotency claims and their races, admin tokens and usage
-//! records. The service's own backends (SQLite, PostgreSQL, and an in-memory one in the HTTP
+//! races, keys and their lifecycle (last use included), idempotency claims and their races, and
+//! admin tokens. The service's own backends (SQLite, PostgreSQL, and an in-memory one in the HTTP
 //! crate's tests) run them; so can yours.
 //!
 //! Write a function that gives a fresh, empty, ready storage (migrated, nothing in it), or `None`
@@ -37,7 +37,7 @@ pub mod scenarios;
 /// temporary folder, a database dropped when its guard is).
 pub struct Fresh {
     storage: Arc<dyn Storage>,
-    _keep: Option<Box<dyn Any + Send + Sync>>,
+    _keep: Option<Box<dyn Any>>,
 }
 
 impl Fresh {
@@ -51,7 +51,7 @@ impl Fresh {
 
     /// Keeps `guard` alive (dropped after the scenario): the backend's database, say.
     #[must_use]
-    pub fn keeping(mut self, guard: impl Any + Send + Sync) -> Self {
+    pub fn keeping(mut self, guard: impl Any) -> Self {
         self._keep = Some(Box::new(guard));
         self
     }
@@ -62,8 +62,8 @@ impl Fresh {
     }
 }
 
-/// Runs `scenario` on a runtime of its own (current-thread, with time and I/O): what each test
-/// [`conformance_tests!`] writes does.
+/// Runs `scenario` on a runtime of its own (tokio's current-thread runtime, with every driver
+/// the build of tokio has: timers here): what each test [`conformance_tests!`] writes does.
 pub fn run<F: Future<Output = ()>>(scenario: F) {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -72,8 +72,10 @@ pub fn run<F: Future<Output = ()>>(scenario: F) {
         .block_on(scenario);
 }
 
-/// Writes one `#[test]` per scenario of [`scenarios`], each on a fresh storage from `$fresh`
-/// (an `async fn() -> Option<Fresh>`; `None` skips the scenario: print why).
+/// Writes one `#[test]` per scenario of [`scenarios`], named as the scenario, each on a fresh
+/// storage from `$fresh` (an `async fn() -> Option<Fresh>`; `None` skips the scenario: print
+/// why). Invoke it once per module (a second invocation in the same module would define the
+/// same names again): one module per backend.
 #[macro_export]
 macro_rules! conformance_tests {
     ($fresh:path) => {
@@ -86,6 +88,7 @@ macro_rules! conformance_tests {
             an_empty_catalogue_lists_nothing,
             orders_list_in_id_order_with_paging_and_by_owner,
             the_order_lifecycle_moves_the_pet_with_it,
+            a_key_changes_only_its_own_orders,
             racing_orders_on_one_pet_have_one_winner,
             the_inventory_is_exact_after_concurrent_changes,
             an_order_completes_its_claim_in_its_own_transaction,
@@ -96,6 +99,7 @@ macro_rules! conformance_tests {
             a_keys_plan_and_limits_can_change,
             a_keys_use_only_moves_forward,
             keys_have_scopes_expiries_and_list_by_state,
+            a_key_changes_all_at_once_and_keeps_what_a_rotation_does_not_touch,
             racing_claims_of_one_key_have_one_winner,
             a_completed_claim_is_replayed_and_a_released_one_runs_again,
             a_create_completes_its_claim_in_its_own_transaction,
@@ -105,10 +109,10 @@ macro_rules! conformance_tests {
     };
     (@each $fresh:path; $($name:ident),* $(,)?) => {
         $(
-            #[test]
+            #[::core::prelude::v1::test]
             fn $name() {
                 $crate::run(async {
-                    if let Some(fresh) = $fresh().await {
+                    if let ::core::option::Option::Some(fresh) = $fresh().await {
                         $crate::scenarios::$name(fresh.storage()).await;
                     }
                 });

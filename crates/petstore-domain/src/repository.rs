@@ -131,7 +131,9 @@ pub trait ApiKeyRepository {
     /// Gives a non-revoked key a new secret, returned once; the current one keeps working
     /// until `grace_until` (Unix seconds; now or earlier: not at all). The key keeps its id,
     /// and with it its plan, limits, label, scope, expiry, counters and ban. `None` when no
-    /// non-revoked key has this id.
+    /// non-revoked key has this id. Rotations of one key at once take effect one after the
+    /// other (each returned secret works; the later one is current), and none succeeds on a
+    /// key revoked before it.
     async fn rotate_key(
         &self,
         id: i64,

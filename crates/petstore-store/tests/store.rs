@@ -530,9 +530,14 @@ async fn sessions_the_server_ends_are_unavailable_and_replaced() {
     assert!(refused > 0, "no call met an ended session");
     // Once the server's ending of its sessions has reached the store, no call meets one: the
     // shared reading connection and the pooled ones are replaced before they are used.
+    // (Waiting until each session has ended: then only its close is left to arrive.)
+    let end_sessions_and_wait = format!(
+        "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity \
+         WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+    );
     for _ in 0..5 {
         admin
-            .execute(&end_sessions)
+            .execute(&end_sessions_and_wait)
             .expect("end the store's sessions");
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         add(&store, "Felix", PetStatus::Available).await;

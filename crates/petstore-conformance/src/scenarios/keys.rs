@@ -246,6 +246,15 @@ pub async fn keys_have_scopes_expiries_and_list_by_state(storage: &dyn Storage) 
             .await
             .expect("scope")
     );
+    assert_eq!(
+        storage
+            .find_key(reader.id)
+            .await
+            .expect("find")
+            .expect("the key")
+            .scope,
+        Scope::ReadWrite
+    );
     assert!(
         !storage
             .update_key_scope(reader.id + 99, Scope::ReadOnly)
@@ -294,14 +303,85 @@ pub async fn keys_have_scopes_expiries_and_list_by_state(storage: &dyn Storage) 
             }
         }
     };
-    assert_eq!(
-        walk(at(KeyState::Active, now)).await,
-        vec![reader.id, expiring.id]
-    );
+    let mut active = vec![reader.id, expiring.id];
+    active.sort_unstable();
+    assert_eq!(walk(at(KeyState::Active, now)).await, active);
     assert_eq!(walk(at(KeyState::Active, now + 60)).await, vec![reader.id]);
     assert_eq!(
         walk(at(KeyState::Expired, now + 60)).await,
         vec![expiring.id]
     );
     assert_eq!(walk(at(KeyState::Revoked, now)).await, vec![revoked.id]);
+}
+
+/// A key's plan, scope and label change in one step; an unknown key's do not; a key is found by
+/// id. A rotation keeps the key's id, plan, scope, label and ban, and with no grace (now or
+/// earlier) the old secret stops at once.
+pub async fn a_key_changes_all_at_once_and_keeps_what_a_rotation_does_not_touch(
+    storage: &dyn Storage,
+) {
+    use petstore_domain::{KeyUpdate, Scope};
+    let (key, secret) = storage
+        .create_key(&KeySpec::new(Plan::Free, "before", None).expect("spec"))
+        .await
+        .expect("create");
+    assert_eq!(
+        storage.find_key(key.id).await.expect("find"),
+        Some(key.clone())
+    );
+    assert_eq!(storage.find_key(key.id + 99).await.expect("find"), None);
+    let limits = RateLimits::custom(7_000, 3_000_000).expect("limits");
+    let update = KeyUpdate {
+        plan: Some((Plan::Enterprise, Some(limits))),
+        scope: Some(Scope::ReadOnly),
+        label: Some("after".to_owned()),
+    };
+    let updated = storage
+        .update_key(key.id, &update)
+        .await
+        .expect("update")
+        .expect("the key");
+    assert_eq!(
+        (
+            updated.plan,
+            updated.limits(),
+            updated.scope,
+            updated.label.as_str()
+        ),
+        (Plan::Enterprise, limits, Scope::ReadOnly, "after")
+    );
+    assert_eq!(active_key(storage, &secret).await, updated);
+    assert_eq!(
+        storage
+            .update_key(key.id + 99, &update)
+            .await
+            .expect("update"),
+        None
+    );
+    let ban = Ban {
+        until: 4_000_000_000,
+        level: 1,
+    };
+    assert!(storage.ban_key(key.id, ban, 1_000).await.expect("ban"));
+    let (rotated, fresh) = storage
+        .rotate_key(key.id, 0)
+        .await
+        .expect("rotate")
+        .expect("a key");
+    assert_eq!(rotated.id, key.id);
+    assert_eq!(
+        (
+            rotated.plan,
+            rotated.scope,
+            rotated.label.as_str(),
+            rotated.ban
+        ),
+        (Plan::Enterprise, Scope::ReadOnly, "after", Some(ban))
+    );
+    assert!(authenticates(storage, &fresh).await);
+    let old = storage.find_active_key(&secret.hash()).await.expect("find");
+    assert!(
+        old.as_ref().is_none_or(|found| !found.is_valid_at(1)),
+        "with no grace the old secret stops at once: {old:?}"
+    );
 }

@@ -234,12 +234,20 @@ impl PgSettings {
             .await
             .map_err(|error| self.connect_error(error))?;
         let gone = Arc::new(AtomicBool::new(false));
-        let flag = gone.clone();
+        // Set when the task ends, or is dropped with its runtime (then the connection is dead
+        // too, and a later runtime on the thread must not use it).
+        struct Ended(Arc<AtomicBool>);
+        impl Drop for Ended {
+            fn drop(&mut self) {
+                self.0.store(true, Ordering::Relaxed);
+            }
+        }
+        let ended = Ended(gone.clone());
         tokio::spawn(async move {
+            let _ended = ended;
             if let Err(error) = connection.await {
                 log::debug!("a database connection ended: {error}");
             }
-            flag.store(true, Ordering::Relaxed);
         });
         // Its errors reach its calls as tokio-postgres reports them (the connection closed).
         let conn = AsyncPgConnection::try_from(client)
