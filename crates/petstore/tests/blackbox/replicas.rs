@@ -1,7 +1,8 @@
 //! Black-box: reads from a standby (`--database-read-url`), with read-your-writes across
 //! instances. A primary and a synchronous standby of the test's own (applying each commit
-//! 20 ms late), two instances reading from the standby: 2,000 pets (and orders) created on one instance and read at once on the
-//! other are all found, and the reads ran on the standby (its metrics). A standby whose replay
+//! 20 ms late), two instances reading from the standby: 2,000 pets (and orders, some then
+//! cancelled) created on one instance and read at once on the other are all found as written,
+//! and the reads ran on the standby (its metrics). A standby whose replay
 //! is paused past the lag bound, or that is down, is skipped (reads answered by the primary,
 //! counted as fallbacks) and read from again once it has caught up or is back.
 
@@ -21,6 +22,10 @@ const PAIRS: usize = 2_000;
 fn send(method: &str, url: &str, key: &str, body: Option<&str>) -> (u16, Value) {
     let request = agent();
     let mut response = match body {
+        None if method == "DELETE" => request
+            .delete(url)
+            .header("Authorization", format!("Bearer {key}"))
+            .call(),
         Some(body) => request
             .post(url)
             .header("Authorization", format!("Bearer {key}"))
@@ -130,6 +135,27 @@ fn reads_from_a_standby_see_every_write_answered_and_skip_it_when_behind_or_down
                             send("GET", &format!("{reader}/store/orders/{order}"), &key, None);
                         if status != 200 || read["petId"] != id {
                             misses.push(format!("order {order}: {status} {read}"));
+                        }
+                        // Cancelled (its 200) on one instance, read at once on the other: the
+                        // order cancelled, its pet available again.
+                        if n % 20 == 0 {
+                            let (status, cancelled) = send(
+                                "DELETE",
+                                &format!("{writer}/store/orders/{order}"),
+                                &key,
+                                None,
+                            );
+                            assert_eq!(status, 200, "{cancelled}");
+                            let (status, read) =
+                                send("GET", &format!("{reader}/store/orders/{order}"), &key, None);
+                            if status != 200 || read["status"] != "cancelled" {
+                                misses.push(format!("cancelled order {order}: {status} {read}"));
+                            }
+                            let (status, read) =
+                                send("GET", &format!("{reader}/pets/{id}"), &key, None);
+                            if status != 200 || read["status"] != "available" {
+                                misses.push(format!("pet {id} of a cancelled order: {read}"));
+                            }
                         }
                     }
                 }
