@@ -28,7 +28,7 @@ pub enum StoreError {
     TimedOut(Duration, #[source] BoxError),
     /// The server accepts no writes (PostgreSQL's `read_only_sql_transaction`, 25006): a standby,
     /// or a primary being demoted or not yet promoted. Another server, or this one later, may:
-    /// the connection is not used again (see `postgres::Postgres::call`).
+    /// the connection is not used again (see `postgres::connections::Connections::call`).
     #[error("the database server accepts no writes (it is a standby, or read-only)")]
     ReadOnly(#[source] BoxError),
     /// A transaction lost a race with another one (a serialization failure); running it again

@@ -9,224 +9,67 @@
 //! one): every connection it holds was opened, and is driven, by the thread that uses it. The
 //! server's workers, plus its main thread (background work: the key bootstrap, pruning), make
 //! `pool_size` and a little more connections per instance (`docs/deploy.md`).
+//!
+//! Modules, each using only those below it: `tls` (rustls with libpq's `sslmode`), `settings`
+//! (a URL to connections), `connections` (one database's per-thread pools and how a call runs
+//! on them), `replicas` (the read standbys and their watcher), and here [`Postgres`]: the
+//! primary's connections and the standbys.
 
+mod connections;
 mod replicas;
 mod settings;
 mod tls;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::thread::{self, ThreadId};
-use std::time::{Duration, Instant};
+use petstore_domain::Capacity;
 
-use deadpool::Runtime;
-use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult, TimeoutType};
-use diesel_async::AsyncPgConnection;
-use diesel_async::pooled_connection::PoolableConnection;
-use petstore_domain::{Capacity, StorageErrorKind};
-
-use crate::conn::{Conn, Op};
-use crate::{StoreConfig, StoreError, metrics, migrations};
+use crate::conn::Op;
+use crate::{StoreConfig, StoreError, migrations};
+use connections::Connections;
 use replicas::Replicas;
-use settings::PgSettings;
 
-/// The PostgreSQL database behind a store.
+/// The PostgreSQL database behind a store: the primary's connections, and the standbys that
+/// answer the reads which tolerate one.
 pub(crate) struct Postgres {
-    settings: Arc<PgSettings>,
-    /// This store's connections, by the thread that uses them; `None` once closed.
-    workers: RwLock<Option<HashMap<ThreadId, Arc<Worker>>>>,
-    per_thread: usize,
-    /// Most calls at once: the pools' connections, and [`READS_IN_FLIGHT`] reads per worker on
-    /// their shared connections.
-    max_calls: u32,
-    wait: Duration,
-    statement_timeout: Duration,
-    deadline: Duration,
-    /// The standbys that answer the reads which tolerate one ([`Self::read_replica`]).
+    primary: Connections,
     replicas: Option<Replicas>,
 }
 
-type Pool = managed::Pool<Manager>;
-
-/// Reads each worker may have in flight on its shared connection, pipelined. Bounded so that a
-/// slow database cannot collect an unbounded queue; deep enough that the reads of a busy worker
-/// do not wait for each other's slots (with 8, the pool's size, the list route served about a
-/// third fewer requests per second than with 64: docs/performance.md).
-const READS_IN_FLIGHT: u32 = 64;
-
 impl Postgres {
-    /// Reads the URL's settings (TLS included: a bad CA file fails here, at start-up). Opens no
-    /// connection: a database that is down now does not stop the process.
+    /// Reads the URL's settings (TLS included: a bad CA file fails here, at start-up), and the
+    /// read URLs'. Opens no connection: a database that is down now does not stop the process.
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
-        let per_thread = (config.pool_size / config.workers.max(1)).max(1) as usize;
-        let settings = Arc::new(PgSettings::from_url(url, config)?);
-        // Behind a transaction pooler reads take pooled connections too: no shared ones.
-        let reads_in_flight = if settings.per_transaction.is_some() {
-            0
-        } else {
-            READS_IN_FLIGHT
-        };
+        let primary = Connections::open(url, config)?;
         Ok(Self {
-            replicas: Replicas::open(config, settings.clone())?,
-            settings,
-            workers: RwLock::new(Some(HashMap::new())),
-            per_thread,
-            max_calls: config
-                .pool_size
-                .saturating_add(reads_in_flight.saturating_mul(config.workers.max(1))),
-            wait: config.connect_timeout,
-            statement_timeout: config.statement_timeout,
-            deadline: config.deadline(),
+            replicas: Replicas::open(config, primary.settings.clone())?,
+            primary,
         })
     }
 
-    /// This thread's connections, set up on first use.
-    fn worker(&self) -> Result<Arc<Worker>, StoreError> {
-        let me = thread::current().id();
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner)
-            && let Some(worker) = workers.get(&me)
-        {
-            return Ok(worker.clone());
-        }
-        let mut workers = self.workers.write().unwrap_or_else(PoisonError::into_inner);
-        let workers = workers.as_mut().ok_or(StoreError::Closed)?;
-        if let Some(worker) = workers.get(&me) {
-            return Ok(worker.clone());
-        }
-        let pool = Pool::builder(Manager {
-            settings: self.settings.clone(),
-        })
-        .max_size(self.per_thread)
-        .wait_timeout(Some(self.wait))
-        .create_timeout(Some(self.wait))
-        .runtime(Runtime::Tokio1)
-        .build()
-        .map_err(|error| StoreError::Config(format!("connection pool: {error}")))?;
-        let worker = Arc::new(Worker {
-            pool,
-            shared: Mutex::new(None),
-            opening: tokio::sync::Mutex::new(()),
-        });
-        workers.insert(me, worker.clone());
-        Ok(worker)
-    }
-
-    /// Runs `op`, which starts no transaction, on this thread's shared connection, where calls
-    /// pipeline. A call that failed as unavailable, outlived its deadline or was given up on
-    /// midway leaves the connection suspect: the next call opens another.
+    /// Runs `op`, which starts no transaction, on the primary ([`Connections::read`]).
     pub(crate) async fn read<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
-        if self.settings.per_transaction.is_some() {
-            // Behind a transaction pooler every statement must run in a transaction of its
-            // own connection: nothing pipelines.
-            return self.call(op).await;
-        }
-        let worker = self.worker()?;
-        let conn = worker.shared(&self.settings, self.wait).await?;
-        let mut suspect = Suspect {
-            worker: &worker,
-            conn: &conn,
-            cleared: false,
-        };
-        let started = Instant::now();
-        let result = op(Conn::Postgres {
-            conn: &conn,
-            exclusive: false,
-            in_transaction: false,
-        })
-        .await
-        .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
-        let result = match result {
-            Err(error) => Err(lost_or(error, &conn).await),
-            done => done,
-        };
-        suspect.cleared = !result
-            .as_ref()
-            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
-            && started.elapsed() <= self.deadline;
-        drop(suspect);
-        result
+        self.primary.read(op).await
     }
 
     /// Runs `op`, a read that a standby may answer, on one ([`replicas`]) where there are
     /// standbys, else as [`Self::read`].
     pub(crate) async fn read_replica<T>(&self, op: impl Op<T> + Clone) -> Result<T, StoreError> {
         match &self.replicas {
-            Some(replicas) => replicas.read(self, op).await,
-            None => self.read(op).await,
+            Some(replicas) => replicas.read(&self.primary, op).await,
+            None => self.primary.read(op).await,
         }
     }
 
-    /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable, or
-    /// outlived its deadline, or was given up on midway (its future dropped: a statement may be
-    /// in flight, a transaction open), closes its connection ([`InCall`]).
+    /// Runs `op` on a pooled connection of the primary ([`Connections::call`]).
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
-        let pool = self.worker()?.pool.clone();
-        let checkout = Instant::now();
-        let pooled = pool
-            .get()
-            .await
-            .map_err(|error| self.checkout_error(error))?;
-        ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "postgres")
-            .record(checkout.elapsed().as_secs_f64());
-        let mut in_call = InCall {
-            pooled: Some(pooled),
-            ended: false,
-            settings: &self.settings,
-        };
-        let pooled = in_call
-            .pooled
-            .as_mut()
-            .expect("a call's connection, until it is dropped");
-        // Until the call has ended: dropped midway, the connection is not trusted again.
-        pooled.broken = true;
-        let started = Instant::now();
-        let result = match &self.settings.per_transaction {
-            None => {
-                op(Conn::Postgres {
-                    conn: &pooled.connection,
-                    exclusive: true,
-                    in_transaction: false,
-                })
-                .await
-            }
-            Some(begin) => in_own_transaction(&pooled.connection, begin, op).await,
-        }
-        .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
-        let result = match result {
-            Err(error) => Err(lost_or(error, &pooled.connection).await),
-            done => done,
-        };
-        pooled.broken = result
-            .as_ref()
-            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
-            || started.elapsed() > self.deadline;
-        in_call.ended = true;
-        result
-    }
-
-    fn checkout_error(&self, error: PoolError<StoreError>) -> StoreError {
-        match error {
-            PoolError::Backend(error) => error,
-            PoolError::Timeout(kind) => {
-                ::metrics::counter!(metrics::POOL_TIMEOUTS, "backend" => "postgres").increment(1);
-                let what = match kind {
-                    TimeoutType::Wait => "no connection came free",
-                    TimeoutType::Create => "no connection could be opened",
-                    TimeoutType::Recycle => "no connection could be checked",
-                };
-                StoreError::Connect(format!("{what} within {:?}", self.wait).into())
-            }
-            PoolError::Closed => StoreError::Closed,
-            other => StoreError::Connect(other.to_string().into()),
-        }
+        self.primary.call(op).await
     }
 
     /// Applies pending migrations on a connection of their own (closed afterwards), opened and
     /// driven by this thread's runtime while diesel's synchronous harness runs on a blocking
     /// thread.
     pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
-        if self.settings.per_transaction.is_some() {
+        let settings = &self.primary.settings;
+        if settings.per_transaction.is_some() {
             return Err(StoreError::Config(
                 "migrations need a session of their own (an advisory lock held across \
                  transactions), which a transaction pooler does not give: run `petstore \
@@ -235,325 +78,27 @@ impl Postgres {
                     .into(),
             ));
         }
-        let conn = self.settings.connect().await?;
+        let conn = settings.connect().await?;
         tokio::task::spawn_blocking(move || migrations::run_postgres(conn))
             .await
             .map_err(StoreError::Blocking)?
     }
 
-    /// The pools' connections and the pipelined reads; calls run on the caller's runtime, none
-    /// on its blocking threads (but migrations, once).
+    /// The primary's capacity ([`Connections::capacity`]).
     pub(crate) fn capacity(&self) -> Capacity {
-        Capacity {
-            max_calls: self.max_calls,
-            wait: self.wait,
-            deadline: self.deadline,
-            blocking_calls: 1,
-        }
+        self.primary.capacity()
     }
 
-    /// Sets the pool gauges: every thread's pool and shared connection, summed (a shared
-    /// connection is open and never idle: reads pipeline on it).
+    /// Sets the pool gauges from the primary's pools.
     pub(crate) fn record_pool_state(&self) {
-        let (mut open, mut idle, mut max) = (0, 0, 0);
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
-            for worker in workers.values() {
-                let status = worker.pool.status();
-                let shared = worker
-                    .shared
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .is_some();
-                open += status.size + usize::from(shared);
-                idle += status.available;
-                max += status.max_size + usize::from(self.settings.per_transaction.is_none());
-            }
-        }
-        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-        metrics::pool_state("postgres", count(open), count(idle), count(max));
+        self.primary.record_pool_state();
     }
 
-    /// Drops every connection not in a call (the shared ones and the pools' idle ones), as
-    /// when their server is known to be gone: the next calls open new ones rather than each
-    /// failing once on a dead one.
-    pub(crate) fn forget_connections(&self) {
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
-            for worker in workers.values() {
-                worker.pool.retain(|_, _| false);
-                worker
-                    .shared
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-            }
-        }
-    }
-
-    /// Closes every pool: idle connections now, the others as their calls return them; later
-    /// calls fail as unavailable.
+    /// Closes the standbys' connections and the primary's; later calls fail as unavailable.
     pub(crate) fn close(&self) {
         if let Some(replicas) = &self.replicas {
             replicas.close();
         }
-        let workers = self
-            .workers
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        for worker in workers.into_iter().flat_map(HashMap::into_values) {
-            worker.pool.close();
-            worker
-                .shared
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
-        }
-    }
-}
-
-/// Runs `op` in a transaction of its own, as a transaction pooler needs (`pooler=transaction`):
-/// the pooler lends a server connection for a transaction, so a statement prepared outside one
-/// may be executed on another server connection, and settings made for the session are lost.
-/// `begin` opens it (`PgSettings::per_transaction`); it is committed if `op` succeeds (the call
-/// is answered once the commit is confirmed), else rolled back. A transaction that cannot be
-/// ended leaves the connection lost.
-async fn in_own_transaction<T>(
-    conn: &AsyncPgConnection,
-    begin: &str,
-    op: impl Op<T>,
-) -> Result<T, StoreError> {
-    use diesel_async::SimpleAsyncConnection;
-    let mut session: &AsyncPgConnection = conn;
-    if let Err(error) = session.batch_execute(begin).await {
-        // Part of it may have run (`BEGIN`, then a failed `SET`): end it, or give the
-        // connection up, rather than pool it inside a failed transaction.
-        if session.batch_execute("ROLLBACK").await.is_err() {
-            return Err(StoreError::ConnectionLost(error.into()));
-        }
-        return Err(error.into());
-    }
-    let result = op(Conn::Postgres {
-        conn,
-        exclusive: true,
-        in_transaction: true,
-    })
-    .await;
-    let end = if result.is_ok() { "COMMIT" } else { "ROLLBACK" };
-    match session.batch_execute(end).await {
-        Ok(()) => result,
-        Err(error) if result.is_ok() => {
-            // The commit failed (a conflict, the connection lost): end the transaction, or
-            // give the connection up.
-            if session.batch_execute("ROLLBACK").await.is_err() {
-                return Err(StoreError::ConnectionLost(error.into()));
-            }
-            Err(error.into())
-        }
-        Err(error) => Err(StoreError::ConnectionLost(error.into())),
-    }
-}
-
-/// The longest a cancel request of an abandoned call may take before its connection is closed
-/// anyway.
-const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// The longest [`lost_or`] waits for its round trip.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// `error`, or a lost connection where `error` was the server ending the session. A server that
-/// ends a session (`57P01 admin_shutdown`: a fast shutdown, `pg_terminate_backend`, a failover
-/// manager fencing the old primary; `57P02`, `57P03`) sends its reason as the answer to the
-/// statement in flight, and diesel-async reports it as an error of no kind, with no SQLSTATE:
-/// read as is, a fault (`500`) where the server only went away (`503`). Only after such an
-/// error, one round trip on the same connection tells the two apart: it fails as lost only if
-/// the server has closed the session; a statement that was refused on a live session
-/// leaves the connection answering.
-async fn lost_or(error: StoreError, conn: &AsyncPgConnection) -> StoreError {
-    use diesel_async::SimpleAsyncConnection;
-    if !matches!(error, StoreError::Database(_)) {
-        return error;
-    }
-    // A simple query: nothing prepared (behind a transaction pooler, a statement prepared
-    // outside a transaction could be run on another server connection).
-    let mut session: &AsyncPgConnection = conn;
-    let probe = session.batch_execute("SELECT 1");
-    let probed = tokio::time::timeout(PROBE_TIMEOUT, probe)
-        .await
-        .map(|answer| answer.map_err(StoreError::from));
-    match probed {
-        Ok(Err(StoreError::ConnectionLost(_))) => StoreError::ConnectionLost(error.into()),
-        _ => error,
-    }
-}
-
-/// One thread's connections: a pool of exclusive ones (transactions, writes), and one shared by
-/// its reads.
-struct Worker {
-    pool: Pool,
-    shared: Mutex<Option<Watched>>,
-    /// Held while the shared connection is being opened: the reads that find none wait for the
-    /// one being opened rather than each open their own.
-    opening: tokio::sync::Mutex<()>,
-}
-
-impl Worker {
-    /// The shared connection, unless there is none or its server has closed it (then it is
-    /// forgotten now, before a read fails on it).
-    fn current(&self) -> Option<Arc<AsyncPgConnection>> {
-        let mut shared = self.shared.lock().unwrap_or_else(PoisonError::into_inner);
-        if shared
-            .as_ref()
-            .is_some_and(|watched| watched.gone.load(Ordering::Relaxed))
-        {
-            *shared = None;
-        }
-        shared.as_ref().map(|watched| watched.conn.clone())
-    }
-
-    /// The shared connection, opened if there is none (on this thread's runtime).
-    async fn shared(
-        &self,
-        settings: &PgSettings,
-        wait: Duration,
-    ) -> Result<Arc<AsyncPgConnection>, StoreError> {
-        if let Some(conn) = self.current() {
-            return Ok(conn);
-        }
-        let opening = tokio::time::timeout(wait, async {
-            let _opening = self.opening.lock().await;
-            if let Some(conn) = self.current() {
-                return Ok(conn);
-            }
-            let (conn, gone) = Box::pin(settings.connect_watched()).await?;
-            let conn = Arc::new(conn);
-            *self.shared.lock().unwrap_or_else(PoisonError::into_inner) = Some(Watched {
-                conn: conn.clone(),
-                gone,
-            });
-            Ok(conn)
-        });
-        opening.await.map_err(|_| {
-            StoreError::Connect(format!("no connection could be opened within {wait:?}").into())
-        })?
-    }
-}
-
-/// A worker's shared connection, and whether its server has closed it (set by the task that
-/// drives it, when it ends).
-struct Watched {
-    conn: Arc<AsyncPgConnection>,
-    gone: Arc<AtomicBool>,
-}
-
-/// Forgets the shared connection `conn` when dropped uncleared (the call failed, ran late, or
-/// was given up on), unless another call has replaced it already.
-struct Suspect<'a> {
-    worker: &'a Worker,
-    conn: &'a Arc<AsyncPgConnection>,
-    cleared: bool,
-}
-
-impl Drop for Suspect<'_> {
-    fn drop(&mut self) {
-        if self.cleared {
-            return;
-        }
-        let mut shared = self
-            .worker
-            .shared
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if shared
-            .as_ref()
-            .is_some_and(|current| Arc::ptr_eq(&current.conn, self.conn))
-        {
-            *shared = None;
-        }
-    }
-}
-
-/// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
-/// leaves the pool when this is dropped, and closes: a call given up on midway (its future
-/// dropped at its deadline) may have left a transaction open, with rows locked, which the server
-/// ends only with the session. Left in the pool, it would stay open until the pool next checked
-/// it, on a later call of the same thread. A call given up on midway also has the statement it
-/// may be running cancelled: the server would otherwise notice the closed session only once
-/// that statement ends (one waiting for a lock, holding others, waits as long as the lock's
-/// holder, up to the statement timeout).
-struct InCall<'a> {
-    pooled: Option<managed::Object<Manager>>,
-    /// Whether the call ran to its end.
-    ended: bool,
-    settings: &'a PgSettings,
-}
-
-impl Drop for InCall<'_> {
-    fn drop(&mut self) {
-        let Some(pooled) = self.pooled.take() else {
-            return;
-        };
-        if !pooled.broken {
-            return;
-        }
-        let connection = managed::Object::take(pooled).connection;
-        if !self.ended
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let cancel = connection.cancel_token();
-            let tls = self.settings.tls();
-            // The connection is closed once the cancel request has been delivered: a pooler
-            // (PgBouncer) forwards a cancel only for a client still connected, and closing
-            // first would leave the statement running (with its locks) to its timeout.
-            runtime.spawn(async move {
-                match tokio::time::timeout(CANCEL_TIMEOUT, cancel.cancel_query(tls)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(error)) => {
-                        log::debug!("could not cancel an abandoned statement: {error}")
-                    }
-                    Err(_) => log::debug!("an abandoned statement's cancel request timed out"),
-                }
-                drop(connection);
-            });
-            return;
-        }
-        drop(connection);
-    }
-}
-
-/// A pooled connection, with the store's verdict on whether it may be used again.
-struct PgConn {
-    connection: AsyncPgConnection,
-    broken: bool,
-}
-
-/// Opens connections for a pool, on the runtime of the thread that asks.
-struct Manager {
-    settings: Arc<PgSettings>,
-}
-
-impl managed::Manager for Manager {
-    type Type = PgConn;
-    type Error = StoreError;
-
-    async fn create(&self) -> Result<PgConn, StoreError> {
-        // Boxed: a connection's set-up (TCP, TLS, start-up) is a large future, and every checkout
-        // would carry it in place.
-        let connection = Box::pin(self.settings.connect()).await?;
-        Ok(PgConn {
-            connection,
-            broken: false,
-        })
-    }
-
-    async fn recycle(&self, conn: &mut PgConn, _: &Metrics) -> RecycleResult<StoreError> {
-        if conn.broken {
-            return Err(RecycleError::message("its last call did not end cleanly"));
-        }
-        // The server closed it while it sat in the pool (it stopped, was failed over, ended the
-        // session): dropped now, not handed to a call that would fail on it.
-        if conn.connection.is_broken() {
-            return Err(RecycleError::message("its server closed it"));
-        }
-        Ok(())
+        self.primary.close();
     }
 }

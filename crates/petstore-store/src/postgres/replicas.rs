@@ -27,7 +27,7 @@ use diesel::sql_types::{BigInt, Nullable};
 use diesel_async::AsyncPgConnection;
 use petstore_domain::StorageErrorKind;
 
-use super::Postgres;
+use super::connections::Connections;
 use super::settings::PgSettings;
 use crate::conn::Op;
 use crate::{StoreConfig, StoreError, metrics, redact_url_password};
@@ -56,7 +56,7 @@ struct Shared {
 struct Standby {
     /// Its URL without a password: the metrics' `replica` label, and the logs'.
     name: String,
-    db: Postgres,
+    db: Connections,
     /// Whether the last look found it reachable, a standby, and within the lag bound. Not
     /// until the first look.
     usable: AtomicBool,
@@ -89,7 +89,7 @@ impl Replicas {
                 }
                 Ok(Standby {
                     name: redact_url_password(url),
-                    db: Postgres::open(url, &own)?,
+                    db: Connections::open(url, &own)?,
                     usable: AtomicBool::new(false),
                 })
             })
@@ -118,7 +118,7 @@ impl Replicas {
     /// the standby fails it as unavailable.
     pub(crate) async fn read<T>(
         &self,
-        primary: &Postgres,
+        primary: &Connections,
         op: impl Op<T> + Clone,
     ) -> Result<T, StoreError> {
         let standbys = &self.shared.standbys;
