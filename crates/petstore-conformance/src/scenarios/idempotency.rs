@@ -8,7 +8,7 @@ use petstore_domain::{
     StoredResponse,
 };
 
-use super::walk;
+use super::support::walk;
 
 /// Records kept a day; claims held a minute.
 const RETENTION: u64 = 86_400;

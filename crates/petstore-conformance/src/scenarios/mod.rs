@@ -1,64 +1,16 @@
 //! The scenarios, each an `async fn(&dyn Storage)` that panics where the backend breaks a rule
 //! of the interface. Each expects a fresh, empty storage. Grouped by what they hold to:
-//! [`pets`], [`orders`], [`keys`], [`idempotency`], [`admin_tokens`].
+//! pets, orders, keys, idempotency, admin tokens.
 
 mod admin_tokens;
 mod idempotency;
 mod keys;
 mod orders;
 mod pets;
+mod support;
 
 pub use admin_tokens::*;
 pub use idempotency::*;
 pub use keys::*;
 pub use orders::*;
 pub use pets::*;
-
-use petstore_domain::{
-    CreatePet, Limit, PageRequest, Pet, PetDraft, PetListQuery, PetStatus, Storage,
-};
-
-/// A plain create of a valid pet.
-fn draft(name: &str, status: PetStatus) -> CreatePet {
-    CreatePet::new(PetDraft::new(name, 1, status).expect("a valid draft"))
-}
-
-/// A pet created in `storage`.
-async fn add(storage: &dyn Storage, name: &str, status: PetStatus) -> Pet {
-    storage
-        .create_pet(&draft(name, status))
-        .await
-        .expect("create a pet")
-}
-
-/// The first page of `limit` pets after `after`, of `status` when given.
-fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
-    PetListQuery {
-        page: PageRequest {
-            limit: Limit::new(limit).expect("a valid limit"),
-            after,
-        },
-        status,
-    }
-}
-
-/// Every pet reachable by following `next_after` from the start.
-async fn walk(storage: &dyn Storage, limit: u32, status: Option<PetStatus>) -> Vec<i64> {
-    let mut ids = Vec::new();
-    let mut after = None;
-    loop {
-        let page = storage
-            .list_pets(&page(limit, after, status))
-            .await
-            .expect("list pets");
-        assert!(
-            page.items.len() <= limit as usize,
-            "a page longer than its limit"
-        );
-        ids.extend(page.items.iter().map(|p| p.id));
-        match page.next_after {
-            Some(next) => after = Some(next),
-            None => return ids,
-        }
-    }
-}

@@ -6,7 +6,7 @@ use petstore_domain::{
     OrderStatus, Page, PageRequest, PetStatus, PlaceOrder, Plan, Storage, StorageErrorKind,
 };
 
-use super::add;
+use super::support::add;
 
 fn place(pet_id: i64, owner: Option<i64>) -> PlaceOrder {
     PlaceOrder {
@@ -275,7 +275,7 @@ pub async fn the_inventory_is_exact_after_concurrent_changes(storage: &dyn Stora
     join_all(callers).await;
     add(storage, "listed as sold", PetStatus::Sold).await;
     let inventory = storage.inventory().await.expect("inventory");
-    let count = async |status| super::walk(storage, 100, Some(status)).await.len() as u64;
+    let count = async |status| super::support::walk(storage, 100, Some(status)).await.len() as u64;
     assert_eq!(
         inventory,
         Inventory {

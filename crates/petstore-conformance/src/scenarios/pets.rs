@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use futures_util::future::join_all;
 use petstore_domain::{PetListQuery, PetStatus, Storage};
 
-use super::{add, draft, page, walk};
+use super::support::{add, draft, page, walk};
 
 /// A created pet reads back, field for field, under its new id.
 pub async fn a_created_pet_reads_back_with_its_new_id(storage: &dyn Storage) {
