@@ -1,8 +1,8 @@
 //! The storage scenarios every backend of the Animal Store Service must pass, for any
 //! implementation of [`petstore_domain::Storage`]: the rules of pets and paging, orders and their
 //! races, keys and their lifecycle (last use included), idempotency claims and their races, and
-//! admin tokens. The service's own backends (SQLite, PostgreSQL, and an in-memory one in the HTTP
-//! crate's tests) run them; so can yours.
+//! admin tokens. The service's own backends (SQLite, PostgreSQL, MariaDB, and an in-memory one
+//! in the HTTP crate's tests) run them; so can yours.
 //!
 //! Write a function that gives a fresh, empty, ready storage (migrated, nothing in it), or `None`
 //! to skip where its server is missing, and hand it to [`conformance_tests!`], which writes one

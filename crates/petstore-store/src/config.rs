@@ -71,6 +71,8 @@ pub enum Backend {
     Postgres(String),
     /// A SQLite file path (from `sqlite://PATH` or a plain path).
     Sqlite(String),
+    /// A `mysql://` or `mariadb://` URL, as given.
+    Mysql(String),
 }
 
 impl Backend {
@@ -79,6 +81,9 @@ impl Backend {
         let url = url.trim();
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Self::Postgres(url.to_owned()));
+        }
+        if url.starts_with("mysql://") || url.starts_with("mariadb://") {
+            return Ok(Self::Mysql(url.to_owned()));
         }
         let path = url
             .strip_prefix("sqlite://")
@@ -105,7 +110,7 @@ impl Backend {
         }
         if let Some((scheme, _)) = path.split_once("://") {
             return Err(StoreError::Config(format!(
-                "unsupported database URL scheme `{scheme}://`; use postgres://, sqlite:// or a file path"
+                "unsupported database URL scheme `{scheme}://`; use postgres://, mysql://, sqlite:// or a file path"
             )));
         }
         Ok(Self::Sqlite(path.to_owned()))
@@ -116,6 +121,7 @@ impl Backend {
         match self {
             Self::Postgres(_) => "postgres",
             Self::Sqlite(_) => "sqlite",
+            Self::Mysql(_) => "mysql",
         }
     }
 
@@ -126,6 +132,7 @@ impl Backend {
         match self {
             Self::Sqlite(path) => format!("SQLite file {path}"),
             Self::Postgres(url) => format!("PostgreSQL {}", redact_url_password(url)),
+            Self::Mysql(url) => format!("MariaDB/MySQL {}", redact_url_password(url)),
         }
     }
 
@@ -135,7 +142,7 @@ impl Backend {
     pub fn exists(&self) -> bool {
         match self {
             Self::Sqlite(path) => std::path::Path::new(path).exists(),
-            Self::Postgres(_) => true,
+            Self::Postgres(_) | Self::Mysql(_) => true,
         }
     }
 }
@@ -239,6 +246,11 @@ mod tests {
             ),
             ("sqlite:p.db", Backend::Sqlite("p.db".into())),
             ("data/p.db", Backend::Sqlite("data/p.db".into())),
+            ("mysql://u@h/db", Backend::Mysql("mysql://u@h/db".into())),
+            (
+                "mariadb://u@h/db",
+                Backend::Mysql("mariadb://u@h/db".into()),
+            ),
         ];
         for (url, expected) in cases {
             assert_eq!(Backend::from_url(url).expect(url), expected, "{url}");
@@ -252,7 +264,7 @@ mod tests {
             "sqlite://",
             ":memory:",
             "sqlite::memory:",
-            "mysql://h/db",
+            "redis://h/0",
         ] {
             assert!(Backend::from_url(url).is_err(), "{url:?} accepted");
         }

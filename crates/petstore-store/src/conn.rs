@@ -37,6 +37,9 @@ pub(crate) enum Conn<'a> {
         /// [`Conn::finish`] then make a savepoint of it.
         in_transaction: bool,
     },
+    /// MariaDB or MySQL: statements are round trips, awaited, one at a time.
+    #[cfg(feature = "mysql")]
+    Mysql(&'a mut diesel_async::AsyncMysqlConnection),
 }
 
 /// A storage operation: an async function of a connection, run by a backend where it sees fit.
@@ -63,16 +66,25 @@ impl<T, F> Op<T> for F where
 /// (`BEGIN IMMEDIATE`) holding the whole database already.
 macro_rules! run {
     ($conn:expr, locked $method:ident, $query:expr) => {
-        run!(@on $conn, $method, $query, diesel::QueryDsl::for_update($query))
+        run!(
+            @on $conn,
+            $method,
+            $query,
+            diesel::QueryDsl::for_update($query),
+            diesel::QueryDsl::for_update($query)
+        )
     };
     ($conn:expr, $method:ident, sqlite: $sqlite:expr, postgres: $postgres:expr) => {
-        run!(@on $conn, $method, $sqlite, $postgres)
+        run!(@on $conn, $method, $sqlite, $postgres, $postgres)
+    };
+    ($conn:expr, $method:ident, sqlite: $sqlite:expr, postgres: $postgres:expr, mysql: $mysql:expr) => {
+        run!(@on $conn, $method, $sqlite, $postgres, $mysql)
     };
     ($conn:expr, $method:ident, $query:expr) => {
-        run!(@on $conn, $method, $query, $query)
+        run!(@on $conn, $method, $query, $query, $query)
     };
-    // The query as SQLite runs it, and as PostgreSQL does.
-    (@on $conn:expr, $method:ident, $sqlite:expr, $postgres:expr) => {
+    // The query as SQLite runs it, as PostgreSQL does, and as MySQL does.
+    (@on $conn:expr, $method:ident, $sqlite:expr, $postgres:expr, $mysql:expr) => {
         match $conn {
             #[cfg(feature = "sqlite")]
             $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($sqlite, &mut **c),
@@ -81,6 +93,8 @@ macro_rules! run {
                 let mut shared: &diesel_async::AsyncPgConnection = conn;
                 on_postgres!($method, $postgres, &mut shared)
             }
+            #[cfg(feature = "mysql")]
+            $crate::conn::Conn::Mysql(c) => diesel_async::RunQueryDsl::$method($mysql, &mut **c).await,
         }
     };
 }
@@ -120,6 +134,80 @@ macro_rules! on_postgres {
     };
 }
 
+/// [`run!`] for a statement with `RETURNING` (`$query`: an insert, or an update, that answers
+/// its row): as it is on SQLite and PostgreSQL; on MySQL and MariaDB, which have no
+/// `RETURNING`, `$mysql`, an expression over `$c` (the MySQL connection, `&mut &mut
+/// AsyncMysqlConnection`) that runs the statement and reads the row back.
+macro_rules! run_returning {
+    ($conn:expr, $method:ident, $query:expr, mysql($c:ident) => $mysql:expr) => {
+        match $conn {
+            #[cfg(feature = "sqlite")]
+            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
+            #[cfg(feature = "postgres")]
+            $crate::conn::Conn::Postgres { conn, .. } => {
+                let mut shared: &diesel_async::AsyncPgConnection = conn;
+                on_postgres!($method, $query, &mut shared)
+            }
+            #[cfg(feature = "mysql")]
+            $crate::conn::Conn::Mysql($c) => $mysql,
+        }
+    };
+}
+
+/// On MySQL and MariaDB, `$insert` (with no `RETURNING`) run, then the row it inserted read back
+/// by the id the connection was given (`LAST_INSERT_ID()`), as a `$row` of `$table`: what
+/// `RETURNING` answers elsewhere. `$c` is the MySQL connection (`&mut &mut AsyncMysqlConnection`).
+#[cfg(feature = "mysql")]
+macro_rules! mysql_inserted {
+    ($c:expr, $insert:expr, $table:path, $row:ty) => {
+        async {
+            diesel_async::RunQueryDsl::execute($insert, &mut **$c).await?;
+            let id = $crate::conn::last_insert_id(&mut **$c).await?;
+            let row =
+                diesel::QueryDsl::select(diesel::QueryDsl::find($table, id), columns::<$row>());
+            diesel_async::RunQueryDsl::get_result(row, &mut **$c).await
+        }
+        .await
+    };
+}
+
+/// On MySQL and MariaDB, `$update` (with no `RETURNING`) of the row `$id` of `$table` run, then
+/// that row read back as a `$row`; `NotFound` when it matched no row (the connection counts the
+/// rows matched, as the other backends do, not only those changed).
+#[cfg(feature = "mysql")]
+macro_rules! mysql_updated {
+    ($c:expr, $update:expr, $table:path, $id:expr, $row:ty) => {
+        async {
+            if diesel_async::RunQueryDsl::execute($update, &mut **$c).await? == 0 {
+                return Err(diesel::result::Error::NotFound);
+            }
+            let row =
+                diesel::QueryDsl::select(diesel::QueryDsl::find($table, $id), columns::<$row>());
+            diesel_async::RunQueryDsl::get_result(row, &mut **$c).await
+        }
+        .await
+    };
+}
+
+/// The id MySQL gave the row the connection last inserted (`LAST_INSERT_ID()`, kept per
+/// connection): how a MySQL insert reads back what it made.
+#[cfg(feature = "mysql")]
+pub(crate) async fn last_insert_id(
+    conn: &mut diesel_async::AsyncMysqlConnection,
+) -> QueryResult<i64> {
+    #[derive(diesel::QueryableByName)]
+    struct Inserted {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+    }
+    let row: Inserted = diesel_async::RunQueryDsl::get_result(
+        diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id"),
+        conn,
+    )
+    .await?;
+    Ok(row.id)
+}
+
 impl Conn<'_> {
     /// The same connection, borrowed again for a nested call.
     pub(crate) fn reborrow(&mut self) -> Conn<'_> {
@@ -136,6 +224,8 @@ impl Conn<'_> {
                 exclusive: *exclusive,
                 in_transaction: *in_transaction,
             },
+            #[cfg(feature = "mysql")]
+            Self::Mysql(c) => Conn::Mysql(c),
         }
     }
 
@@ -148,6 +238,10 @@ impl Conn<'_> {
             Self::Postgres { conn, .. } => {
                 let mut shared: &AsyncPgConnection = conn;
                 shared.batch_execute(sql).await
+            }
+            #[cfg(feature = "mysql")]
+            Self::Mysql(c) => {
+                diesel_async::SimpleAsyncConnection::batch_execute(&mut **c, sql).await
             }
         }
     }
@@ -170,6 +264,8 @@ impl Conn<'_> {
             Self::Postgres {
                 exclusive: true, ..
             } => "BEGIN",
+            #[cfg(feature = "mysql")]
+            Self::Mysql(_) => "BEGIN",
             #[cfg(feature = "postgres")]
             Self::Postgres {
                 exclusive: false, ..

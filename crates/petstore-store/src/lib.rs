@@ -23,8 +23,10 @@
 //! [`Store::open`] with [`StoreError::Config`].
 #![warn(missing_docs)]
 
-#[cfg(not(any(feature = "sqlite", feature = "postgres")))]
-compile_error!("petstore-store needs a backend: enable the `sqlite` or the `postgres` feature");
+#[cfg(not(any(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+compile_error!(
+    "petstore-store needs a backend: enable the `sqlite`, `postgres` or `mysql` feature"
+);
 
 #[macro_use]
 mod conn;
@@ -32,6 +34,8 @@ mod config;
 mod error;
 pub mod metrics;
 mod migrations;
+#[cfg(feature = "mysql")]
+mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod queries;

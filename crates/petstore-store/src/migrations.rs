@@ -1,6 +1,7 @@
-//! Embedded per-backend migrations (`migrations/sqlite`, `migrations/postgres`): applying them
-//! (SQLite on a pooled connection; PostgreSQL over the async connection, through diesel-async's
-//! `AsyncConnectionWrapper`, under an advisory lock), and telling which are pending.
+//! Embedded per-backend migrations (`migrations/sqlite`, `migrations/postgres`,
+//! `migrations/mysql`): applying them (SQLite on a pooled connection; PostgreSQL, MariaDB and
+//! MySQL over the async connection, through diesel-async's `AsyncConnectionWrapper`, under a
+//! lock), and telling which are pending.
 
 use std::collections::HashSet;
 
@@ -26,6 +27,8 @@ use crate::conn::Conn;
 const SQLITE: EmbeddedMigrations = embed_migrations!("../../migrations/sqlite");
 #[cfg(feature = "postgres")]
 const POSTGRES: EmbeddedMigrations = embed_migrations!("../../migrations/postgres");
+#[cfg(feature = "mysql")]
+const MYSQL: EmbeddedMigrations = embed_migrations!("../../migrations/mysql");
 
 /// Key of the PostgreSQL advisory lock held while migrating ("petstore" in ASCII).
 #[cfg(feature = "postgres")]
@@ -62,6 +65,26 @@ pub(crate) fn run_postgres(conn: AsyncPgConnection) -> Result<Vec<String>, Store
     diesel::sql_query(format!("SELECT pg_advisory_lock({MIGRATION_LOCK})")).execute(&mut conn)?;
     let result = applied(conn.run_pending_migrations(POSTGRES));
     let unlocked = conn.batch_execute(&format!("SELECT pg_advisory_unlock({MIGRATION_LOCK})"));
+    let names = result?;
+    unlocked?;
+    Ok(names)
+}
+
+/// Applies MariaDB's or MySQL's pending migrations on a connection of their own, under a named
+/// lock (`GET_LOCK`, the session's until released or closed) so that instances starting together
+/// apply each one exactly once. Blocks, as [`run_postgres`] does.
+#[cfg(feature = "mysql")]
+pub(crate) fn run_mysql(
+    conn: diesel_async::AsyncMysqlConnection,
+) -> Result<Vec<String>, StoreError> {
+    use diesel::connection::SimpleConnection;
+    let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
+        diesel_async::AsyncMysqlConnection,
+    >::from(conn);
+    // Waits as long as another instance migrates (a negative timeout: no limit).
+    conn.batch_execute("DO GET_LOCK('petstore_migrations', -1)")?;
+    let result = applied(conn.run_pending_migrations(MYSQL));
+    let unlocked = conn.batch_execute("DO RELEASE_LOCK('petstore_migrations')");
     let names = result?;
     unlocked?;
     Ok(names)
@@ -115,6 +138,13 @@ pub(crate) async fn status(mut conn: Conn<'_>) -> Result<MigrationStatus, StoreE
         Conn::Postgres { .. } => (
             "SELECT to_regclass('__diesel_schema_migrations') IS NOT NULL AS \"exists\"",
             names::<Pg>(&POSTGRES)?,
+        ),
+        #[cfg(feature = "mysql")]
+        Conn::Mysql(_) => (
+            "SELECT EXISTS (SELECT 1 FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_name = '__diesel_schema_migrations') \
+             AS `exists`",
+            names::<diesel::mysql::Mysql>(&MYSQL)?,
         ),
     };
     let table: Exists = run!(conn, get_result, diesel::sql_query(table_query))?;

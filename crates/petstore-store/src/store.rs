@@ -16,6 +16,8 @@ use petstore_domain::{
 };
 
 use crate::conn::Op;
+#[cfg(feature = "mysql")]
+use crate::mysql::Mysql;
 #[cfg(feature = "postgres")]
 use crate::postgres::Postgres;
 use crate::queries::{admin_tokens, idempotency, keys, orders, pets};
@@ -39,6 +41,8 @@ enum Db {
     Sqlite(Sqlite),
     #[cfg(feature = "postgres")]
     Postgres(Postgres),
+    #[cfg(feature = "mysql")]
+    Mysql(Mysql),
 }
 
 impl std::fmt::Debug for Store {
@@ -69,6 +73,8 @@ impl Store {
             Backend::Sqlite(path) => Db::Sqlite(Sqlite::open(&path, config)?),
             #[cfg(feature = "postgres")]
             Backend::Postgres(url) => Db::Postgres(Postgres::open(&url, config)?),
+            #[cfg(feature = "mysql")]
+            Backend::Mysql(url) => Db::Mysql(Mysql::open(&url, config)?),
             #[allow(unreachable_patterns)] // with both backends built, every URL is served
             backend => {
                 return Err(StoreError::Config(format!(
@@ -90,6 +96,8 @@ impl Store {
             Db::Sqlite(_) => "sqlite",
             #[cfg(feature = "postgres")]
             Db::Postgres(_) => "postgres",
+            #[cfg(feature = "mysql")]
+            Db::Mysql(_) => "mysql",
         }
     }
 
@@ -102,6 +110,8 @@ impl Store {
             Db::Sqlite(db) => db.migrate().await,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.migrate().await,
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => db.migrate().await,
         }
     }
 
@@ -124,6 +134,8 @@ impl Store {
             Db::Sqlite(db) => db.record_pool_state(),
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.record_pool_state(),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => db.record_pool_state(),
         }
     }
 
@@ -135,6 +147,8 @@ impl Store {
             Db::Sqlite(db) => db.close(),
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.close(),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => db.close(),
         }
     }
 
@@ -149,6 +163,8 @@ impl Store {
             Db::Sqlite(db) => Box::pin(db.read(op)),
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => Box::pin(db.read(op)),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => Box::pin(db.read(op)),
         }
     }
 
@@ -163,6 +179,8 @@ impl Store {
             Db::Sqlite(db) => Box::pin(db.read(op)),
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => Box::pin(db.read_replica(op)),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => Box::pin(db.read(op)),
         }
     }
 
@@ -173,6 +191,8 @@ impl Store {
             Db::Sqlite(db) => Box::pin(db.blocking(op)),
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => Box::pin(db.call(op)),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => Box::pin(db.call(op)),
         }
     }
 }
@@ -186,6 +206,11 @@ impl PetRepository for Store {
             Db::Sqlite(db) => db.create_pet(pet).await?,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
+                db.call(move |conn| Box::pin(pets::create(conn, pet)))
+                    .await?
+            }
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => {
                 db.call(move |conn| Box::pin(pets::create(conn, pet)))
                     .await?
             }
@@ -430,6 +455,8 @@ impl Storage for Store {
             Db::Sqlite(db) => db.check_space()?,
             #[cfg(feature = "postgres")]
             Db::Postgres(_) => {}
+            #[cfg(feature = "mysql")]
+            Db::Mysql(_) => {}
         }
         Ok(())
     }
@@ -440,6 +467,8 @@ impl Storage for Store {
             Db::Sqlite(db) => db.capacity(),
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => db.capacity(),
+            #[cfg(feature = "mysql")]
+            Db::Mysql(db) => db.capacity(),
         }
     }
 }

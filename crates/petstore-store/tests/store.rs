@@ -673,7 +673,7 @@ async fn a_batch_that_sqlite_rolls_back_whole_is_answered_whole() {
 }
 
 #[test]
-fn both_backends_have_the_same_migrations() {
+fn every_backend_has_the_same_migrations() {
     let names = |backend: &str| {
         let folders = petstore_store::testing::migration_folders(backend);
         for (name, path) in &folders {
@@ -688,6 +688,11 @@ fn both_backends_have_the_same_migrations() {
     };
     assert_eq!(
         names("sqlite"),
+        names("postgres"),
+        "migrations must stay in lockstep"
+    );
+    assert_eq!(
+        names("mysql"),
         names("postgres"),
         "migrations must stay in lockstep"
     );
@@ -964,6 +969,13 @@ mod conformance {
     mod postgres {
         async fn fresh() -> Option<super::Fresh> {
             super::fresh(super::TestDatabase::postgres()).await
+        }
+        super::conformance_tests!(fresh);
+    }
+
+    mod mysql {
+        async fn fresh() -> Option<super::Fresh> {
+            super::fresh(super::TestDatabase::mysql()).await
         }
         super::conformance_tests!(fresh);
     }

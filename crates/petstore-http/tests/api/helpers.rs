@@ -340,6 +340,15 @@ macro_rules! api_tests {
                 }
 
                 #[actix_web::test]
+                async fn mysql() {
+                    if let Some(app) = $crate::helpers::TestApp::spawn(
+                        petstore_store::testing::TestBackend::Mysql,
+                    ).await {
+                        super::$name(app).await;
+                    }
+                }
+
+                #[actix_web::test]
                 async fn pgbouncer() {
                     if let Some(app) = $crate::helpers::TestApp::spawn(
                         petstore_store::testing::TestBackend::PgBouncer,

@@ -41,15 +41,14 @@ pub(crate) async fn create(
     spec: AdminTokenSpec,
     secret: AdminTokenSecret,
 ) -> Result<(AdminToken, AdminTokenSecret)> {
-    let insert = diesel::insert_into(admin_tokens::table)
-        .values((
-            admin_tokens::token_hash.eq(secret.hash().as_str().to_owned()),
-            admin_tokens::display_prefix.eq(secret.display_prefix()),
-            admin_tokens::label.eq(spec.label()),
-            admin_tokens::created_at.eq(unix_now()),
-        ))
-        .returning(columns::<TokenRow>());
-    let row: TokenRow = run!(&mut conn, get_result, insert)?;
+    let insert = diesel::insert_into(admin_tokens::table).values((
+        admin_tokens::token_hash.eq(secret.hash().as_str().to_owned()),
+        admin_tokens::display_prefix.eq(secret.display_prefix()),
+        admin_tokens::label.eq(spec.label()),
+        admin_tokens::created_at.eq(unix_now()),
+    ));
+    let row: TokenRow = run_returning!(&mut conn, get_result, insert.returning(columns::<TokenRow>()),
+        mysql(c) => mysql_inserted!(c, insert, admin_tokens::table, TokenRow))?;
     Ok((row.into(), secret))
 }
 

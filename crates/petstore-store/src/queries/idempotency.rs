@@ -101,19 +101,27 @@ pub(crate) async fn claim(mut conn: Conn<'_>, request: IdempotentRequest) -> Res
         key: request.key.clone(),
         token,
     });
+    let record = (
+        keys::owner_key_id.eq(request.owner),
+        keys::idempotency_key.eq(request.key.as_str()),
+        keys::fingerprint.eq(request.fingerprint.as_str()),
+        keys::token.eq(token),
+        keys::state.eq(IN_FLIGHT),
+        keys::claimed_at.eq(now),
+        keys::created_at.eq(now),
+    );
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
     let insert = diesel::insert_into(keys::table)
-        .values((
-            keys::owner_key_id.eq(request.owner),
-            keys::idempotency_key.eq(request.key.as_str()),
-            keys::fingerprint.eq(request.fingerprint.as_str()),
-            keys::token.eq(token),
-            keys::state.eq(IN_FLIGHT),
-            keys::claimed_at.eq(now),
-            keys::created_at.eq(now),
-        ))
+        .values(record)
         .on_conflict_do_nothing();
-    // Only one of any number of concurrent inserts (on any instance) adds the row.
-    if run!(conn, execute, insert)? == 1 {
+    // Only one of any number of concurrent inserts (on any instance) adds the row. (MySQL's
+    // form of "do nothing", `ON DUPLICATE KEY UPDATE`, counts the row it found as one matched:
+    // there `INSERT IGNORE`, which counts none.)
+    let inserted = run!(conn, execute,
+        sqlite: insert,
+        postgres: insert,
+        mysql: diesel::insert_or_ignore_into(keys::table).values(record));
+    if inserted? == 1 {
         return Ok(claimed);
     }
     let held = keys::table

@@ -100,20 +100,19 @@ pub(crate) async fn create(
 ) -> Result<(ApiKey, ApiKeySecret)> {
     let limits = spec.custom_limits();
     let hash = secret.hash();
-    let insert = diesel::insert_into(api_keys::table)
-        .values((
-            api_keys::key_hash.eq(hash.as_str()),
-            api_keys::display_prefix.eq(secret.display_prefix()),
-            api_keys::plan.eq(spec.plan().as_str()),
-            api_keys::label.eq(spec.label()),
-            api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
-            api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
-            api_keys::created_at.eq(unix_now()),
-            api_keys::scope.eq(spec.scope().as_str()),
-            api_keys::expires_at.eq(spec.expires_at()),
-        ))
-        .returning(columns::<KeyRow>());
-    let row: KeyRow = run!(&mut conn, get_result, insert)?;
+    let insert = diesel::insert_into(api_keys::table).values((
+        api_keys::key_hash.eq(hash.as_str()),
+        api_keys::display_prefix.eq(secret.display_prefix()),
+        api_keys::plan.eq(spec.plan().as_str()),
+        api_keys::label.eq(spec.label()),
+        api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
+        api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
+        api_keys::created_at.eq(unix_now()),
+        api_keys::scope.eq(spec.scope().as_str()),
+        api_keys::expires_at.eq(spec.expires_at()),
+    ));
+    let row: KeyRow = run_returning!(&mut conn, get_result, insert.returning(columns::<KeyRow>()),
+        mysql(c) => mysql_inserted!(c, insert, api_keys::table, KeyRow))?;
     Ok((row.try_into()?, secret))
 }
 
@@ -241,10 +240,11 @@ pub(crate) async fn update(
     if changes.plan.is_none() && changes.scope.is_none() && changes.label.is_none() {
         return find(conn, id).await;
     }
-    let statement = diesel::update(api_keys::table.find(id))
-        .set(changes)
-        .returning(columns::<KeyRow>());
-    let row: Option<KeyRow> = run!(&mut conn, get_result, statement).optional()?;
+    let statement = diesel::update(api_keys::table.find(id)).set(changes);
+    let row: Option<KeyRow> = run_returning!(&mut conn, get_result,
+        statement.returning(columns::<KeyRow>()),
+        mysql(c) => mysql_updated!(c, statement, api_keys::table, id, KeyRow))
+    .optional()?;
     row.map(ApiKey::try_from).transpose()
 }
 
@@ -309,9 +309,11 @@ pub(crate) async fn rotate(
         api_keys::previous_secret_until.eq(Some(grace_until)),
         api_keys::key_hash.eq(hash.as_str()),
         api_keys::display_prefix.eq(secret.display_prefix()),
-    ))
-    .returning(columns::<KeyRow>());
-    let row: Option<KeyRow> = run!(&mut conn, get_result, update).optional()?;
+    ));
+    let row: Option<KeyRow> = run_returning!(&mut conn, get_result,
+        update.returning(columns::<KeyRow>()),
+        mysql(c) => mysql_updated!(c, update, api_keys::table, id, KeyRow))
+    .optional()?;
     row.map(|row| Ok((row.try_into()?, secret))).transpose()
 }
 

@@ -20,6 +20,8 @@ use diesel::sql_types::{BigInt, Nullable};
 type SomeBackend = diesel::sqlite::Sqlite;
 #[cfg(all(feature = "postgres", not(feature = "sqlite")))]
 type SomeBackend = diesel::pg::Pg;
+#[cfg(all(feature = "mysql", not(any(feature = "sqlite", feature = "postgres"))))]
+type SomeBackend = diesel::mysql::Mysql;
 
 /// The columns of row type `T`, in the order it is decoded from, for `SELECT` and `RETURNING`.
 /// (Diesel's `columns::<T>()` names one backend, and every query here is built once and run on

@@ -114,16 +114,15 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
         .ok_or(Failure::Refused(OrderError::PetNotFound(order.pet_id)))?;
     let (status, pet_after) = lifecycle(None, pet, OrderAction::Place)?;
     set_pet_status(conn, order.pet_id, pet_after).await?;
-    let insert = diesel::insert_into(orders::table)
-        .values((
-            orders::pet_id.eq(order.pet_id),
-            orders::quantity.eq(1),
-            orders::status.eq(status.as_str()),
-            orders::created_at.eq(unix_now()),
-            orders::owner_key_id.eq(order.owner),
-        ))
-        .returning(columns::<OrderRow>());
-    let row: OrderRow = run!(conn, get_result, insert)?;
+    let insert = diesel::insert_into(orders::table).values((
+        orders::pet_id.eq(order.pet_id),
+        orders::quantity.eq(1),
+        orders::status.eq(status.as_str()),
+        orders::created_at.eq(unix_now()),
+        orders::owner_key_id.eq(order.owner),
+    ));
+    let row: OrderRow = run_returning!(conn, get_result, insert.returning(columns::<OrderRow>()),
+        mysql(c) => mysql_inserted!(c, insert, orders::table, OrderRow))?;
     let placed = Order::try_from(row)?;
     if let Some(completion) = &order.completion {
         let response = StoredResponse::created(&placed, &completion.base);

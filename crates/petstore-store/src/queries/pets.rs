@@ -18,15 +18,15 @@ use crate::schema::pets;
 
 /// Inserts one pet.
 async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet> {
-    let insert = diesel::insert_into(pets::table)
-        .values((
-            pets::name.eq(pet.name()),
-            pets::category_id.eq(pet.category_id()),
-            pets::status.eq(pet.status().as_str()),
-            pets::created_at.eq(unix_now()),
-        ))
-        .returning(columns::<PetRow>());
-    let PetRow(pet) = run!(conn, get_result, insert).map_err(read_error)?;
+    let insert = diesel::insert_into(pets::table).values((
+        pets::name.eq(pet.name()),
+        pets::category_id.eq(pet.category_id()),
+        pets::status.eq(pet.status().as_str()),
+        pets::created_at.eq(unix_now()),
+    ));
+    let PetRow(pet) = run_returning!(conn, get_result, insert.returning(columns::<PetRow>()),
+        mysql(c) => mysql_inserted!(c, insert, pets::table, PetRow))
+    .map_err(read_error)?;
     Ok(pet)
 }
 
@@ -96,6 +96,13 @@ impl FromSql<Text, Pg> for StoredStatus {
     }
 }
 
+#[cfg(feature = "mysql")]
+impl FromSql<Text, diesel::mysql::Mysql> for StoredStatus {
+    fn from_sql(value: diesel::mysql::MysqlValue<'_>) -> deserialize::Result<Self> {
+        Ok(Self::parse(std::str::from_utf8(value.as_bytes())?))
+    }
+}
+
 /// A stored status the domain does not know: why a [`PetRow`] did not decode. Raised by
 /// `build`, whose errors Diesel passes on as they are; raised by a `FromSql`, it would come
 /// wrapped (a field error) and [`read_error`] would not find it.
@@ -143,7 +150,7 @@ pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Re
 
 /// Creates `pet` on its own: in a transaction when it completes an idempotency claim. (SQLite's
 /// writer creates pets in batches, its own way.)
-#[cfg(feature = "postgres")]
+#[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet> {
     if pet.completion.is_none() {
         return insert_pet(&mut conn, &pet.draft).await;
@@ -170,8 +177,8 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page
         .select(columns::<PetRow>())
         .order(pets::id.asc())
         .limit(overfetch(query.page.limit));
-    // PostgreSQL's page of pets with one status (see below).
-    #[cfg(feature = "postgres")]
+    // PostgreSQL's (and MySQL's) page of pets with one status (see below).
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
     let by_status = |status| {
         pets::table
             .select(columns::<PetRow>())

@@ -35,6 +35,8 @@ pub enum TestBackend {
     /// A fresh PostgreSQL database, reached through a PgBouncer of its own pooling
     /// transactions (`pooler=transaction`); migrated straight.
     PgBouncer,
+    /// A fresh MariaDB (or MySQL) database.
+    Mysql,
 }
 
 /// A database that exists for one test.
@@ -54,6 +56,37 @@ enum Cleanup {
         direct_url: String,
         pooler: Option<PgBouncer>,
     },
+    Mysql {
+        admin_url: String,
+        name: String,
+    },
+}
+
+/// The MariaDB (or MySQL) server tests use.
+pub fn mysql_admin_url() -> String {
+    std::env::var("PETSTORE_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".into())
+}
+
+/// Runs `sql` on the MariaDB server at `url`, on a thread and runtime of its own (callers may be
+/// inside a runtime).
+pub fn mysql_execute(url: &str, sql: &str) -> Result<(), String> {
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    thread::spawn(move || {
+        use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?
+            .block_on(async {
+                let mut conn = AsyncMysqlConnection::establish(&url)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                conn.batch_execute(&sql).await.map_err(|e| e.to_string())
+            })
+    })
+    .join()
+    .map_err(|_| "the MariaDB thread panicked".to_owned())?
 }
 
 /// Prints a SKIPPED line straight to the process's stderr: the test harness captures the
@@ -84,6 +117,7 @@ impl TestDatabase {
             TestBackend::Sqlite => Some(Self::sqlite()),
             TestBackend::Postgres => Self::postgres(),
             TestBackend::PgBouncer => Self::postgres_through_pgbouncer(),
+            TestBackend::Mysql => Self::mysql(),
         }
     }
 
@@ -153,11 +187,32 @@ impl TestDatabase {
         Some(db)
     }
 
+    /// A new MariaDB (or MySQL) database, dropped on drop; `None` when the server is
+    /// unreachable outside CI.
+    pub fn mysql() -> Option<Self> {
+        let admin_url = mysql_admin_url();
+        let name = unique_name();
+        match mysql_execute(&admin_url, &format!("CREATE DATABASE {name}")) {
+            Ok(()) => {}
+            Err(error) if !in_ci() => {
+                loud_skip(&format!(
+                    "MariaDB unreachable at {admin_url} ({error}); MariaDB tests did not run"
+                ));
+                return None;
+            }
+            Err(error) => panic!("MariaDB unreachable at {admin_url} in CI: {error}"),
+        }
+        Some(Self {
+            url: replace_database(&admin_url, &name),
+            cleanup: Cleanup::Mysql { admin_url, name },
+        })
+    }
+
     /// The database's URL past any pooler: what migrations and tests' own statements use.
     pub fn direct_url(&self) -> &str {
         match &self.cleanup {
             Cleanup::Postgres { direct_url, .. } => direct_url,
-            Cleanup::Sqlite(_) => &self.url,
+            Cleanup::Sqlite(_) | Cleanup::Mysql { .. } => &self.url,
         }
     }
 
@@ -194,6 +249,9 @@ impl TestDatabase {
                 .map_err(|error| error.to_string())
                 .and_then(|mut conn| conn.batch_execute(sql).map_err(|error| error.to_string()))
                 .unwrap_or_else(|error| panic!("{sql}: {error}")),
+            Cleanup::Mysql { .. } => {
+                mysql_execute(&self.url, sql).unwrap_or_else(|error| panic!("{sql}: {error}"));
+            }
         }
     }
 
@@ -223,6 +281,11 @@ impl Drop for TestDatabase {
             if let Err(error) = dropped {
                 eprintln!("could not drop test database {name}: {error}");
             }
+        }
+        if let Cleanup::Mysql { admin_url, name } = &self.cleanup
+            && let Err(error) = mysql_execute(admin_url, &format!("DROP DATABASE IF EXISTS {name}"))
+        {
+            eprintln!("could not drop test database {name}: {error}");
         }
     }
 }

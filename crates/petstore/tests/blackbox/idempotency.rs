@@ -42,9 +42,20 @@ fn pets(base: &str, key: &str) -> Vec<Value> {
 
 #[test]
 fn two_instances_racing_one_key_from_many_threads_create_one_pet() {
-    let Some(db) = TestDatabase::postgres() else {
-        return;
-    };
+    if let Some(db) = TestDatabase::postgres() {
+        racing_one_key_creates_one_pet(&db);
+    }
+}
+
+/// The same on MariaDB.
+#[test]
+fn two_instances_on_mariadb_racing_one_key_create_one_pet() {
+    if let Some(db) = TestDatabase::mysql() {
+        racing_one_key_creates_one_pet(&db);
+    }
+}
+
+fn racing_one_key_creates_one_pet(db: &TestDatabase) {
     let url = db.url().to_owned();
     let key = unlimited_key(&url);
     let first = TestServer::start(&url, &["--bootstrap-key=false"]);

@@ -53,6 +53,14 @@ fn two_instances_on_one_database_lose_and_duplicate_nothing() {
     }
 }
 
+/// The same on one MariaDB database.
+#[test]
+fn two_instances_on_one_mariadb_database_lose_and_duplicate_nothing() {
+    if let Some(db) = TestDatabase::mysql() {
+        two_instances_lose_and_duplicate_nothing(&db);
+    }
+}
+
 /// The same through PgBouncer pooling transactions (two server connections for both
 /// instances' sixteen-odd clients): migrated straight (`migrate` needs a session), served with
 /// `--no-migrate` and `pooler=transaction`.

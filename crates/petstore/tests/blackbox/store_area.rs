@@ -116,9 +116,20 @@ fn check_invariant(db: &str, base: &str, key: &str, pets: &[i64]) -> HashMap<&'s
 
 #[test]
 fn sixteen_threads_on_two_instances_keep_the_order_lifecycle_exact() {
-    let Some(db) = TestDatabase::postgres() else {
-        return;
-    };
+    if let Some(db) = TestDatabase::postgres() {
+        order_lifecycle_stays_exact(&db);
+    }
+}
+
+/// The same on MariaDB.
+#[test]
+fn sixteen_threads_on_two_instances_on_mariadb_keep_the_order_lifecycle_exact() {
+    if let Some(db) = TestDatabase::mysql() {
+        order_lifecycle_stays_exact(&db);
+    }
+}
+
+fn order_lifecycle_stays_exact(db: &TestDatabase) {
     let url = db.url().to_owned();
     let key = unlimited_key(&url);
     let first = TestServer::start(&url, &["--bootstrap-key=false"]);

@@ -1,0 +1,305 @@
+//! The MariaDB and MySQL backend: diesel-async over mysql_async (no libmysqlclient), a pool per
+//! runtime thread as on PostgreSQL (a connection's socket belongs to the runtime that opened it).
+//!
+//! Every call runs on a pooled connection: mysql_async answers one statement at a time, so
+//! there is nothing to pipeline. Each connection is opened in strict SQL mode, in UTC, with
+//! utf8mb4 and the rows matched (not only changed) counted, as the other backends count them,
+//! and with the store's statement timeout on lock waits and statements. A call that fails as
+//! unavailable, outlives its deadline or is given up on midway closes its connection; one given
+//! up on midway has its statement killed first (`KILL QUERY`), so that it does not hold its
+//! locks until it ends.
+
+use std::collections::HashMap;
+use std::sync::{Arc, PoisonError, RwLock};
+use std::thread::{self, ThreadId};
+use std::time::{Duration, Instant};
+
+use deadpool::Runtime;
+use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult, TimeoutType};
+use diesel_async::pooled_connection::PoolableConnection;
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+use petstore_domain::{Capacity, StorageErrorKind};
+
+use crate::conn::{Conn, Op};
+use crate::{StoreConfig, StoreError, metrics, migrations};
+
+/// The MariaDB or MySQL database behind a store.
+pub(crate) struct Mysql {
+    settings: Arc<Settings>,
+    /// This store's pools, by the thread that uses them; `None` once closed.
+    workers: RwLock<Option<HashMap<ThreadId, Pool>>>,
+    per_thread: usize,
+    max_calls: u32,
+    wait: Duration,
+    statement_timeout: Duration,
+    deadline: Duration,
+}
+
+type Pool = managed::Pool<Manager>;
+
+/// How to open a connection.
+struct Settings {
+    /// The URL as mysql_async reads it (`mysql://`).
+    url: String,
+    /// Run on every new connection.
+    session: String,
+}
+
+impl Mysql {
+    /// Reads the URL (`mysql://` or `mariadb://`). Opens no connection: a database that is down
+    /// now does not stop the process.
+    pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
+        let url = match url.strip_prefix("mariadb://") {
+            Some(rest) => format!("mysql://{rest}"),
+            None => url.to_owned(),
+        };
+        let seconds = config.statement_timeout.as_secs().max(1);
+        // Strict: a value that does not fit is refused, never cut or zeroed. Lock waits and
+        // statements end at the statement timeout (`max_statement_time`: MariaDB's; MySQL's
+        // `max_execution_time` covers reads only, and is set where the first is unknown).
+        let session = format!(
+            "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ZERO_DATE,NO_ZERO_IN_DATE,\
+             ERROR_FOR_DIVISION_BY_ZERO,NO_ENGINE_SUBSTITUTION'; \
+             SET SESSION innodb_lock_wait_timeout = {seconds}; \
+             SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
+        );
+        Ok(Self {
+            settings: Arc::new(Settings { url, session }),
+            workers: RwLock::new(Some(HashMap::new())),
+            per_thread: (config.pool_size / config.workers.max(1)).max(1) as usize,
+            max_calls: config.pool_size,
+            wait: config.connect_timeout,
+            statement_timeout: config.statement_timeout,
+            deadline: config.deadline(),
+        })
+    }
+
+    /// This thread's pool, set up on first use.
+    fn pool(&self) -> Result<Pool, StoreError> {
+        let me = thread::current().id();
+        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner)
+            && let Some(pool) = workers.get(&me)
+        {
+            return Ok(pool.clone());
+        }
+        let mut workers = self.workers.write().unwrap_or_else(PoisonError::into_inner);
+        let workers = workers.as_mut().ok_or(StoreError::Closed)?;
+        if let Some(pool) = workers.get(&me) {
+            return Ok(pool.clone());
+        }
+        let pool = Pool::builder(Manager {
+            settings: self.settings.clone(),
+            statement_timeout: self.statement_timeout,
+        })
+        .max_size(self.per_thread)
+        .wait_timeout(Some(self.wait))
+        .create_timeout(Some(self.wait))
+        .runtime(Runtime::Tokio1)
+        .build()
+        .map_err(|error| StoreError::Config(format!("connection pool: {error}")))?;
+        workers.insert(me, pool.clone());
+        Ok(pool)
+    }
+
+    /// Runs a read: on a pooled connection, as every call.
+    pub(crate) async fn read<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
+        self.call(op).await
+    }
+
+    /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable,
+    /// outlived its deadline, or was given up on midway closes its connection ([`InCall`]).
+    pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
+        let pool = self.pool()?;
+        let checkout = Instant::now();
+        let pooled = pool
+            .get()
+            .await
+            .map_err(|error| self.checkout_error(error))?;
+        ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "mysql")
+            .record(checkout.elapsed().as_secs_f64());
+        let mut in_call = InCall {
+            pooled: Some(pooled),
+            ended: false,
+        };
+        let pooled = in_call
+            .pooled
+            .as_mut()
+            .expect("a call's connection, until it is dropped");
+        pooled.broken = true;
+        let started = Instant::now();
+        let result = op(Conn::Mysql(&mut pooled.connection))
+            .await
+            .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        pooled.broken = result
+            .as_ref()
+            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
+            || started.elapsed() > self.deadline;
+        in_call.ended = true;
+        result
+    }
+
+    fn checkout_error(&self, error: PoolError<StoreError>) -> StoreError {
+        match error {
+            PoolError::Backend(error) => error,
+            PoolError::Timeout(kind) => {
+                ::metrics::counter!(metrics::POOL_TIMEOUTS, "backend" => "mysql").increment(1);
+                let what = match kind {
+                    TimeoutType::Wait => "no connection came free",
+                    TimeoutType::Create => "no connection could be opened",
+                    TimeoutType::Recycle => "no connection could be checked",
+                };
+                StoreError::Connect(format!("{what} within {:?}", self.wait).into())
+            }
+            PoolError::Closed => StoreError::Closed,
+            other => StoreError::Connect(other.to_string().into()),
+        }
+    }
+
+    /// Applies pending migrations on a connection of their own, under a named lock
+    /// (`GET_LOCK`) so that instances starting together apply each one exactly once; diesel's
+    /// synchronous harness runs on a blocking thread.
+    pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.settings.connect(Duration::ZERO).await?;
+        tokio::task::spawn_blocking(move || migrations::run_mysql(conn))
+            .await
+            .map_err(StoreError::Blocking)?
+    }
+
+    /// The pools' connections; calls run on the caller's runtime, none on its blocking threads
+    /// (but migrations, once).
+    pub(crate) fn capacity(&self) -> Capacity {
+        Capacity {
+            max_calls: self.max_calls,
+            wait: self.wait,
+            deadline: self.deadline,
+            blocking_calls: 1,
+        }
+    }
+
+    /// Sets the pool gauges: every thread's pool, summed.
+    pub(crate) fn record_pool_state(&self) {
+        let (mut open, mut idle, mut max) = (0, 0, 0);
+        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
+            for pool in workers.values() {
+                let status = pool.status();
+                open += status.size;
+                idle += status.available;
+                max += status.max_size;
+            }
+        }
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        metrics::pool_state("mysql", count(open), count(idle), count(max));
+    }
+
+    /// Closes every pool: idle connections now, the others as their calls return them.
+    pub(crate) fn close(&self) {
+        let workers = self
+            .workers
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        for pool in workers.into_iter().flat_map(HashMap::into_values) {
+            pool.close();
+        }
+    }
+}
+
+impl Settings {
+    /// Opens a connection and sets up its session; `statement_timeout` (zero: none) bounds its
+    /// statements.
+    async fn connect(
+        &self,
+        statement_timeout: Duration,
+    ) -> Result<AsyncMysqlConnection, StoreError> {
+        let mut conn = AsyncMysqlConnection::establish(&self.url)
+            .await
+            .map_err(|error| StoreError::Connect(error.into()))?;
+        conn.batch_execute(&self.session)
+            .await
+            .map_err(|error| StoreError::Connect(error.into()))?;
+        // MariaDB's statement time limit (seconds, fractions allowed); MySQL's is for reads only
+        // and named otherwise: where the first is unknown, the second.
+        let seconds = statement_timeout.as_secs_f64();
+        if conn
+            .batch_execute(&format!("SET SESSION max_statement_time = {seconds}"))
+            .await
+            .is_err()
+        {
+            conn.batch_execute(&format!(
+                "SET SESSION max_execution_time = {}",
+                statement_timeout.as_millis()
+            ))
+            .await
+            .map_err(|error| StoreError::Connect(error.into()))?;
+        }
+        Ok(conn)
+    }
+}
+
+/// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
+/// leaves the pool when this is dropped, and closes; a call given up on midway has the
+/// statement it may be running killed first (from another connection), or it would hold its
+/// locks until it ends.
+struct InCall {
+    pooled: Option<managed::Object<Manager>>,
+    ended: bool,
+}
+
+impl Drop for InCall {
+    fn drop(&mut self) {
+        let Some(pooled) = self.pooled.take() else {
+            return;
+        };
+        if !pooled.broken {
+            return;
+        }
+        let connection = managed::Object::take(pooled).connection;
+        if !self.ended
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let cancel = connection.cancel_token();
+            runtime.spawn(async move {
+                match tokio::time::timeout(Duration::from_secs(2), cancel.cancel_query()).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(error)) => log::debug!("could not kill an abandoned statement: {error}"),
+                    Err(_) => log::debug!("killing an abandoned statement timed out"),
+                }
+                drop(connection);
+            });
+            return;
+        }
+        drop(connection);
+    }
+}
+
+/// A pooled connection, with the store's verdict on whether it may be used again.
+struct MysqlConn {
+    connection: AsyncMysqlConnection,
+    broken: bool,
+}
+
+/// Opens connections for a pool, on the runtime of the thread that asks.
+struct Manager {
+    settings: Arc<Settings>,
+    statement_timeout: Duration,
+}
+
+impl managed::Manager for Manager {
+    type Type = MysqlConn;
+    type Error = StoreError;
+
+    async fn create(&self) -> Result<MysqlConn, StoreError> {
+        let connection = Box::pin(self.settings.connect(self.statement_timeout)).await?;
+        Ok(MysqlConn {
+            connection,
+            broken: false,
+        })
+    }
+
+    async fn recycle(&self, conn: &mut MysqlConn, _: &Metrics) -> RecycleResult<StoreError> {
+        if conn.broken || conn.connection.is_broken() {
+            return Err(RecycleError::message("its last call did not end cleanly"));
+        }
+        Ok(())
+    }
+}

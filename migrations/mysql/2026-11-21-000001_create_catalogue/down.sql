@@ -1,0 +1,3 @@
+DROP TABLE api_keys;
+DROP TABLE orders;
+DROP TABLE pets;
