@@ -987,3 +987,133 @@ mod conformance {
         super::conformance_tests!(fresh);
     }
 }
+
+/// A MariaDB session of the test's own, on a thread of its own, that runs `sql` (a transaction
+/// it opens and leaves open: holding rows) and closes when `release` is sent.
+fn mariadb_holder(url: &str, sql: &str) -> std::sync::mpsc::Sender<()> {
+    use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (ready, holding) = std::sync::mpsc::channel::<()>();
+    let (url, sql) = (url.to_owned(), sql.to_owned());
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let mut conn = AsyncMysqlConnection::establish(&url)
+                    .await
+                    .expect("connect");
+                conn.batch_execute(&sql).await.expect("hold the rows");
+                ready.send(()).expect("ready");
+                let _ = tokio::task::spawn_blocking(move || released.recv()).await;
+                conn.batch_execute("ROLLBACK").await.expect("release");
+            });
+    });
+    holding.recv().expect("the holder started");
+    release
+}
+
+/// On MariaDB, a change given up on while it waits for a row lock has its statement killed
+/// (`KILL QUERY`) and its session closed: the rows it locked are free again at once, not when
+/// the lock it waits for is released or its lock wait times out.
+#[tokio::test]
+async fn on_mariadb_a_change_given_up_on_while_it_waits_frees_the_rows_it_locked_at_once() {
+    let Some(db) = TestDatabase::mysql() else {
+        return;
+    };
+    // A lock wait far longer than the test waits: only the kill frees the rows in time.
+    let mut config = StoreConfig::new(db.url());
+    config.statement_timeout = std::time::Duration::from_secs(60);
+    let store = Store::open(&config).expect("open");
+    store.migrate().await.expect("migrate");
+    let pet = add(&store, "Rex", PetStatus::Available).await;
+    let order = PlaceOrder {
+        pet_id: pet.id,
+        owner: None,
+        completion: None,
+    };
+    let order = store.place_order(&order).await.expect("placed");
+    // Another session holds the pet's row: a cancel locks the order, then waits for the pet.
+    let holder = mariadb_holder(
+        db.url(),
+        &format!(
+            "BEGIN; SELECT id FROM pets WHERE id = {} FOR UPDATE",
+            pet.id
+        ),
+    );
+    let waiting = async {
+        loop {
+            // (MariaDB waits for a primary-key row lock while it plans the statement, in state
+            // "Statistics", not as a transaction in `LOCK WAIT`.)
+            let waits = db_count(
+                db.url(),
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                 WHERE db = DATABASE() AND id <> CONNECTION_ID() AND info LIKE '%FOR UPDATE%'",
+            );
+            if waits > 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! {
+        changed = store.change_order(order.id, None, OrderAction::Cancel) => {
+            panic!("the cancel did not wait: {changed:?}")
+        }
+        () = waiting => {}
+    }
+    // Given up on: while the pet is still held, the order's row is free again.
+    let order_lock = format!(
+        "BEGIN; SELECT id FROM orders WHERE id = {} FOR UPDATE NOWAIT; ROLLBACK",
+        order.id
+    );
+    let mut free = false;
+    for _ in 0..30 {
+        if petstore_store::testing::mysql_execute(db.url(), &order_lock).is_ok() {
+            free = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    holder.send(()).expect("release the pet");
+    assert!(free, "the order stayed locked by the abandoned cancel");
+    let kept = store
+        .find_order(order.id, None)
+        .await
+        .expect("find")
+        .expect("the order");
+    assert_eq!(kept.status, OrderStatus::Placed);
+}
+
+/// A count a MariaDB query answers (`SELECT COUNT(*) ...`), on a connection of its own.
+fn db_count(url: &str, sql: &str) -> i64 {
+    use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Count {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        count: i64,
+    }
+    let (url, sql) = (
+        url.to_owned(),
+        format!("SELECT CAST(({sql}) AS SIGNED) AS count"),
+    );
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let mut conn = AsyncMysqlConnection::establish(&url)
+                    .await
+                    .expect("connect");
+                diesel::sql_query(sql)
+                    .get_result::<Count>(&mut conn)
+                    .await
+                    .expect("count")
+                    .count
+            })
+    })
+    .join()
+    .expect("count thread")
+}
