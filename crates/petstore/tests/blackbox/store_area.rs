@@ -257,3 +257,68 @@ fn order_lifecycle_stays_exact(db: &TestDatabase) {
     }
     check_invariant(&url, &bases[0], &key, &pets);
 }
+
+/// Thirty clients at once, on two instances over one database, order the same available pet:
+/// exactly one order is placed (`201`), every other is refused `409 pet_not_available`, and the
+/// pet is pending with that one order. PostgreSQL and MariaDB.
+#[test]
+fn thirty_clients_racing_for_one_pet_on_two_instances_make_one_order() {
+    for db in [TestDatabase::postgres(), TestDatabase::mysql()]
+        .into_iter()
+        .flatten()
+    {
+        racing_for_one_pet_makes_one_order(&db);
+    }
+}
+
+fn racing_for_one_pet_makes_one_order(db: &TestDatabase) {
+    const RACERS: usize = 30;
+    let url = db.url().to_owned();
+    let key = unlimited_key(&url);
+    let first = TestServer::start(&url, &["--bootstrap-key=false"]);
+    let second = TestServer::start(&url, &["--bootstrap-key=false"]);
+    let (status, pet) = send(
+        "POST",
+        &format!("{}/pets", first.base),
+        &key,
+        Some(r#"{"name":"Sought","categoryId":1}"#.to_owned()),
+    );
+    assert_eq!(status, 201, "{pet}");
+    let pet = pet["id"].as_i64().expect("id");
+    let start = Arc::new(Barrier::new(RACERS));
+    let racers: Vec<_> = (0..RACERS)
+        .map(|n| {
+            let base = [&first.base, &second.base][n % 2].clone();
+            let (key, start) = (key.clone(), start.clone());
+            thread::spawn(move || {
+                start.wait();
+                order(&base, &key, pet)
+            })
+        })
+        .collect();
+    let answers: Vec<(u16, Value)> = racers
+        .into_iter()
+        .map(|racer| racer.join().expect("racer"))
+        .collect();
+    let placed: Vec<&Value> = answers
+        .iter()
+        .filter(|(status, _)| *status == 201)
+        .map(|(_, order)| order)
+        .collect();
+    assert_eq!(placed.len(), 1, "one order placed: {answers:?}");
+    for (status, body) in answers.iter().filter(|(status, _)| *status != 201) {
+        assert_eq!(
+            (*status, body["code"].as_str()),
+            (409, Some("pet_not_available")),
+            "{body}"
+        );
+    }
+    let (status, found) = send("GET", &format!("{}/pets/{pet}", second.base), &key, None);
+    assert_eq!((status, found["status"].as_str()), (200, Some("pending")));
+    let listed: Vec<Value> =
+        serde_json::from_str(&run(&url, &["orders", "list", "--format", "json"])).expect("JSON");
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["id"], placed[0]["id"]);
+    first.stop();
+    second.stop();
+}
