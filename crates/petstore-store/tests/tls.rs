@@ -1,13 +1,16 @@
 //! TLS to PostgreSQL with libpq's `sslmode`: `require` against the shared local server (which has
 //! `ssl = on`), and `verify-ca` / `verify-full` against a PostgreSQL server this test starts on a
 //! free port with a certificate signed by a CA the test makes, and again with a CA that did not
-//! sign it.
+//! sign it. TLS to MariaDB with MySQL's `ssl-mode`, against a MariaDB server the test starts
+//! the same way, which requires TLS of its user.
 
 use std::path::Path;
 use std::time::Duration;
 
 use petstore_domain::{PetDraft, PetRepository, PetStatus, Storage, StorageErrorKind};
-use petstore_store::testing::{Authority, PostgresServer, RawPostgres, TestDatabase};
+use petstore_store::testing::{
+    Authority, MariaDbServer, PostgresServer, RawPostgres, TestDatabase, mysql_execute,
+};
 use petstore_store::{Store, StoreConfig};
 
 /// Migrates, writes and reads a pet through a store on `url`.
@@ -131,4 +134,81 @@ async fn verify_full_and_verify_ca_trust_only_the_given_ca() {
         Store::open(&StoreConfig::new(with("localhost", "verify-full", &wrong))).expect("open");
     let error = store.find_pet(1).await.expect_err("refused");
     assert_eq!(error.kind(), StorageErrorKind::Unavailable);
+}
+
+#[tokio::test]
+async fn mariadb_ssl_modes_encrypt_and_verify_as_mysql_clients_do() {
+    let authority = Authority::new("petstore test CA");
+    let (certificate, key) = authority.server_certificate(&["localhost"]);
+    let Some(server) = MariaDbServer::start_with_tls(&certificate, &key) else {
+        return;
+    };
+    // The service's database, and a user that may connect only over TLS.
+    mysql_execute(
+        &server.url("127.0.0.1", ""),
+        "CREATE DATABASE petstore; \
+         CREATE USER 'service'@'%' REQUIRE SSL; \
+         GRANT ALL ON petstore.* TO 'service'@'%'",
+    )
+    .expect("set up");
+    let dir = tempfile::tempdir().expect("folder");
+    let right = dir.path().join("right-ca.pem");
+    std::fs::write(&right, &authority.ca_pem).expect("write");
+    let wrong = dir.path().join("wrong-ca.pem");
+    std::fs::write(&wrong, Authority::new("another CA").ca_pem).expect("write");
+    let url = |host: &str, params: String| {
+        server
+            .url(host, &params)
+            .replace("root@", "service@")
+            .replacen("/mysql", "/petstore", 1)
+    };
+    let with = |host: &str, mode: &str, ca: &Path| {
+        url(host, format!("ssl-mode={mode}&ssl-ca={}", ca.display()))
+    };
+
+    // Encrypted: the user connects only so. The right CA and the name the certificate carries
+    // pass `verify_identity`; `preferred` and `required` check neither.
+    for (host, mode) in [
+        ("localhost", "verify_identity"),
+        ("localhost", "required"),
+        ("127.0.0.1", "required"),
+    ] {
+        round_trip(&with(host, mode, &right))
+            .await
+            .unwrap_or_else(|error| panic!("{host} {mode}: {error}"));
+    }
+    round_trip(&url("127.0.0.1", "ssl-mode=PREFERRED".to_owned()))
+        .await
+        .expect("preferred takes the TLS offered");
+    round_trip(&url("127.0.0.1", String::new()))
+        .await
+        .expect("preferred is the default");
+
+    // A name the certificate does not carry: refused.
+    let refused = round_trip(&with("127.0.0.1", "verify_identity", &right))
+        .await
+        .expect_err("verify_identity checks the name");
+    assert!(refused.contains("ssl-mode=verify_identity"), "{refused}");
+
+    // Another CA: refused.
+    let refused = round_trip(&with("localhost", "verify_identity", &wrong))
+        .await
+        .expect_err("another CA");
+    assert!(refused.contains("ssl-mode=verify_identity"), "{refused}");
+    // Without TLS the user is refused: `disabled` sends none.
+    round_trip(&url("127.0.0.1", "ssl-mode=disabled".to_owned()))
+        .await
+        .expect_err("the user requires TLS");
+
+    // Settings that cannot work are refused when the store opens, naming them.
+    for bad in [
+        "ssl-mode=sometimes",
+        "ssl-mode=verify_identity&ssl-ca=/nonexistent.pem",
+        // (The driver cannot check the CA without the name: refused, naming what to use.)
+        "ssl-mode=verify_ca",
+    ] {
+        let error =
+            Store::open(&StoreConfig::new(url("127.0.0.1", bad.to_owned()))).expect_err(bad);
+        assert!(error.to_string().contains("ssl-"), "{error}");
+    }
 }

@@ -9,6 +9,8 @@
 //! up on midway has its statement killed first (`KILL QUERY`), so that it does not hold its
 //! locks until it ends.
 
+mod settings;
+
 use std::collections::HashMap;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::thread::{self, ThreadId};
@@ -16,16 +18,17 @@ use std::time::{Duration, Instant};
 
 use deadpool::Runtime;
 use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult, TimeoutType};
+use diesel_async::AsyncMysqlConnection;
 use diesel_async::pooled_connection::PoolableConnection;
-use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
 use petstore_domain::{Capacity, StorageErrorKind};
 
 use crate::conn::{Conn, Op};
 use crate::{StoreConfig, StoreError, metrics, migrations};
+use settings::MysqlSettings;
 
 /// The MariaDB or MySQL database behind a store.
 pub(crate) struct Mysql {
-    settings: Arc<Settings>,
+    settings: Arc<MysqlSettings>,
     /// This store's pools, by the thread that uses them; `None` once closed.
     workers: RwLock<Option<HashMap<ThreadId, Pool>>>,
     per_thread: usize,
@@ -37,22 +40,10 @@ pub(crate) struct Mysql {
 
 type Pool = managed::Pool<Manager>;
 
-/// How to open a connection.
-struct Settings {
-    /// The URL as mysql_async reads it (`mysql://`).
-    url: String,
-    /// Run on every new connection.
-    session: String,
-}
-
 impl Mysql {
     /// Reads the URL (`mysql://` or `mariadb://`). Opens no connection: a database that is down
     /// now does not stop the process.
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
-        let url = match url.strip_prefix("mariadb://") {
-            Some(rest) => format!("mysql://{rest}"),
-            None => url.to_owned(),
-        };
         let seconds = config.statement_timeout.as_secs().max(1);
         // Strict: a value that does not fit is refused, never cut or zeroed. Lock waits and
         // statements end at the statement timeout (`max_statement_time`: MariaDB's; MySQL's
@@ -64,7 +55,7 @@ impl Mysql {
              SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"
         );
         Ok(Self {
-            settings: Arc::new(Settings { url, session }),
+            settings: Arc::new(MysqlSettings::from_url(url, session)?),
             workers: RwLock::new(Some(HashMap::new())),
             per_thread: (config.pool_size / config.workers.max(1)).max(1) as usize,
             max_calls: config.pool_size,
@@ -204,38 +195,6 @@ impl Mysql {
     }
 }
 
-impl Settings {
-    /// Opens a connection and sets up its session; `statement_timeout` (zero: none) bounds its
-    /// statements.
-    async fn connect(
-        &self,
-        statement_timeout: Duration,
-    ) -> Result<AsyncMysqlConnection, StoreError> {
-        let mut conn = AsyncMysqlConnection::establish(&self.url)
-            .await
-            .map_err(|error| StoreError::Connect(error.into()))?;
-        conn.batch_execute(&self.session)
-            .await
-            .map_err(|error| StoreError::Connect(error.into()))?;
-        // MariaDB's statement time limit (seconds, fractions allowed); MySQL's is for reads only
-        // and named otherwise: where the first is unknown, the second.
-        let seconds = statement_timeout.as_secs_f64();
-        if conn
-            .batch_execute(&format!("SET SESSION max_statement_time = {seconds}"))
-            .await
-            .is_err()
-        {
-            conn.batch_execute(&format!(
-                "SET SESSION max_execution_time = {}",
-                statement_timeout.as_millis()
-            ))
-            .await
-            .map_err(|error| StoreError::Connect(error.into()))?;
-        }
-        Ok(conn)
-    }
-}
-
 /// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
 /// leaves the pool when this is dropped, and closes; a call given up on midway has the
 /// statement it may be running killed first (from another connection), or it would hold its
@@ -280,7 +239,7 @@ struct MysqlConn {
 
 /// Opens connections for a pool, on the runtime of the thread that asks.
 struct Manager {
-    settings: Arc<Settings>,
+    settings: Arc<MysqlSettings>,
     statement_timeout: Duration,
 }
 

@@ -9,6 +9,7 @@
 //! shared server cannot be made to do (a setting of the whole server, an immediate shutdown),
 //! [`PostgresServer`] is a server of the test's own.
 
+mod mariadb;
 mod pgbouncer;
 mod server;
 
@@ -18,6 +19,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Store, StoreConfig};
+pub use mariadb::MariaDbServer;
 pub use pgbouncer::PgBouncer;
 pub use server::PostgresServer;
 

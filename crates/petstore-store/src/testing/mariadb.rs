@@ -1,0 +1,129 @@
+//! [`MariaDbServer`]: a MariaDB server of a test's own, for what the shared one cannot be made
+//! to do (TLS with a certificate of the test's CA).
+
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::server::free_port;
+use super::{in_ci, loud_skip, mysql_execute};
+
+/// A MariaDB server of a test's own: `mariadb-install-db` into a temporary folder, then
+/// `mariadbd` on a free loopback port with TLS from the given certificate and key, as the
+/// `mysql` user (Debian's package creates it; MariaDB refuses root); `root` has no password.
+/// Stopped when dropped.
+pub struct MariaDbServer {
+    port: u16,
+    child: Child,
+    _dir: tempfile::TempDir,
+}
+
+impl MariaDbServer {
+    /// A new server serving TLS with `certificate` and `key` (PEM). `None` (after a loud
+    /// SKIPPED line) where MariaDB's server programs are not installed, except under CI.
+    pub fn start_with_tls(certificate: &str, key: &str) -> Option<Self> {
+        if !Path::new("/usr/sbin/mariadbd").is_file() {
+            let what = "MariaDB's server programs are not installed; a test that starts its own server did not run";
+            assert!(!in_ci(), "{what}");
+            loud_skip(what);
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temporary folder");
+        let owner = mysql_user().expect("the mysql user (Debian's package creates it)");
+        let files = [("server.crt", certificate), ("server.key", key)];
+        for (name, contents) in files {
+            std::fs::write(dir.path().join(name), contents).expect("write");
+        }
+        for path in [
+            dir.path().to_owned(),
+            dir.path().join("server.crt"),
+            dir.path().join("server.key"),
+        ] {
+            std::os::unix::fs::chown(&path, Some(owner.0), Some(owner.1)).expect("chown");
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        let data = dir.path().join("data");
+        let status = Command::new("mariadb-install-db")
+            .arg("--no-defaults")
+            .arg("--user=mysql")
+            .arg(format!("--datadir={}", data.display()))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("run mariadb-install-db");
+        assert!(status.success(), "mariadb-install-db failed");
+        let port = free_port();
+        let child = Command::new("/usr/sbin/mariadbd")
+            .arg("--no-defaults")
+            .arg("--user=mysql")
+            .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--port={port}"))
+            .arg("--bind-address=127.0.0.1")
+            .arg(format!("--socket={}", dir.path().join("socket").display()))
+            .arg(format!("--pid-file={}", dir.path().join("pid").display()))
+            .arg(format!(
+                "--ssl-cert={}",
+                dir.path().join("server.crt").display()
+            ))
+            .arg(format!(
+                "--ssl-key={}",
+                dir.path().join("server.key").display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start mariadbd");
+        let server = Self {
+            port,
+            child,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        loop {
+            if TcpStream::connect(("127.0.0.1", port)).is_ok()
+                && mysql_execute(&server.url("127.0.0.1", ""), "DO 1").is_ok()
+            {
+                break;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(30),
+                "the private MariaDB server did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Some(server)
+    }
+
+    /// The URL of its `mysql` database as `root` on `host`, with the query `params`.
+    pub fn url(&self, host: &str, params: &str) -> String {
+        let query = if params.is_empty() { "" } else { "?" };
+        format!("mysql://root@{host}:{}/mysql{query}{params}", self.port)
+    }
+}
+
+impl Drop for MariaDbServer {
+    fn drop(&mut self) {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_child(&self.child),
+            rustix::process::Signal::TERM,
+        );
+        let _ = self.child.wait();
+    }
+}
+
+/// The `mysql` user's uid and gid, from `/etc/passwd`.
+fn mysql_user() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.first() == Some(&"mysql") && fields.len() > 3)
+            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+            .flatten()
+    })
+}
