@@ -7,10 +7,12 @@
 # do for them: on SQLite examples/sqlite_floor (the service's Diesel queries on a connection
 # per worker, its bytes and headers, nothing else; the list, the deep page and get by id), on
 # PostgreSQL examples/pg_floor.rs (the list query from tokio-postgres on a connection per
-# worker), and there pgbench running the same query too (prepared, 8 clients).
+# worker), and there pgbench running the same query too (prepared, 8 clients); on MariaDB
+# (`--backends mysql`, at PETSTORE_BENCH_MYSQL or root@127.0.0.1:3306) examples/mysql_floor.rs,
+# the same with mysql_async.
 # Writes a markdown table (see docs/performance.md).
 #
-#   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres] [--redis]
+#   scripts/bench.sh [--pets 1000,1000000] [--backends sqlite,postgres,mysql] [--redis]
 #   scripts/bench.sh --redis-cost [--runs N] [--duration S] [--keys N]   (the Redis limiter
 #     against counters in memory, alternating runs on the same database:
 #     target/bench/redis-cost.md; with --keys N > 1, the requests take N keys in turn, so that
@@ -116,6 +118,20 @@ if [ -z "$OUT" ]; then
   [ "$SCALE" = 1 ] && OUT=target/bench/scale.md
 fi
 PG_ADMIN=${PETSTORE_BENCH_PG:-postgres://postgres@127.0.0.1:5432/test}
+MYSQL_ADMIN=${PETSTORE_BENCH_MYSQL:-mysql://root@127.0.0.1:3306/test}
+MYSQL_DB=""
+# mysql_cli URL [mysql args...]: the mysql client on the database a mysql://user[:pass]@host:port/db
+# URL names (the recursive seed needs MariaDB 10.2+ or MySQL 8).
+mysql_cli() {
+  local rest=${1#mysql://} user host port db pass=""
+  rest=${rest%%\?*}
+  user=${rest%%@*}; rest=${rest#*@}
+  case "$user" in *:*) pass=${user#*:}; user=${user%%:*} ;; esac
+  host=${rest%%/*}; db=${rest#*/}
+  port=${host##*:}; host=${host%:*}
+  shift
+  MYSQL_PWD=$pass mysql -u"$user" -h"$host" -P"$port" "$db" "$@"
+}
 PG_PARAMS=${PETSTORE_BENCH_PG_PARAMS-sslmode=disable}
 REDIS_URL=${PETSTORE_BENCH_REDIS:-redis://127.0.0.1:6379}
 
@@ -139,13 +155,14 @@ case ",$BACKENDS," in *,postgres,*) install_missing pgbench postgresql ;; esac
 
 # The program and, from petstore-http, the ceiling and the floors: one build.
 cargo build --release --quiet -p petstore -p petstore-http --bin petstore --example ceiling \
-  --example pg_floor --example sqlite_floor
+  --example pg_floor --example sqlite_floor --example mysql_floor
 # PETSTORE_BENCH_BIN measures another build of petstore (an earlier commit's, say) on the same
 # harness, floors and ceiling.
 BIN=${PETSTORE_BENCH_BIN:-$PWD/target/release/petstore}
 CEILING=$PWD/target/release/examples/ceiling
 PG_FLOOR=$PWD/target/release/examples/pg_floor
 SQLITE_FLOOR=$PWD/target/release/examples/sqlite_floor
+MYSQL_FLOOR=$PWD/target/release/examples/mysql_floor
 if [ "$(nproc)" -ge 2 ]; then SERVER_CPU=0; LOAD_CPU=1; else SERVER_CPU=0; LOAD_CPU=0; fi
 
 WORK=$(mktemp -d)
@@ -166,6 +183,7 @@ cleanup() {
   [ -n "$CEILING_PID" ] && kill "$CEILING_PID" 2>/dev/null && wait "$CEILING_PID" 2>/dev/null
   [ -n "$FLOOR_PID" ] && kill "$FLOOR_PID" 2>/dev/null && wait "$FLOOR_PID" 2>/dev/null
   [ -n "$PG_DB" ] && psql -q "$PG_ADMIN" -c "DROP DATABASE IF EXISTS $PG_DB WITH (FORCE)" >/dev/null 2>&1
+  [ -n "$MYSQL_DB" ] && mysql_cli "$MYSQL_ADMIN" -e "DROP DATABASE IF EXISTS $MYSQL_DB" >/dev/null 2>&1
   # The Redis runs' counters (under this run's prefix), rather than leaving them to expire.
   if command -v redis-cli >/dev/null; then
     redis-cli -u "$REDIS_URL" --scan --pattern "petstore-bench-$$*" 2>/dev/null |
@@ -319,6 +337,10 @@ seed() { # backend url n
     sqlite) sqlite3 "$2" "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $3)
         INSERT INTO pets (name, category_id, status, created_at)
         SELECT 'pet ' || x, 1 + x % 10, $status, 1700000000 FROM s;" ;;
+    mysql) mysql_cli "$2" -e "INSERT INTO pets (name, category_id, status, created_at)
+        WITH RECURSIVE s (x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $3)
+        SELECT CONCAT('pet ', x), 1 + x % 10, $status, 1700000000 FROM s;
+        ANALYZE TABLE pets;" >/dev/null ;;
     postgres) psql -q "$2" -c "INSERT INTO pets (name, category_id, status, created_at)
         SELECT 'pet ' || x, 1 + x % 10, $status, 1700000000 FROM generate_series(1, $3) AS x;"
       # A catalogue in steady state, as a long-running one is: statistics, the visibility map and
@@ -863,6 +885,7 @@ bench_petstore() { # backend n url [extra serve args...]
   local pgbench=0
   case "$backend" in
     sqlite) start_server "sqlite-floor-$n" "$SQLITE_FLOOR" 127.0.0.1:0 1 "$url" ;;
+    mysql) start_server "mysql-floor-$n" "$MYSQL_FLOOR" 127.0.0.1:0 1 "$url" ;;
     postgres)
       pgbench=1
       start_server "pg-floor-$n" "$PG_FLOOR" 127.0.0.1:0 1 "$url"
@@ -886,8 +909,10 @@ bench_petstore() { # backend n url [extra serve args...]
   pause=$(awk -v c="$CONNS" -v r="$full" 'BEGIN { printf "%d", 2 * c * 1000 / r }')
   WRK_DELAY_MS=$pause run_wrk "$BASE/v1/pets?limit=20" "${auth[@]}" -s scripts/bench/paced.lua
   row "$label" "$n" "GET /v1/pets?limit=20 at half load"
-  # PostgreSQL's floor answers the list's first page only; SQLite's every GET route.
-  local floor=$(( 1 - pgbench ))
+  # PostgreSQL's and MariaDB's floors answer the list's first page only; SQLite's every GET
+  # route.
+  local floor=1
+  [ "$backend" = sqlite ] || floor=0
   if [ $# -eq 0 ]; then
     local deep=$(( n > 400 ? n - 400 : 0 ))
     PAIR=get FLOOR=$floor run_wrk "$BASE/v1/pets?limit=100&status=sold&after=$deep" "${auth[@]}"
@@ -916,6 +941,12 @@ for backend in "${BACKEND_LIST[@]}"; do
         psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_DB" >/dev/null
         url=${PG_ADMIN%%\?*}
         url=${url%/*}/$PG_DB${PG_PARAMS:+?$PG_PARAMS} ;;
+      mysql)
+        [ -n "$MYSQL_DB" ] && mysql_cli "$MYSQL_ADMIN" -e "DROP DATABASE IF EXISTS $MYSQL_DB"
+        MYSQL_DB=petstore_bench_$$_$n
+        mysql_cli "$MYSQL_ADMIN" -e "CREATE DATABASE $MYSQL_DB"
+        url=${MYSQL_ADMIN%%\?*}
+        url=${url%/*}/$MYSQL_DB ;;
       *) echo "unknown backend $backend" >&2; exit 2 ;;
     esac
     echo "bench: seeding $n pets on $backend" >&2
