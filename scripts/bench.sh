@@ -121,7 +121,8 @@ PG_ADMIN=${PETSTORE_BENCH_PG:-postgres://postgres@127.0.0.1:5432/test}
 MYSQL_ADMIN=${PETSTORE_BENCH_MYSQL:-mysql://root@127.0.0.1:3306/test}
 MYSQL_DB=""
 # mysql_cli URL [mysql args...]: the mysql client on the database a mysql://user[:pass]@host:port/db
-# URL names (the recursive seed needs MariaDB 10.2+ or MySQL 8).
+# URL names (the recursive seed needs MariaDB 10.2+; MySQL 8 stops it at
+# `cte_max_recursion_depth`, 1,000 by default).
 mysql_cli() {
   local rest=${1#mysql://} user host port db pass=""
   rest=${rest%%\?*}

@@ -172,18 +172,34 @@ macro_rules! mysql_inserted {
 }
 
 /// On MySQL and MariaDB, `$update` (with no `RETURNING`) of the row `$id` of `$table` run, then
-/// that row read back as a `$row`; `NotFound` when it matched no row (the connection counts the
-/// rows matched, as the other backends do, not only those changed).
+/// that row read back as a `$row`, in one transaction (the row stays locked between the two, so
+/// the read is the update's); `NotFound` when it matched no row (the connection counts the rows
+/// matched, as the other backends do, not only those changed). Not for a call already in a
+/// transaction (MySQL's `BEGIN` would commit it).
 #[cfg(feature = "mysql")]
 macro_rules! mysql_updated {
     ($c:expr, $update:expr, $table:path, $id:expr, $row:ty) => {
         async {
-            if diesel_async::RunQueryDsl::execute($update, &mut **$c).await? == 0 {
-                return Err(diesel::result::Error::NotFound);
+            use diesel_async::SimpleAsyncConnection;
+            (&mut **$c).batch_execute("BEGIN").await?;
+            let updated = async {
+                if diesel_async::RunQueryDsl::execute($update, &mut **$c).await? == 0 {
+                    return Err(diesel::result::Error::NotFound);
+                }
+                let row = diesel::QueryDsl::select(
+                    diesel::QueryDsl::find($table, $id),
+                    columns::<$row>(),
+                );
+                diesel_async::RunQueryDsl::get_result(row, &mut **$c).await
             }
-            let row =
-                diesel::QueryDsl::select(diesel::QueryDsl::find($table, $id), columns::<$row>());
-            diesel_async::RunQueryDsl::get_result(row, &mut **$c).await
+            .await;
+            let end = if updated.is_ok() {
+                "COMMIT"
+            } else {
+                "ROLLBACK"
+            };
+            (&mut **$c).batch_execute(end).await?;
+            updated
         }
         .await
     };

@@ -81,8 +81,25 @@ pub(crate) fn run_mysql(
     let mut conn = diesel_async::async_connection_wrapper::AsyncConnectionWrapper::<
         diesel_async::AsyncMysqlConnection,
     >::from(conn);
-    // Waits as long as another instance migrates (a negative timeout: no limit).
-    conn.batch_execute("DO GET_LOCK('petstore_migrations', -1)")?;
+    // Waits as long as another instance migrates: a year (MariaDB takes no negative timeout,
+    // answering NULL and taking no lock); anything but 1 is no lock.
+    #[derive(QueryableByName)]
+    struct Locked {
+        #[diesel(sql_type = diesel::sql_types::Nullable<diesel::sql_types::BigInt>)]
+        locked: Option<i64>,
+    }
+    let locked: Locked = diesel::RunQueryDsl::get_result(
+        diesel::sql_query(
+            "SELECT CAST(GET_LOCK('petstore_migrations', 31536000) AS SIGNED) AS locked",
+        ),
+        &mut conn,
+    )?;
+    if locked.locked != Some(1) {
+        return Err(StoreError::Migration(
+            "the migration lock could not be taken".into(),
+            None,
+        ));
+    }
     let result = applied(conn.run_pending_migrations(MYSQL));
     let unlocked = conn.batch_execute("DO RELEASE_LOCK('petstore_migrations')");
     let names = result?;

@@ -1117,3 +1117,99 @@ fn db_count(url: &str, sql: &str) -> i64 {
     .join()
     .expect("count thread")
 }
+
+/// On MariaDB, instances starting together migrate one after the other under the migration
+/// lock: every one succeeds and each migration is applied once.
+#[tokio::test]
+async fn on_mariadb_stores_migrating_together_apply_each_migration_once() {
+    let Some(db) = TestDatabase::mysql() else {
+        return;
+    };
+    let stores: Vec<Store> = (0..4)
+        .map(|_| Store::open(&StoreConfig::new(db.url())).expect("open"))
+        .collect();
+    let outcomes = futures_util::future::join_all(stores.iter().map(Store::migrate)).await;
+    let mut applied = 0;
+    for outcome in outcomes {
+        applied += outcome.expect("every migration run succeeds").len();
+    }
+    let status = stores[0].migration_status().await.expect("status");
+    assert!(status.pending.is_empty(), "{status:?}");
+    assert_eq!(applied, status.applied.len(), "each migration applied once");
+}
+
+/// On MariaDB, connections the server closed (`KILL`: a restart, `wait_timeout`, a failover)
+/// are unavailable, never a fault, and the store opens others: within as many calls as the pool
+/// held closed connections, every call succeeds again.
+#[tokio::test]
+async fn on_mariadb_connections_the_server_closes_are_unavailable_and_replaced() {
+    let Some(db) = TestDatabase::mysql() else {
+        return;
+    };
+    let store = db.store().await;
+    add(&store, "Rex", PetStatus::Available).await;
+    let name = db
+        .url()
+        .rsplit('/')
+        .next()
+        .expect("the database's name")
+        .to_owned();
+    let mut refused = 0;
+    for _ in 0..5 {
+        let ids = db_ids(db.url(), &name);
+        for id in ids {
+            let _ =
+                petstore_store::testing::mysql_execute(db.url(), &format!("KILL CONNECTION {id}"));
+        }
+        let mut tries = 0;
+        loop {
+            let write = store.create_pet(&draft("Tom", PetStatus::Available)).await;
+            let read = store.list_pets(&page(10, None, None)).await;
+            if write.is_ok() && read.is_ok() {
+                break;
+            }
+            for error in [write.err(), read.err()].into_iter().flatten() {
+                assert_eq!(error.kind(), StorageErrorKind::Unavailable, "{error:?}");
+                refused += 1;
+            }
+            tries += 1;
+            assert!(tries < 20, "the store kept using closed connections");
+        }
+    }
+    assert!(refused > 0, "no call met a closed connection");
+}
+
+/// The ids of the sessions connected to the MariaDB database `name` (but the asker's).
+fn db_ids(url: &str, name: &str) -> Vec<i64> {
+    use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+    #[derive(diesel::QueryableByName)]
+    struct Id {
+        #[diesel(sql_type = diesel::sql_types::BigInt)]
+        id: i64,
+    }
+    let sql = format!(
+        "SELECT CAST(id AS SIGNED) AS id FROM information_schema.PROCESSLIST \
+         WHERE db = '{name}' AND id <> CONNECTION_ID()"
+    );
+    let url = url.to_owned();
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(async {
+                let mut conn = AsyncMysqlConnection::establish(&url)
+                    .await
+                    .expect("connect");
+                diesel::sql_query(sql)
+                    .load::<Id>(&mut conn)
+                    .await
+                    .expect("ids")
+                    .into_iter()
+                    .map(|row| row.id)
+                    .collect()
+            })
+    })
+    .join()
+    .expect("ids thread")
+}

@@ -1,6 +1,7 @@
 -- Kept in lockstep with migrations/postgres and migrations/sqlite: same tables, columns and
--- constraints, in MariaDB's and MySQL's terms: InnoDB, utf8mb4 compared byte for byte (as the
--- other two compare text), columns that are unique or indexed as VARCHAR.
+-- constraints, in MariaDB's and MySQL's terms: InnoDB, utf8mb4 compared by code point
+-- (`utf8mb4_bin`; it ignores trailing spaces, so a key that may hold them is bytes:
+-- `idempotency_keys.idempotency_key`), columns that are unique or indexed as VARCHAR.
 CREATE TABLE pets (
     id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY,
     name TEXT NOT NULL,

@@ -12,7 +12,8 @@ CREATE UNIQUE INDEX api_keys_previous_key_hash ON api_keys (previous_key_hash);
 -- Idempotency-Key records, scoped to the API key that sent them.
 CREATE TABLE idempotency_keys (
     owner_key_id BIGINT NOT NULL,
-    idempotency_key VARCHAR(255) NOT NULL,
+    -- Bytes, not text: even `utf8mb4_bin` pads, so "k" and "k " would be one key.
+    idempotency_key VARBINARY(255) NOT NULL,
     fingerprint VARCHAR(128) NOT NULL,
     token BIGINT NOT NULL,
     state VARCHAR(16) NOT NULL CHECK (state IN ('in_flight', 'completed')),

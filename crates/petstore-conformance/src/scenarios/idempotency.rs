@@ -106,6 +106,13 @@ pub async fn a_completed_claim_is_replayed_and_a_released_one_runs_again(storage
     );
     let other_body = request(owner, "k1", r#"{"a":2}"#, NOW);
     assert_eq!(claim(storage, &other_body).await, ClaimOutcome::Mismatch);
+    // Keys are compared byte for byte: a trailing space (a quoted key may hold one) makes
+    // another key.
+    let spaced = IdempotentRequest {
+        key: IdempotencyKey::parse(b"\"k1 \"").expect("a quoted key"),
+        ..request(owner, "k1", r#"{"a":1}"#, NOW)
+    };
+    claimed(claim(storage, &spaced).await);
     // Another owner's key of the same name is another key.
     let someone = self::owner(storage).await;
     claimed(claim(storage, &request(someone, "k1", r#"{"a":1}"#, NOW)).await);

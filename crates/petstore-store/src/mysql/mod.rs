@@ -44,7 +44,13 @@ impl Mysql {
     /// Reads the URL (`mysql://` or `mariadb://`). Opens no connection: a database that is down
     /// now does not stop the process.
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
-        let seconds = config.statement_timeout.as_secs().max(1);
+        // Whole seconds, rounded up (a lock wait that ends before the statement timeout would
+        // not read as its timeout); no limit: the largest MariaDB takes.
+        let seconds = if config.statement_timeout.is_zero() {
+            1_073_741_824
+        } else {
+            (config.statement_timeout.as_secs_f64().ceil() as u64).max(1)
+        };
         // Strict: a value that does not fit is refused, never cut or zeroed. Lock waits and
         // statements end at the statement timeout (`max_statement_time`: MariaDB's; MySQL's
         // `max_execution_time` covers reads only, and is set where the first is unknown).
@@ -118,9 +124,15 @@ impl Mysql {
             .expect("a call's connection, until it is dropped");
         pooled.broken = true;
         let started = Instant::now();
-        let result = op(Conn::Mysql(&mut pooled.connection))
-            .await
-            .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        let result = op(Conn::Mysql(&mut pooled.connection)).await;
+        let result = match result {
+            Err(error) => Err(
+                classify(error, &mut pooled.connection, self.statement_timeout)
+                    .await
+                    .after(started.elapsed(), self.statement_timeout),
+            ),
+            done => done,
+        };
         pooled.broken = result
             .as_ref()
             .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
@@ -195,6 +207,43 @@ impl Mysql {
     }
 }
 
+/// How long a pooled connection may sit unused before it is asked whether it still works.
+const IDLE_CHECK: Duration = Duration::from_secs(30);
+
+/// Whether the connection answers (a statement that does nothing, within a second).
+async fn alive(conn: &mut AsyncMysqlConnection) -> bool {
+    use diesel_async::SimpleAsyncConnection;
+    tokio::time::timeout(Duration::from_secs(1), conn.batch_execute("DO 1"))
+        .await
+        .is_ok_and(|done| done.is_ok())
+}
+
+/// What a failed call's error means. diesel-async reports every MariaDB and MySQL error (the
+/// server's and the driver's) as a database error of no kind, its text only: the server's carry
+/// their code in it (`ERROR 40001 (1213): Deadlock found ...`), in any language. A deadlock is
+/// a conflict (retried, it may succeed); a lock wait that ran out is a timeout; any other error
+/// after which the connection no longer answers is the connection lost.
+async fn classify(
+    error: StoreError,
+    conn: &mut AsyncMysqlConnection,
+    timeout: Duration,
+) -> StoreError {
+    let StoreError::Database(source) = error else {
+        return error;
+    };
+    let text = source.to_string();
+    if text.contains("(1213)") {
+        return StoreError::Conflict(source);
+    }
+    if text.contains("(1205)") {
+        return StoreError::TimedOut(timeout, source);
+    }
+    if !alive(conn).await {
+        return StoreError::ConnectionLost(source);
+    }
+    StoreError::Database(source)
+}
+
 /// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
 /// leaves the pool when this is dropped, and closes; a call given up on midway has the
 /// statement it may be running killed first (from another connection), or it would hold its
@@ -255,9 +304,14 @@ impl managed::Manager for Manager {
         })
     }
 
-    async fn recycle(&self, conn: &mut MysqlConn, _: &Metrics) -> RecycleResult<StoreError> {
+    async fn recycle(&self, conn: &mut MysqlConn, metrics: &Metrics) -> RecycleResult<StoreError> {
         if conn.broken || conn.connection.is_broken() {
             return Err(RecycleError::message("its last call did not end cleanly"));
+        }
+        // Idle a while, it may have been closed by the server (`wait_timeout`, a restart, a
+        // failover): asked before it is handed out, so that no call meets it closed.
+        if metrics.last_used() > IDLE_CHECK && !alive(&mut conn.connection).await {
+            return Err(RecycleError::message("its server closed it"));
         }
         Ok(())
     }
