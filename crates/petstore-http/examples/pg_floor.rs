@@ -13,11 +13,11 @@
 //!
 //! `cargo run --release --example pg_floor -- 127.0.0.1:0 WORKERS postgres://...`
 
-use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+
+#[path = "floors/answer.rs"]
+mod floors;
 use petstore_domain::{Pet, PetStatus};
-use petstore_http::conditional::{Caching, ETag};
-use petstore_http::encode::EncodeJson;
 use tokio_postgres::{Client, NoTls, Statement};
 
 /// The service's allocator: part of the stack the floor measures.
@@ -45,12 +45,7 @@ async fn connect(url: String) -> Result<Worker, tokio_postgres::Error> {
 }
 
 async fn list(worker: web::Data<Worker>, req: HttpRequest) -> HttpResponse {
-    let limit: i64 = req
-        .query_string()
-        .split('&')
-        .find_map(|pair| pair.strip_prefix("limit="))
-        .and_then(|limit| limit.parse().ok())
-        .unwrap_or(20);
+    let limit = floors::limit(&req);
     let rows = match worker.client.query(&worker.list, &[&(limit + 1)]).await {
         Ok(rows) => rows,
         Err(error) => return HttpResponse::ServiceUnavailable().body(error.to_string()),
@@ -65,51 +60,7 @@ async fn list(worker: web::Data<Worker>, req: HttpRequest) -> HttpResponse {
             status: status.parse().unwrap_or(PetStatus::Available),
         });
     }
-    let more = pets.len() as i64 > limit;
-    pets.truncate(limit as usize);
-    let mut response = HttpResponse::Ok();
-    if more && let Some(last) = pets.last() {
-        let host = req.connection_info().host().to_owned();
-        response.insert_header((
-            header::LINK,
-            format!(
-                "<http://{host}/v1/pets?limit={limit}&after={}>; rel=\"next\"",
-                last.id
-            ),
-        ));
-    }
-    for (name, value) in [
-        ("x-ratelimit-limit", "1000000"),
-        ("x-ratelimit-remaining", "999999"),
-        ("x-ratelimit-reset", "1795264500"),
-        (
-            "ratelimit-policy",
-            "\"minute\";q=1000000;w=60, \"day\";q=100000000;w=86400",
-        ),
-        (
-            "ratelimit",
-            "\"minute\";r=999999;t=41, \"day\";r=99999999;t=41095",
-        ),
-        ("x-request-id", "0199e5a4-7c1e-7d2a-9b3c-5d6e7f809a1b"),
-    ] {
-        response.insert_header((
-            HeaderName::from_static(name),
-            HeaderValue::from_static(value),
-        ));
-    }
-    // The service's validator and caching headers, computed as it computes them.
-    let next = more.then(|| pets.last().map(|pet| pet.id)).flatten();
-    response.insert_header((
-        header::ETAG,
-        ETag::of(&(pets.as_slice(), next)).header_value(),
-    ));
-    let mut body = Vec::with_capacity(2 + 96 * pets.len());
-    let mut response = match pets.as_slice().encode_json(&mut body) {
-        Ok(()) => response.content_type(ContentType::json()).body(body),
-        Err(error) => return HttpResponse::InternalServerError().body(error.to_string()),
-    };
-    Caching::Private.write(response.headers_mut());
-    response
+    floors::answer(&req, limit, pets)
 }
 
 fn main() -> std::io::Result<()> {

@@ -110,3 +110,29 @@ pub(crate) fn pool_state(backend: &'static str, open: u32, idle: u32, max: u32) 
 pub(crate) fn batch_written(size: usize) {
     ::metrics::histogram!(WRITER_BATCH_SIZE).record(size as f64);
 }
+
+/// The store's error for a checkout from a deadpool pool (PostgreSQL's, MariaDB's) that
+/// failed, counting a timeout in [`POOL_TIMEOUTS`]: `wait` is how long it waited.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn checkout_error(
+    error: deadpool::managed::PoolError<crate::StoreError>,
+    wait: std::time::Duration,
+    backend: &'static str,
+) -> crate::StoreError {
+    use crate::StoreError;
+    use deadpool::managed::{PoolError, TimeoutType};
+    match error {
+        PoolError::Backend(error) => error,
+        PoolError::Timeout(kind) => {
+            ::metrics::counter!(POOL_TIMEOUTS, "backend" => backend).increment(1);
+            let what = match kind {
+                TimeoutType::Wait => "no connection came free",
+                TimeoutType::Create => "no connection could be opened",
+                TimeoutType::Recycle => "no connection could be checked",
+            };
+            StoreError::Connect(format!("{what} within {wait:?}").into())
+        }
+        PoolError::Closed => StoreError::Closed,
+        other => StoreError::Connect(other.to_string().into()),
+    }
+}

@@ -17,7 +17,7 @@ use std::thread::{self, ThreadId};
 use std::time::{Duration, Instant};
 
 use deadpool::Runtime;
-use deadpool::managed::{self, Metrics, PoolError, RecycleError, RecycleResult, TimeoutType};
+use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use diesel_async::AsyncMysqlConnection;
 use diesel_async::pooled_connection::PoolableConnection;
 use petstore_domain::{Capacity, StorageErrorKind};
@@ -111,7 +111,7 @@ impl Mysql {
         let pooled = pool
             .get()
             .await
-            .map_err(|error| self.checkout_error(error))?;
+            .map_err(|error| metrics::checkout_error(error, self.wait, "mysql"))?;
         ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "mysql")
             .record(checkout.elapsed().as_secs_f64());
         let mut in_call = InCall {
@@ -139,23 +139,6 @@ impl Mysql {
             || started.elapsed() > self.deadline;
         in_call.ended = true;
         result
-    }
-
-    fn checkout_error(&self, error: PoolError<StoreError>) -> StoreError {
-        match error {
-            PoolError::Backend(error) => error,
-            PoolError::Timeout(kind) => {
-                ::metrics::counter!(metrics::POOL_TIMEOUTS, "backend" => "mysql").increment(1);
-                let what = match kind {
-                    TimeoutType::Wait => "no connection came free",
-                    TimeoutType::Create => "no connection could be opened",
-                    TimeoutType::Recycle => "no connection could be checked",
-                };
-                StoreError::Connect(format!("{what} within {:?}", self.wait).into())
-            }
-            PoolError::Closed => StoreError::Closed,
-            other => StoreError::Connect(other.to_string().into()),
-        }
     }
 
     /// Applies pending migrations on a connection of their own, under a named lock
