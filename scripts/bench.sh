@@ -27,6 +27,8 @@
 #   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
 #   scripts/bench.sh --postgres-topologies [--runs 5] [--duration 10]
 #     (target/bench/postgres-topologies.md)
+#   scripts/bench.sh --webhooks-cost [--backends sqlite,postgres] [--runs 5] [--duration 10]
+#     (target/bench/webhooks-cost.md)
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
 # ceiling, and of petstore's GET routes and the SQLite floor's on SQLite (1,000 pets), under
@@ -50,6 +52,12 @@
 # another (an earlier commit's petstore, built by the caller), two servers on one database on the
 # same core, runs alternating; reports the median of the paired ratios
 # (target/bench/post-against.md).
+#
+# --webhooks-cost: POST /v1/store/orders on two servers of the same build, each on a database
+# of its own seeded with available pets, one with a webhook endpoint subscribed to
+# `order.placed` (each order then writes its delivery in its transaction, and the server's
+# sender posts it to a receiver on loopback, a Python server) and one without; runs alternating,
+# the median of the paired ratios per backend. Target: with at 0.85 of without or better.
 #
 # --conditional-cost: the list route answered 304 (If-None-Match naming its tag) against the
 # same route answered 200, on one server (SQLite, 1,000 pets), runs alternating; reports the
@@ -90,6 +98,7 @@ CONDITIONAL_COST=0
 REDIS_COST=0
 POST_AGAINST=""
 TOPOLOGIES=0
+WEBHOOKS_COST=0
 KEYS=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -108,6 +117,7 @@ while [ $# -gt 0 ]; do
     --redis-cost) REDIS_COST=1; shift ;;
     --post-against) POST_AGAINST=$2; shift 2 ;;
     --postgres-topologies) TOPOLOGIES=1; shift ;;
+    --webhooks-cost) WEBHOOKS_COST=1; shift ;;
     --keys) KEYS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -702,6 +712,100 @@ if [ -n "$POST_AGAINST" ]; then
     echo "|---|---|---|"
     echo "| $(printf '%s\n' "${old[@]}" | median) | $(printf '%s\n' "${new[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
   } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# Orders with a webhook endpoint subscribed and without, alternating, per backend.
+if [ "$WEBHOOKS_COST" = 1 ]; then
+  # Enough available pets for every order of every run (each order takes one).
+  ORDER_PETS=400000
+  receiver_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  python3 - "$receiver_port" >"$WORK/receiver.log" 2>&1 <<'PY' &
+import http.server, sys
+class Hook(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(204)
+        self.send_header("content-length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
+PY
+  RECEIVER_PID=$!
+  trap 'kill "$RECEIVER_PID" 2>/dev/null; cleanup' EXIT
+  for _ in $(seq 1 100); do reachable "$receiver_port" && break; sleep 0.05; done
+  OUT=${OUT%/*}/webhooks-cost.md
+  {
+    echo "POST /v1/store/orders, each for another available pet ($ORDER_PETS seeded), 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; with: a webhook endpoint subscribed to order.placed, delivered to a receiver on loopback by the same server; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo
+    echo "| Backend | Without (median req/s) | With (median req/s) | With / without (median of pairs) | Delivered |"
+    echo "|---|---|---|---|---|"
+  } >"$OUT"
+  for backend in ${BACKENDS//,/ }; do
+    urls=()
+    for side in without with; do
+      case "$backend" in
+        sqlite)
+          url=$WORK/orders-$side.db
+          "$BIN" --database-url "$url" migrate 2>/dev/null
+          sqlite3 "$url" "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $ORDER_PETS)
+            INSERT INTO pets (name, category_id, status, created_at)
+            SELECT 'pet ' || x, 1, 'available', 1700000000 FROM s;" ;;
+        postgres)
+          reachable 5432 || { echo "bench: PostgreSQL is unreachable" >&2; exit 1; }
+          db=petstore_bench_$$_orders_$side
+          psql -q "$PG_ADMIN" -c "CREATE DATABASE $db" >/dev/null
+          BENCH_DBS+=("$db")
+          url=${PG_ADMIN%%\?*}
+          url=${url%/*}/$db${PG_PARAMS:+?$PG_PARAMS}
+          "$BIN" --database-url "$url" migrate 2>/dev/null
+          psql -q "$url" -c "INSERT INTO pets (name, category_id, status, created_at)
+            SELECT 'pet ' || x, 1, 'available', 1700000000 FROM generate_series(1, $ORDER_PETS) AS x;" \
+            -c "VACUUM (ANALYZE) pets;" ;;
+        *) echo "bench: --webhooks-cost runs on sqlite and postgres" >&2; exit 2 ;;
+      esac
+      urls+=("$url")
+    done
+    keys=("$(bench_key "${urls[0]}")" "$(bench_key "${urls[1]}")")
+    serve=(serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --webhook-allow-http --webhook-allow-private)
+    start_server "orders-without-$backend" env RUST_LOG=warn "$BIN" --database-url "${urls[0]}" "${serve[@]}"
+    without_pid=$SERVER_PID without_url=$BASE
+    SERVERS+=("$without_pid")
+    start_server "orders-with-$backend" env RUST_LOG=warn "$BIN" --database-url "${urls[1]}" "${serve[@]}"
+    with_pid=$SERVER_PID with_url=$BASE
+    SERVERS+=("$with_pid")
+    status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${keys[1]}" \
+      -H 'Content-Type: application/json' "$with_url/v1/webhook_endpoints" \
+      -d "{\"url\":\"http://127.0.0.1:$receiver_port/hooks\",\"events\":[\"order.placed\"]}")
+    [ "$status" = 201 ] || { echo "bench: registering the endpoint answered $status" >&2; exit 1; }
+    without=() with=() ratios=() next_pet=(1 1)
+    order_run() { # side url key -> req/s, failing on any answer but 201
+      local report
+      report=$(PETSTORE_BENCH_FIRST_PET=${next_pet[$1]} wrk_once -H "Authorization: Bearer $3" \
+        -s scripts/bench/orders.lua "$2/v1/store/orders")
+      if grep -q 'Non-2xx' <<<"$report"; then
+        echo "bench: orders answered other than 201 (out of pets?): $report" >&2; exit 1
+      fi
+      local requests
+      requests=$(awk '/requests in/ { print $1 }' <<<"$report")
+      next_pet[$1]=$((next_pet[$1] + requests + CONNS))
+      rps_of <<<"$report"
+    }
+    for _ in $(seq 1 "$RUNS"); do
+      without+=("$(order_run 0 "$without_url" "${keys[0]}")")
+      with+=("$(order_run 1 "$with_url" "${keys[1]}")")
+      ratios+=("$(awk -v a="${with[-1]}" -v b="${without[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+      echo "bench: $backend orders without an endpoint ${without[-1]} req/s, with ${with[-1]} req/s" >&2
+    done
+    sleep 5 # the sender catches up
+    delivered=$(curl -s "$with_url/metrics" | awk '/^petstore_webhook_attempts_total\{result="delivered"\}/ { print $2 }')
+    kill -TERM "$without_pid" "$with_pid"; wait "$without_pid" "$with_pid" 2>/dev/null || true
+    SERVER_PID=""
+    echo "| $backend | $(printf '%s\n' "${without[@]}" | median) | $(printf '%s\n' "${with[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) | ${delivered:-0} |" >>"$OUT"
+  done
   cat "$OUT"
   exit 0
 fi

@@ -63,6 +63,10 @@ use serde::de::DeserializeOwned;
 pub use builder::ClientBuilder;
 pub use error::Error;
 pub use limits::RateLimitState;
+pub use petstore_domain::webhook::{
+    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventSet, EventType,
+    IssuedEndpoint, NewEndpoint, WebhookEndpoint,
+};
 pub use petstore_domain::{
     ErrorCode, Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus, Plan,
     RateLimitStatus, WindowStatus,
@@ -249,6 +253,122 @@ impl Client {
         self.json(Method::GET, url).await
     }
 
+    /// `listWebhookEndpoints` (experimental): this key's webhook endpoints.
+    pub async fn list_webhook_endpoints(&self) -> Result<Vec<WebhookEndpoint>, Error> {
+        let url = self.url(&operations::LIST_WEBHOOK_ENDPOINTS, &[])?;
+        self.json(Method::GET, url).await
+    }
+
+    /// `createWebhookEndpoint` (experimental): registers `endpoint`; the answer holds its
+    /// signing secret, shown only this once ([`webhooks::WebhookSecret::parse`] reads it).
+    /// Not idempotent: a create retried after a `503` may have registered the endpoint already
+    /// (list them before creating again).
+    pub async fn create_webhook_endpoint(
+        &self,
+        endpoint: &NewEndpoint,
+    ) -> Result<IssuedEndpoint, Error> {
+        let url = self.url(&operations::CREATE_WEBHOOK_ENDPOINT, &[])?;
+        self.json_with(Method::POST, url, endpoint).await
+    }
+
+    /// `getWebhookEndpoint` (experimental).
+    pub async fn get_webhook_endpoint(&self, id: i64) -> Result<WebhookEndpoint, Error> {
+        let url = self.url(&operations::GET_WEBHOOK_ENDPOINT, &[("{endpointId}", id)])?;
+        self.json(Method::GET, url).await
+    }
+
+    /// `updateWebhookEndpoint` (experimental): changes the fields `changes` gives.
+    pub async fn update_webhook_endpoint(
+        &self,
+        id: i64,
+        changes: &EndpointChanges,
+    ) -> Result<WebhookEndpoint, Error> {
+        let url = self.url(
+            &operations::UPDATE_WEBHOOK_ENDPOINT,
+            &[("{endpointId}", id)],
+        )?;
+        self.json_with(Method::PATCH, url, changes).await
+    }
+
+    /// `deleteWebhookEndpoint` (experimental), with its delivery log.
+    pub async fn delete_webhook_endpoint(&self, id: i64) -> Result<(), Error> {
+        let url = self.url(
+            &operations::DELETE_WEBHOOK_ENDPOINT,
+            &[("{endpointId}", id)],
+        )?;
+        let call = Call {
+            method: Method::DELETE,
+            url,
+            body: None,
+            idempotency_key: None,
+            if_none_match: None,
+        };
+        self.send(&call).await.map(drop)
+    }
+
+    /// `rotateWebhookSecret` (experimental): a new secret, shown only in the answer; the old
+    /// one keeps signing (a second signature) for `grace` (the service's default, a day, when
+    /// `None`).
+    pub async fn rotate_webhook_secret(
+        &self,
+        id: i64,
+        grace: Option<Duration>,
+    ) -> Result<IssuedEndpoint, Error> {
+        let url = self.url(&operations::ROTATE_WEBHOOK_SECRET, &[("{endpointId}", id)])?;
+        let body = match grace {
+            Some(grace) => serde_json::json!({ "graceSeconds": grace.as_secs() }),
+            None => serde_json::json!({}),
+        };
+        self.json_with(Method::POST, url, &body).await
+    }
+
+    /// `listWebhookDeliveries` (experimental): a page of an endpoint's delivery log, newest
+    /// first (`after`: only deliveries older than that id; the next page's is in `next`).
+    pub async fn list_webhook_deliveries(
+        &self,
+        endpoint: i64,
+        limit: Option<u32>,
+        after: Option<i64>,
+    ) -> Result<Listing<Delivery>, Error> {
+        let mut url = self.url(
+            &operations::LIST_WEBHOOK_DELIVERIES,
+            &[("{endpointId}", endpoint)],
+        )?;
+        {
+            let mut pairs = url.query_pairs_mut();
+            if let Some(limit) = limit {
+                pairs.append_pair("limit", &limit.to_string());
+            }
+            if let Some(after) = after {
+                pairs.append_pair("after", &after.to_string());
+            }
+        }
+        tidy_query(&mut url);
+        self.listing(url).await
+    }
+
+    /// `getWebhookDelivery` (experimental): one delivery with its attempts.
+    pub async fn get_webhook_delivery(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+    ) -> Result<DeliveryRecord, Error> {
+        let url = self.url(
+            &operations::GET_WEBHOOK_DELIVERY,
+            &[("{endpointId}", endpoint), ("{deliveryId}", delivery)],
+        )?;
+        self.json(Method::GET, url).await
+    }
+
+    /// `redeliverWebhook` (experimental): sends a delivery again (the same `webhook-id`).
+    pub async fn redeliver_webhook(&self, endpoint: i64, delivery: i64) -> Result<Delivery, Error> {
+        let url = self.url(
+            &operations::REDELIVER_WEBHOOK,
+            &[("{endpointId}", endpoint), ("{deliveryId}", delivery)],
+        )?;
+        self.json(Method::POST, url).await
+    }
+
     fn limits(&self) -> std::sync::MutexGuard<'_, Limits> {
         self.inner
             .limits
@@ -314,6 +434,24 @@ impl Client {
             method,
             url,
             body: None,
+            idempotency_key: None,
+            if_none_match: None,
+        };
+        read_json(self.send(&call).await?).await
+    }
+
+    /// A request with a JSON `body` and no `Idempotency-Key` (an operation that does not take
+    /// one), its JSON answer.
+    async fn json_with<B: serde::Serialize, T: DeserializeOwned>(
+        &self,
+        method: Method,
+        url: Url,
+        body: &B,
+    ) -> Result<T, Error> {
+        let call = Call {
+            method,
+            url,
+            body: Some(serde_json::to_vec(body).map_err(|e| Error::Config(e.to_string()))?),
             idempotency_key: None,
             if_none_match: None,
         };

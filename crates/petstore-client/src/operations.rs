@@ -92,8 +92,81 @@ pub const GET_RATE_LIMIT: Operation = Operation {
     headers: &[],
 };
 
+/// `GET /webhook_endpoints`.
+pub const LIST_WEBHOOK_ENDPOINTS: Operation = Operation {
+    id: "listWebhookEndpoints",
+    method: "get",
+    path: "/webhook_endpoints",
+    query: &[],
+    headers: &["If-None-Match"],
+};
+/// `POST /webhook_endpoints`.
+pub const CREATE_WEBHOOK_ENDPOINT: Operation = Operation {
+    id: "createWebhookEndpoint",
+    method: "post",
+    path: "/webhook_endpoints",
+    query: &[],
+    headers: &[],
+};
+/// `GET /webhook_endpoints/{endpointId}`.
+pub const GET_WEBHOOK_ENDPOINT: Operation = Operation {
+    id: "getWebhookEndpoint",
+    method: "get",
+    path: "/webhook_endpoints/{endpointId}",
+    query: &[],
+    headers: &["If-None-Match"],
+};
+/// `PATCH /webhook_endpoints/{endpointId}`.
+pub const UPDATE_WEBHOOK_ENDPOINT: Operation = Operation {
+    id: "updateWebhookEndpoint",
+    method: "patch",
+    path: "/webhook_endpoints/{endpointId}",
+    query: &[],
+    headers: &[],
+};
+/// `DELETE /webhook_endpoints/{endpointId}`.
+pub const DELETE_WEBHOOK_ENDPOINT: Operation = Operation {
+    id: "deleteWebhookEndpoint",
+    method: "delete",
+    path: "/webhook_endpoints/{endpointId}",
+    query: &[],
+    headers: &[],
+};
+/// `POST /webhook_endpoints/{endpointId}/rotate_secret`.
+pub const ROTATE_WEBHOOK_SECRET: Operation = Operation {
+    id: "rotateWebhookSecret",
+    method: "post",
+    path: "/webhook_endpoints/{endpointId}/rotate_secret",
+    query: &[],
+    headers: &[],
+};
+/// `GET /webhook_endpoints/{endpointId}/deliveries`.
+pub const LIST_WEBHOOK_DELIVERIES: Operation = Operation {
+    id: "listWebhookDeliveries",
+    method: "get",
+    path: "/webhook_endpoints/{endpointId}/deliveries",
+    query: &["limit", "after"],
+    headers: &["If-None-Match"],
+};
+/// `GET /webhook_endpoints/{endpointId}/deliveries/{deliveryId}`.
+pub const GET_WEBHOOK_DELIVERY: Operation = Operation {
+    id: "getWebhookDelivery",
+    method: "get",
+    path: "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
+    query: &[],
+    headers: &["If-None-Match"],
+};
+/// `POST /webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver`.
+pub const REDELIVER_WEBHOOK: Operation = Operation {
+    id: "redeliverWebhook",
+    method: "post",
+    path: "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver",
+    query: &[],
+    headers: &[],
+};
+
 /// Every operation the client calls.
-pub const ALL: [Operation; 9] = [
+pub const ALL: [Operation; 18] = [
     LIST_PETS,
     CREATE_PET,
     GET_PET,
@@ -103,4 +176,13 @@ pub const ALL: [Operation; 9] = [
     CANCEL_ORDER,
     GET_INVENTORY,
     GET_RATE_LIMIT,
+    LIST_WEBHOOK_ENDPOINTS,
+    CREATE_WEBHOOK_ENDPOINT,
+    GET_WEBHOOK_ENDPOINT,
+    UPDATE_WEBHOOK_ENDPOINT,
+    DELETE_WEBHOOK_ENDPOINT,
+    ROTATE_WEBHOOK_SECRET,
+    LIST_WEBHOOK_DELIVERIES,
+    GET_WEBHOOK_DELIVERY,
+    REDELIVER_WEBHOOK,
 ];

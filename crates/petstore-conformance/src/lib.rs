@@ -1,8 +1,10 @@
 //! The storage scenarios every backend of the Animal Store Service must pass, for any
 //! implementation of [`petstore_domain::Storage`]: the rules of pets and paging, orders and their
-//! races, keys and their lifecycle (last use included), idempotency claims and their races, and
-//! admin tokens. The service's own backends (SQLite, PostgreSQL, MariaDB, and an in-memory one
-//! in the HTTP crate's tests) run them; so can yours.
+//! races, keys and their lifecycle (last use included), idempotency claims and their races,
+//! admin tokens, and webhooks (endpoints per owner, the outbox of deliveries recorded with each
+//! change, claims under a lease and their races, attempts, redelivery, secret rotation, the
+//! backlog and pruning). The service's own backends (SQLite, PostgreSQL, MariaDB, and an
+//! in-memory one in the HTTP crate's tests) run them; so can yours.
 //!
 //! Write a function that gives a fresh, empty, ready storage (migrated, nothing in it), or `None`
 //! to skip where its server is missing, and hand it to [`conformance_tests!`], which writes one
@@ -105,6 +107,19 @@ macro_rules! conformance_tests {
             a_create_completes_its_claim_in_its_own_transaction,
             old_idempotency_records_are_pruned,
             admin_tokens_are_found_until_revoked,
+            webhook_endpoints_belong_to_their_owner,
+            an_owner_has_at_most_max_endpoints,
+            an_event_goes_to_the_subscribed_endpoints_of_its_key_and_the_operators,
+            each_order_change_records_its_event,
+            a_disabled_endpoint_gets_no_deliveries,
+            a_claim_leases_due_deliveries_to_itself,
+            attempts_decide_what_becomes_of_a_delivery_and_its_endpoint,
+            a_delivery_is_sent_again_on_request,
+            a_rotated_secret_keeps_signing_until_its_grace_ends,
+            racing_claims_never_share_a_delivery,
+            the_backlog_counts_what_waits_and_pruning_removes_what_ended,
+            a_claim_skips_the_endpoints_it_is_told_to,
+            a_deleted_endpoint_is_gone_at_once,
         );
     };
     (@each $fresh:path; $($name:ident),* $(,)?) => {

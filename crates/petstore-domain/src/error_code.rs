@@ -41,6 +41,10 @@ string_enum! {
         KeyNotFound = "key_not_found",
         /// 404: no endpoint has this path.
         RouteNotFound = "route_not_found",
+        /// 404: no webhook endpoint has the requested id (or none of the caller's).
+        WebhookEndpointNotFound = "webhook_endpoint_not_found",
+        /// 404: the webhook endpoint has no delivery with the requested id.
+        WebhookDeliveryNotFound = "webhook_delivery_not_found",
         /// 405: the endpoint exists but not for this method (see `Allow`).
         MethodNotAllowed = "method_not_allowed",
         /// 408: the request body stopped arriving; the connection is closed.
@@ -57,6 +61,10 @@ string_enum! {
         /// 409: the order is not in a state the action applies to: approving an order that is
         /// not placed, delivering one that is not approved (the admin API).
         OrderTransitionRefused = "order_transition_refused",
+        /// 409: the caller has as many webhook endpoints as it may (20): delete one first.
+        WebhookEndpointLimitReached = "webhook_endpoint_limit_reached",
+        /// 409: the webhook endpoint is turned off: turn it on before redelivering.
+        WebhookEndpointDisabled = "webhook_endpoint_disabled",
         /// 410: the endpoint was removed at its sunset date.
         EndpointRemoved = "endpoint_removed",
         /// 413: the body is larger than the service accepts.
@@ -65,6 +73,10 @@ string_enum! {
         UnsupportedMediaType = "unsupported_media_type",
         /// 422: the `Idempotency-Key` was used before with a different request.
         IdempotencyKeyReused = "idempotency_key_reused",
+        /// 422: the webhook endpoint's URL is a URL, but may not receive deliveries: not
+        /// `https`, with credentials or a fragment, or naming or resolving to an address of a
+        /// private, loopback, link-local or reserved network (or not resolving at all).
+        WebhookUrlRefused = "webhook_url_refused",
         /// 429: over the plan's per-minute or per-day limit; retry after `Retry-After`.
         RateLimited = "rate_limited",
         /// 429: banned for a while for sending on after 429s; retry after `Retry-After`.
@@ -93,20 +105,25 @@ impl ErrorCode {
             | Self::BadRequest => 400,
             Self::Unauthorized => 401,
             Self::InsufficientScope => 403,
-            Self::PetNotFound | Self::OrderNotFound | Self::KeyNotFound | Self::RouteNotFound => {
-                404
-            }
+            Self::PetNotFound
+            | Self::OrderNotFound
+            | Self::KeyNotFound
+            | Self::RouteNotFound
+            | Self::WebhookEndpointNotFound
+            | Self::WebhookDeliveryNotFound => 404,
             Self::MethodNotAllowed => 405,
             Self::RequestTimeout => 408,
             Self::IdempotencyRequestInProgress
             | Self::PetNotAvailable
             | Self::OrderNotCancellable
             | Self::KeyRevoked
-            | Self::OrderTransitionRefused => 409,
+            | Self::OrderTransitionRefused
+            | Self::WebhookEndpointLimitReached
+            | Self::WebhookEndpointDisabled => 409,
             Self::EndpointRemoved => 410,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,
-            Self::IdempotencyKeyReused => 422,
+            Self::IdempotencyKeyReused | Self::WebhookUrlRefused => 422,
             Self::RateLimited | Self::TemporarilyBanned => 429,
             Self::InternalError => 500,
             Self::ServiceUnavailable | Self::StorageFull => 503,

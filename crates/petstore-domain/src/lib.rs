@@ -11,7 +11,7 @@
 //! [`key_admin`] (the `petstore keys` commands and the admin API share it), and what they do to
 //! orders [`order_admin`] (`petstore orders` and the admin API). No module imports one that
 //! imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
-//! `idempotency`, `order`, `query`, `repository`, and `key_admin` and `order_admin` on top.
+//! `idempotency`, `order`, `query`, `webhook`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
 #[macro_use]
@@ -30,6 +30,7 @@ pub mod query;
 pub mod rate_limit;
 pub mod repository;
 pub mod secret;
+pub mod webhook;
 
 pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenKind, AdminTokenSecret, AdminTokenSpec};
 /// The attribute the storage traits are declared with, for backends implementing them
@@ -55,7 +56,7 @@ pub use rate_limit::{
 };
 pub use repository::{
     AdminTokenRepository, ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository,
-    OrderRepository, PetRepository, Storage,
+    OrderRepository, PetRepository, Storage, WebhookRepository,
 };
 pub use secret::{KeyHash, Secret, SecretKind};
 

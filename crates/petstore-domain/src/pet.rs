@@ -107,7 +107,7 @@ const EXACT_DOUBLE: f64 = 9_007_199_254_740_992.0;
 /// accepted only below 2^53, where doubles still hold every whole number exactly (2^53 itself is
 /// also what 2^53 + 1 reads as); from there, or with a fraction, it is refused rather than
 /// rounded.
-pub(crate) fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+pub fn whole_number<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
     struct WholeNumber;
 
     impl serde::de::Visitor<'_> for WholeNumber {

@@ -57,6 +57,16 @@ pub struct PageRequest {
     pub after: Option<i64>,
 }
 
+impl PageRequest {
+    /// Parses decoded query pairs of a list that takes only `limit` and `after`. Unknown,
+    /// repeated and malformed parameters are errors.
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, ValidationError> {
+        parse_list(pairs, |_, _, _| Ok(false))
+    }
+}
+
 /// One page of a list, in ascending id order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page<T> {

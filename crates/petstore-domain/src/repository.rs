@@ -16,11 +16,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
+use crate::webhook::{
+    Attempt, AttemptRecord, Backlog, Delivery, DeliveryClaim, DueDelivery, EndpointOwner,
+    EndpointSpec, EndpointUpdate, SigningSecret, WebhookEndpoint,
+};
 use crate::{
     AdminToken, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeySecret, Ban, ClaimOutcome,
     Completion, IdempotencyClaim, IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch,
-    KeySpec, KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, Page, Pet, PetDraft,
-    PetListQuery, PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
+    KeySpec, KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, Page, PageRequest, Pet,
+    PetDraft, PetListQuery, PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
 };
 
 /// A pet to create, and the idempotency claim to complete with the response in the same
@@ -32,14 +36,18 @@ pub struct CreatePet {
     /// With an `Idempotency-Key`: its claim, completed with the pet's response in the pet's own
     /// transaction.
     pub completion: Option<Completion>,
+    /// The API key creating it, whose webhook endpoints get its `pet.created` event (`None`:
+    /// only the operators' endpoints do).
+    pub creator: Option<i64>,
 }
 
 impl CreatePet {
-    /// A plain create, without an idempotency key.
+    /// A plain create, without an idempotency key, by no key.
     pub fn new(draft: PetDraft) -> Self {
         Self {
             draft,
             completion: None,
+            creator: None,
         }
     }
 }
@@ -193,6 +201,105 @@ pub trait IdempotencyRepository {
     async fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError>;
 }
 
+/// Webhook endpoints, and the deliveries of the events written with the changes that produce
+/// them: a pet created, an order placed or changed records, in the change's own transaction, one
+/// delivery per enabled endpoint subscribed to the event (the key's own and the operators'), so
+/// that an acknowledged change always has its deliveries and a rolled-back one never does.
+/// Deliveries are claimed by one sender at a time (a lease), at least once.
+#[async_trait]
+pub trait WebhookRepository {
+    /// Creates an endpoint with a new random secret, returned once; `None` when the owner has
+    /// [`MAX_ENDPOINTS`](crate::webhook::MAX_ENDPOINTS) already.
+    async fn create_webhook_endpoint(
+        &self,
+        owner: EndpointOwner,
+        spec: &EndpointSpec,
+    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError>;
+
+    /// The owner's endpoints, in id order.
+    async fn list_webhook_endpoints(
+        &self,
+        owner: EndpointOwner,
+    ) -> Result<Vec<WebhookEndpoint>, StorageError>;
+
+    /// Endpoint `id`, if the owner's.
+    async fn find_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+    ) -> Result<Option<WebhookEndpoint>, StorageError>;
+
+    /// Applies `update` to endpoint `id` (the owner's) and returns it as it now is.
+    async fn update_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+        update: &EndpointUpdate,
+    ) -> Result<Option<WebhookEndpoint>, StorageError>;
+
+    /// Deletes endpoint `id` (the owner's) with its deliveries; `false` when there was none.
+    async fn delete_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+    ) -> Result<bool, StorageError>;
+
+    /// Gives endpoint `id` (the owner's) a new secret, returned once; the current one keeps
+    /// signing (a second signature) until `grace_until` (Unix seconds).
+    async fn rotate_webhook_secret(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+        grace_until: i64,
+    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError>;
+
+    /// A page of endpoint `id`'s deliveries (the owner's), newest first: `after` is a delivery
+    /// id, and the page holds older ones. `None` when the endpoint is not the owner's.
+    async fn list_webhook_deliveries(
+        &self,
+        endpoint: i64,
+        owner: EndpointOwner,
+        page: PageRequest,
+    ) -> Result<Option<Page<Delivery>>, StorageError>;
+
+    /// Delivery `delivery` of endpoint `endpoint` (the owner's), with its attempts in order.
+    async fn find_webhook_delivery(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+    ) -> Result<Option<(Delivery, Vec<Attempt>)>, StorageError>;
+
+    /// Sends delivery `delivery` of endpoint `endpoint` (the owner's) again: pending from `now`,
+    /// its schedule from the start, whatever its state (the same event id).
+    async fn redeliver_webhook(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+        now: i64,
+    ) -> Result<Option<Delivery>, StorageError>;
+
+    /// Claims up to `claim.limit` deliveries due at `claim.now` to enabled endpoints, oldest
+    /// first, none held by another claim's unexpired lease; each is held until
+    /// `claim.lease_until`.
+    async fn claim_webhook_deliveries(
+        &self,
+        claim: &DeliveryClaim,
+    ) -> Result<Vec<DueDelivery>, StorageError>;
+
+    /// Records an attempt of a claimed delivery and what becomes of it (and of its endpoint);
+    /// `false`, recording nothing, when the claim no longer holds it.
+    async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError>;
+
+    /// What is waiting to be sent.
+    async fn webhook_backlog(&self) -> Result<Backlog, StorageError>;
+
+    /// Deletes the deliveries (and their attempts) that ended (delivered or failed) before
+    /// `before` (Unix seconds); returns how many.
+    async fn prune_webhook_deliveries(&self, before: i64) -> Result<u64, StorageError>;
+}
+
 /// How many calls a backend serves at once, how long a call may wait for its turn, and how long
 /// it may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -222,6 +329,7 @@ pub trait Storage:
     + ApiKeyRepository
     + AdminTokenRepository
     + IdempotencyRepository
+    + WebhookRepository
     + Send
     + Sync
     + 'static

@@ -186,7 +186,7 @@ const EXPOSED: [&str; 17] = [
 /// CORS for the configured origins: off (no CORS header at all) unless some are.
 fn cors(origins: &CorsOrigins) -> Condition<Cors> {
     let mut cors = Cors::default()
-        .allowed_methods(["GET", "HEAD", "POST", "DELETE"])
+        .allowed_methods(["GET", "HEAD", "POST", "PATCH", "DELETE"])
         .allowed_headers([
             header::AUTHORIZATION,
             header::CONTENT_TYPE,

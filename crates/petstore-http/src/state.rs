@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use petstore_domain::Storage;
+use petstore_domain::webhook::UrlPolicy;
 
 use crate::auth::Authenticator;
 use crate::clock::{Clock, SystemClock};
@@ -52,6 +53,8 @@ pub struct AppState {
     pub metrics: Option<Exporter>,
     /// The handles of the metrics every request records.
     pub request_metrics: RequestMetrics,
+    /// What a webhook endpoint's URL may be.
+    pub webhook_policy: UrlPolicy,
 }
 
 impl AppState {
@@ -76,6 +79,7 @@ impl AppState {
             },
             metrics: None,
             request_metrics: RequestMetrics::default(),
+            webhook_policy: config.webhook_policy,
         })
     }
 

@@ -79,12 +79,67 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    /// `owner_key_id`: an API key's id, or 0 for the operators' endpoints.
+    webhook_endpoints (id) {
+        id -> BigInt,
+        owner_key_id -> BigInt,
+        url -> Text,
+        events -> Text,
+        description -> Text,
+        secret -> Text,
+        previous_secret -> Nullable<Text>,
+        previous_secret_until -> Nullable<BigInt>,
+        enabled -> Bool,
+        disabled_reason -> Nullable<Text>,
+        deleted_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> BigInt,
+        endpoint_id -> BigInt,
+        event_id -> Text,
+        event_type -> Text,
+        body -> Text,
+        state -> Text,
+        attempts -> Integer,
+        tries -> Integer,
+        next_attempt_at -> BigInt,
+        lease_token -> BigInt,
+        lease_until -> BigInt,
+        last_status -> Nullable<Integer>,
+        last_latency_ms -> Nullable<Integer>,
+        last_error -> Nullable<Text>,
+        created_at -> BigInt,
+        ended_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    webhook_attempts (id) {
+        id -> BigInt,
+        delivery_id -> BigInt,
+        attempted_at -> BigInt,
+        status -> Nullable<Integer>,
+        latency_ms -> Integer,
+        error -> Nullable<Text>,
+    }
+}
+
 diesel::joinable!(orders -> pets (pet_id));
+diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
+diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
 diesel::allow_tables_to_appear_in_same_query!(
     pets,
     orders,
     api_keys,
     admin_tokens,
     idempotency_keys,
-    pet_status_counts
+    pet_status_counts,
+    webhook_endpoints,
+    webhook_deliveries,
+    webhook_attempts
 );

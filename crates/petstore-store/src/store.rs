@@ -6,13 +6,17 @@
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
+use petstore_domain::webhook::{
+    Attempt, AttemptRecord, Backlog, Delivery, DeliveryClaim, DueDelivery, EndpointOwner,
+    EndpointSpec, EndpointUpdate, SigningSecret, WebhookEndpoint,
+};
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
     ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, IdempotencyClaim, IdempotencyRepository,
     IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch, KeySpec, KeyUpdate, Order,
-    OrderAction, OrderError, OrderListQuery, OrderRepository, Page, Pet, PetListQuery,
+    OrderAction, OrderError, OrderListQuery, OrderRepository, Page, PageRequest, Pet, PetListQuery,
     PetRepository, PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError, StoredResponse,
-    async_trait,
+    WebhookRepository, async_trait,
 };
 
 use crate::conn::Op;
@@ -20,7 +24,7 @@ use crate::conn::Op;
 use crate::mysql::Mysql;
 #[cfg(feature = "postgres")]
 use crate::postgres::Postgres;
-use crate::queries::{admin_tokens, idempotency, keys, orders, pets};
+use crate::queries::{admin_tokens, idempotency, keys, orders, pets, webhooks};
 #[cfg(feature = "sqlite")]
 use crate::sqlite::Sqlite;
 use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
@@ -439,6 +443,142 @@ impl IdempotencyRepository for Store {
                 .await?;
             pruned += deleted;
             if deleted < idempotency::PRUNE_BATCH as u64 {
+                return Ok(pruned);
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl WebhookRepository for Store {
+    async fn create_webhook_endpoint(
+        &self,
+        owner: EndpointOwner,
+        spec: &EndpointSpec,
+    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+        let (spec, secret) = (spec.clone(), webhooks::random_secret()?);
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::create(conn, owner, spec, secret)))
+            .await?)
+    }
+
+    async fn list_webhook_endpoints(
+        &self,
+        owner: EndpointOwner,
+    ) -> Result<Vec<WebhookEndpoint>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(webhooks::list(conn, owner)))
+            .await?)
+    }
+
+    async fn find_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+    ) -> Result<Option<WebhookEndpoint>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(webhooks::find(conn, id, owner)))
+            .await?)
+    }
+
+    async fn update_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+        update: &EndpointUpdate,
+    ) -> Result<Option<WebhookEndpoint>, StorageError> {
+        let update = update.clone();
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::update(conn, id, owner, update)))
+            .await?)
+    }
+
+    async fn delete_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+    ) -> Result<bool, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::delete(conn, id, owner)))
+            .await?)
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+        grace_until: i64,
+    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+        let secret = webhooks::random_secret()?;
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::rotate(conn, id, owner, grace_until, secret)))
+            .await?)
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        endpoint: i64,
+        owner: EndpointOwner,
+        page: PageRequest,
+    ) -> Result<Option<Page<Delivery>>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(webhooks::list_deliveries(conn, endpoint, owner, page)))
+            .await?)
+    }
+
+    async fn find_webhook_delivery(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+    ) -> Result<Option<(Delivery, Vec<Attempt>)>, StorageError> {
+        Ok(self
+            .read(move |conn| Box::pin(webhooks::find_delivery(conn, endpoint, delivery, owner)))
+            .await?)
+    }
+
+    async fn redeliver_webhook(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+        now: i64,
+    ) -> Result<Option<Delivery>, StorageError> {
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::redeliver(conn, endpoint, delivery, owner, now)))
+            .await?)
+    }
+
+    async fn claim_webhook_deliveries(
+        &self,
+        claim: &DeliveryClaim,
+    ) -> Result<Vec<DueDelivery>, StorageError> {
+        let claim = claim.clone();
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::claim(conn, claim)))
+            .await?)
+    }
+
+    async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError> {
+        let record = record.clone();
+        Ok(self
+            .write(move |conn| Box::pin(webhooks::record_attempt(conn, record)))
+            .await?)
+    }
+
+    async fn webhook_backlog(&self) -> Result<Backlog, StorageError> {
+        Ok(self.read(|conn| Box::pin(webhooks::backlog(conn))).await?)
+    }
+
+    /// In rounds of [`webhooks::PRUNE_BATCH`], each a call of its own.
+    async fn prune_webhook_deliveries(&self, before: i64) -> Result<u64, StorageError> {
+        let mut pruned = 0;
+        loop {
+            let deleted = self
+                .write(move |conn| Box::pin(webhooks::prune_batch(conn, before)))
+                .await?;
+            pruned += deleted;
+            if deleted < webhooks::PRUNE_BATCH as u64 {
                 return Ok(pruned);
             }
         }

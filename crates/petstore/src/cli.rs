@@ -4,6 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use clap::{ArgAction, Args, Parser, Subcommand, ValueEnum};
+use petstore_domain::webhook::UrlPolicy;
 use petstore_domain::{BanPolicy, Plan, Scope};
 use petstore_store::StoreConfig;
 
@@ -11,6 +12,7 @@ use crate::logging::LogFormat;
 use crate::serve::{MetricsEndpoint, ServeConfig};
 use petstore_http::config::{Config, CorsOrigins, HttpSettings, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
+use petstore_webhooks::SenderConfig;
 
 /// The Animal Store Service.
 #[derive(Debug, Parser)]
@@ -445,6 +447,24 @@ pub struct ServeArgs {
     /// record; after it the key is free again. Expired records are pruned in the background.
     #[arg(long, env = "PETSTORE_IDEMPOTENCY_RETENTION", default_value = "24h", value_parser = humantime::parse_duration)]
     pub idempotency_retention: Duration,
+    /// Accept `http://` webhook endpoints, not only `https://` (for tests and closed
+    /// networks).
+    #[arg(long, env = "PETSTORE_WEBHOOK_ALLOW_HTTP", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub webhook_allow_http: bool,
+    /// Accept webhook endpoints on loopback, private, link-local and other non-public
+    /// addresses, and deliver to them (off: no request forgery towards this network).
+    #[arg(long, env = "PETSTORE_WEBHOOK_ALLOW_PRIVATE", default_value_t = false, action = ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub webhook_allow_private: bool,
+    /// Send webhook deliveries from this instance (any number of instances may; each delivery
+    /// is sent by one at a time).
+    #[arg(long, env = "PETSTORE_WEBHOOK_SENDER", default_value_t = true, action = ArgAction::Set)]
+    pub webhook_sender: bool,
+    /// The longest a webhook attempt may take, connection included.
+    #[arg(long, env = "PETSTORE_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = positive_duration)]
+    pub webhook_timeout: Duration,
+    /// Most webhook deliveries this instance sends at once.
+    #[arg(long, env = "PETSTORE_WEBHOOK_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    pub webhook_concurrency: u16,
     /// Record Prometheus metrics and serve them at `/metrics`.
     #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
     pub metrics: bool,
@@ -540,6 +560,10 @@ impl ServeArgs {
             http: HttpSettings::new(&self.base_path, self.public_base_url),
             cors: self.cors_allowed_origins,
             idempotency_retention: self.idempotency_retention,
+            webhook_policy: UrlPolicy {
+                allow_http: self.webhook_allow_http,
+                allow_private: self.webhook_allow_private,
+            },
             rate_limit: RateLimitConfig {
                 redis_url: (self.rate_limit_store != "memory").then_some(self.rate_limit_store),
                 ca_file: self.rate_limit_ca_file,
@@ -559,6 +583,7 @@ impl ServeArgs {
                 },
             },
         };
+        let app_policy = app.webhook_policy;
         ServeConfig {
             app,
             bind: self.bind,
@@ -574,6 +599,12 @@ impl ServeArgs {
                 (true, None, None) => MetricsEndpoint::Main,
             },
             admin_bind: self.admin_bind,
+            webhooks: self.webhook_sender.then_some(SenderConfig {
+                policy: app_policy,
+                timeout: self.webhook_timeout,
+                concurrency: usize::from(self.webhook_concurrency),
+                ..SenderConfig::default()
+            }),
         }
     }
 }

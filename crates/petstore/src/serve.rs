@@ -19,6 +19,7 @@ use petstore_http::config::Config;
 use petstore_http::connection::Connection;
 use petstore_http::state::AppState;
 use petstore_http::telemetry::metric::{self, Exporter};
+use petstore_webhooks::{Sender, SenderConfig};
 
 /// What `petstore serve` runs with: the application's settings, and the listeners around it.
 #[derive(Debug, Clone)]
@@ -43,6 +44,8 @@ pub struct ServeConfig {
     /// Address of the admin listener (`/admin/v1`, and `/metrics` unless they have a listener
     /// of their own); `None`: no admin API.
     pub admin_bind: Option<String>,
+    /// How this instance sends webhook deliveries; `None`: it sends none (other instances do).
+    pub webhooks: Option<SenderConfig>,
 }
 
 impl ServeConfig {
@@ -58,6 +61,7 @@ impl ServeConfig {
             shutdown_timeout: Duration::from_secs(30),
             metrics: MetricsEndpoint::Main,
             admin_bind: None,
+            webhooks: Some(SenderConfig::default()),
         }
     }
 }
@@ -209,11 +213,29 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     let server = server.run();
     let handle = server.handle();
     let pruning = prune_idempotency_records(state.clone());
+    let (stop_sending, sending_stopped) = tokio::sync::oneshot::channel::<()>();
+    let sender = match config.webhooks {
+        Some(settings) => {
+            let sender = Sender::new(storage.clone(), settings)?;
+            Some(actix_web::rt::spawn(sender.run(async {
+                let _ = sending_stopped.await;
+            })))
+        }
+        None => None,
+    };
     actix_web::rt::spawn(async move {
         stop.await;
+        // No new webhook attempt from now on; those under way finish while the server drains
+        // (or are left to their leases, and sent again by another instance).
+        drop(stop_sending);
         drain(&state, handle, config.shutdown_delay).await;
     });
     server.await?;
+    // The sender has stopped claiming since the signal; it records what it had under way (for
+    // at most an attempt's timeout, mostly spent during the drain) before the store closes.
+    if let Some(sender) = sender {
+        let _ = sender.await;
+    }
     for side in [metrics_server, admin_server].into_iter().flatten() {
         side.stop(true).await;
     }
@@ -231,6 +253,11 @@ const SECONDS: [f64; 14] = [
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
 
+/// Webhook attempt buckets, in seconds: 5 ms to a minute.
+const WEBHOOK_SECONDS: [f64; 12] = [
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0, 60.0,
+];
+
 /// How often recorded histogram samples are folded into their buckets.
 const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 
@@ -240,11 +267,17 @@ const UPKEEP_EVERY: Duration = Duration::from_secs(5);
 fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
     let mut builder = PrometheusBuilder::new()
         .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &SECONDS)?;
+    // A webhook attempt may take up to its timeout (15 s by default).
+    builder = builder.set_buckets_for_metric(
+        Matcher::Full(petstore_webhooks::metric::ATTEMPT_SECONDS.into()),
+        &WEBHOOK_SECONDS,
+    )?;
     for (name, bounds) in petstore_store::metrics::HISTOGRAM_BUCKETS {
         builder = builder.set_buckets_for_metric(Matcher::Full(name.into()), bounds)?;
     }
     let handle = builder.upkeep_timeout(UPKEEP_EVERY).install_recorder()?;
     metric::describe();
+    petstore_webhooks::metric::describe();
     petstore_store::metrics::describe();
     metrics::gauge!(
         metric::BUILD_INFO,

@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 const TABLE: &str = "| Module | Owns | Uses |";
 
 /// Each crate, and the heading its table follows.
-const CRATES: [(&str, &str); 7] = [
+const CRATES: [(&str, &str); 8] = [
     ("petstore-domain", "### petstore-domain\n"),
     ("petstore-store", "### petstore-store\n"),
     ("petstore-ratelimit", "### petstore-ratelimit\n"),
     ("petstore-client", "### petstore-client\n"),
     ("petstore-conformance", "### petstore-conformance\n"),
+    ("petstore-webhooks", "### petstore-webhooks\n"),
     ("petstore-http", "## Inside petstore-http\n"),
     ("petstore", "### petstore\n"),
 ];

@@ -166,6 +166,7 @@ pub async fn a_create_completes_its_claim_in_its_own_transaction(storage: &dyn S
             claim,
             base: base.to_owned(),
         }),
+        creator: None,
     };
     let pet = storage
         .create_pet(&create(held, "Rex"))

@@ -1,4 +1,4 @@
-//! The admin API, over what operators do to API keys and orders (`petstore_domain::key_admin`
+//! The admin API, over what operators do to API keys, orders and their webhook endpoints (`petstore_domain::key_admin`
 //! and `order_admin`, which the `petstore keys` and `petstore orders` commands run too), served
 //! on a listener of its own (`--admin-bind`), never on the public one: its routes
 //! ([`configure`]), its
@@ -9,6 +9,7 @@ pub mod openapi;
 mod orders;
 mod routes;
 pub mod token;
+mod webhooks;
 
 use actix_web::middleware::from_fn;
 use actix_web::{Route, web};
@@ -23,7 +24,7 @@ pub const ADMIN_BASE: &str = "/admin/v1";
 /// Registers the admin API's route table (the same [`resource`] entries as the public API's):
 /// the keys and the orders, behind an admin token, and the document, which needs none.
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    let (post, patch) = (web::post, web::patch);
+    let (post, patch, delete) = (web::post, web::patch, web::delete);
     let path = format!("{ADMIN_BASE}/openapi.json");
     cfg.service(resource(
         &path,
@@ -51,7 +52,29 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         ("/{orderId}/deliver", "deliverOrder", "POST", vec![post().to(orders::deliver)]),
         ("/{orderId}/cancel", "cancelAnyOrder", "POST", vec![post().to(orders::cancel)]),
     ];
-    for (collection, table) in [("keys", keys), ("orders", orders)] {
+    // Path under `/webhook_endpoints`, name, `Allow`, routes.
+    #[rustfmt::skip]
+    let endpoints: [(&str, &'static str, &'static str, Vec<Route>); 6] = [
+        ("", "listOperatorWebhookEndpoints", "GET, HEAD, POST",
+            and(read(webhooks::list_endpoints), post().to(webhooks::create_endpoint))),
+        ("/{endpointId}", "getOperatorWebhookEndpoint", "GET, HEAD, PATCH, DELETE",
+            and(and(read(webhooks::get_endpoint), patch().to(webhooks::update_endpoint)),
+                delete().to(webhooks::delete_endpoint))),
+        ("/{endpointId}/rotate_secret", "rotateOperatorWebhookSecret", "POST",
+            vec![post().to(webhooks::rotate_secret)]),
+        ("/{endpointId}/deliveries", "listOperatorWebhookDeliveries", "GET, HEAD",
+            read(webhooks::list_deliveries)),
+        ("/{endpointId}/deliveries/{deliveryId}", "getOperatorWebhookDelivery", "GET, HEAD",
+            read(webhooks::get_delivery)),
+        ("/{endpointId}/deliveries/{deliveryId}/redeliver", "redeliverOperatorWebhook", "POST",
+            vec![post().to(webhooks::redeliver)]),
+    ];
+    let tables: [(&str, Vec<_>); 3] = [
+        ("keys", keys.into()),
+        ("orders", orders.into()),
+        ("webhook_endpoints", endpoints.into()),
+    ];
+    for (collection, table) in tables {
         let scope =
             web::scope(&format!("{ADMIN_BASE}/{collection}")).wrap(from_fn(token::require_admin));
         cfg.service(

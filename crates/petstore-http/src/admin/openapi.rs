@@ -11,11 +11,17 @@ use utoipa::{Modify, OpenApi};
 use super::ADMIN_BASE;
 use super::orders::{self, OrderPage};
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
+use super::webhooks::{self, DeliveryPage};
 use crate::conditional::Caching;
 use crate::error::{ApiError, ErrorObject};
 use crate::routes::openapi::{Bearer, answer, declare, describe_methods};
+use crate::routes::webhooks::RotateSecretRequest;
 use petstore_domain::key_admin::{IssuedKey, KeyView};
 use petstore_domain::order_admin::OrderView;
+use petstore_domain::webhook::{
+    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
+    NewEndpoint, WebhookEndpoint,
+};
 use petstore_domain::{Order, OrderStatus};
 
 #[derive(OpenApi)]
@@ -24,7 +30,8 @@ use petstore_domain::{Order, OrderStatus};
         title = "Animal Store Service: administration",
         version = "1.0.0",
         description = "Issue, inspect, change, rotate, revoke and unban API keys, and fulfil \
-            orders (list every order, approve, deliver, cancel): what `petstore keys` and \
+            orders (list every order, approve, deliver, cancel), and manage the webhook endpoints \
+            that receive every event: what `petstore keys` and \
             `petstore orders` do, over HTTP, for an operator's own tooling. Served only on the admin \
             listener (`--admin-bind`). Every operation needs an admin token \
             (`Authorization: Bearer <ADMIN_TOKEN>`, issued with `petstore admin-tokens \
@@ -44,7 +51,16 @@ use petstore_domain::{Order, OrderStatus};
         orders::get_order,
         orders::approve,
         orders::deliver,
-        orders::cancel
+        orders::cancel,
+        webhooks::list_endpoints,
+        webhooks::create_endpoint,
+        webhooks::get_endpoint,
+        webhooks::update_endpoint,
+        webhooks::delete_endpoint,
+        webhooks::rotate_secret,
+        webhooks::list_deliveries,
+        webhooks::get_delivery,
+        webhooks::redeliver
     ),
     components(schemas(
         KeyView,
@@ -58,11 +74,23 @@ use petstore_domain::{Order, OrderStatus};
         OrderView,
         OrderPage,
         Order,
-        OrderStatus
+        OrderStatus,
+        WebhookEndpoint,
+        IssuedEndpoint,
+        NewEndpoint,
+        EndpointChanges,
+        RotateSecretRequest,
+        EventType,
+        Delivery,
+        DeliveryState,
+        DeliveryRecord,
+        DeliveryPage,
+        Attempt
     )),
     tags(
         (name = "keys", description = "API keys."),
         (name = "orders", description = "Every customer's orders, and their fulfilment."),
+        (name = "webhooks", description = "Endpoints that receive every event of every key."),
     ),
     modifiers(&AdminToken),
 )]

@@ -26,6 +26,8 @@ pub struct Config {
     /// How long `Idempotency-Key` records are kept (and a key cannot be reused for another
     /// request).
     pub idempotency_retention: Duration,
+    /// What a webhook endpoint's URL may be (`--webhook-allow-http`, `--webhook-allow-private`).
+    pub webhook_policy: petstore_domain::webhook::UrlPolicy,
 }
 
 impl Config {
@@ -38,6 +40,7 @@ impl Config {
             cors: CorsOrigins::default(),
             rate_limit: RateLimitConfig::default(),
             idempotency_retention: Duration::from_secs(24 * 3600),
+            webhook_policy: petstore_domain::webhook::UrlPolicy::default(),
         }
     }
 }

@@ -13,6 +13,7 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::http::{ConnectionType, StatusCode};
 use actix_web::{HttpResponse, ResponseError};
 use petstore_domain::key_admin::KeyAdminError;
+use petstore_domain::webhook::EndpointError;
 use petstore_domain::{
     OrderAction, OrderStatus, PetStatus, RateLimits, StorageError, StorageErrorKind,
     ValidationError,
@@ -98,6 +99,29 @@ pub enum ApiError {
         /// What was asked.
         action: OrderAction,
     },
+    /// No such webhook endpoint (or none of the caller's).
+    #[error("no webhook endpoint has id {0}")]
+    WebhookEndpointNotFound(i64),
+    /// The webhook endpoint has no such delivery.
+    #[error("webhook endpoint {endpoint} has no delivery with id {delivery}")]
+    WebhookDeliveryNotFound {
+        /// The endpoint.
+        endpoint: i64,
+        /// The delivery asked for.
+        delivery: i64,
+    },
+    /// The caller has as many endpoints as it may.
+    #[error("you have {0} webhook endpoints, the most allowed: delete one before creating another")]
+    WebhookEndpointLimitReached(usize),
+    /// A webhook endpoint's host could not be looked up in time.
+    #[error("{UNAVAILABLE}")]
+    ResolverUnavailable(Duration),
+    /// The endpoint's URL may not receive deliveries, with why.
+    #[error("`url` is refused: {0}")]
+    WebhookUrlRefused(String),
+    /// The endpoint is off: nothing is sent to it.
+    #[error("webhook endpoint {0} is turned off: turn it on (`enabled: true`) before redelivering")]
+    WebhookEndpointDisabled(i64),
     /// No such endpoint.
     #[error("no endpoint at {0}")]
     RouteNotFound(String),
@@ -221,6 +245,17 @@ impl From<KeyAdminError> for ApiError {
     }
 }
 
+/// An endpoint's fields refused: a field not of its form (`400`), or a URL that may not
+/// receive deliveries (`422`).
+impl From<EndpointError> for ApiError {
+    fn from(error: EndpointError) -> Self {
+        match error {
+            EndpointError::Invalid(invalid) => Self::Validation(invalid),
+            EndpointError::Refused(why) => Self::WebhookUrlRefused(why),
+        }
+    }
+}
+
 impl ApiError {
     /// Wraps an unexpected failure.
     pub fn internal(cause: impl Into<BoxError>) -> Self {
@@ -263,6 +298,11 @@ impl ApiError {
             Self::PetNotAvailable { .. } => ErrorCode::PetNotAvailable,
             Self::OrderNotCancellable { .. } => ErrorCode::OrderNotCancellable,
             Self::OrderTransitionRefused { .. } => ErrorCode::OrderTransitionRefused,
+            Self::WebhookEndpointNotFound(_) => ErrorCode::WebhookEndpointNotFound,
+            Self::WebhookDeliveryNotFound { .. } => ErrorCode::WebhookDeliveryNotFound,
+            Self::WebhookEndpointLimitReached(_) => ErrorCode::WebhookEndpointLimitReached,
+            Self::WebhookEndpointDisabled(_) => ErrorCode::WebhookEndpointDisabled,
+            Self::WebhookUrlRefused(_) => ErrorCode::WebhookUrlRefused,
             Self::RouteNotFound(_) => ErrorCode::RouteNotFound,
             Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,
             Self::EndpointRemoved { .. } => ErrorCode::EndpointRemoved,
@@ -287,7 +327,8 @@ impl ApiError {
             | Self::StorageDeadline(_)
             | Self::RateLimiting(_)
             | Self::ShuttingDown
-            | Self::NotReady(_) => ErrorCode::ServiceUnavailable,
+            | Self::NotReady(_)
+            | Self::ResolverUnavailable(_) => ErrorCode::ServiceUnavailable,
             Self::Internal(_) => ErrorCode::InternalError,
         }
     }

@@ -125,3 +125,74 @@ pub struct PageParams {
     #[param(minimum = 0)]
     after: Option<i64>,
 }
+
+/// The refusals of an operation on one of the caller's webhook endpoints, named by its id.
+#[derive(IntoResponses)]
+pub enum EndpointById {
+    /// The id is not one.
+    #[response(
+        status = 400,
+        description = "`invalid_path_parameter`: `endpointId` is not an int64."
+    )]
+    InvalidId(ErrorObject<'static>),
+    /// No endpoint of the caller's has it.
+    #[response(
+        status = 404,
+        description = "`webhook_endpoint_not_found`: no endpoint of yours has the id."
+    )]
+    NotFound(ErrorObject<'static>),
+}
+
+/// The refusals of an operation on one delivery of one of the caller's webhook endpoints.
+#[derive(IntoResponses)]
+pub enum DeliveryById {
+    /// An id is not one.
+    #[response(
+        status = 400,
+        description = "`invalid_path_parameter`: `endpointId` or `deliveryId` is not an int64."
+    )]
+    InvalidId(ErrorObject<'static>),
+    /// No such endpoint of the caller's, or no such delivery of it.
+    #[response(
+        status = 404,
+        description = "`webhook_endpoint_not_found`, or `webhook_delivery_not_found`: the \
+            endpoint has no delivery with the id."
+    )]
+    NotFound(ErrorObject<'static>),
+}
+
+/// The refusals of an endpoint's body: a JSON body's, and its URL's.
+#[derive(IntoResponses)]
+pub enum EndpointBodyErrors {
+    /// The body was refused.
+    #[response(
+        status = 400,
+        description = "`invalid_json`, `missing_field`, `unknown_field` or `invalid_field`, \
+            naming the field (a `url` that is not an absolute URL, say)."
+    )]
+    Invalid(ErrorObject<'static>),
+    /// The body was too slow.
+    #[response(
+        status = 408,
+        description = "`request_timeout`: the body did not arrive within the body timeout."
+    )]
+    Timeout(ErrorObject<'static>),
+    /// The body was too large.
+    #[response(status = 413, description = "`payload_too_large`: over 64 KiB.")]
+    TooLarge(ErrorObject<'static>),
+    /// The body was not JSON.
+    #[response(
+        status = 415,
+        description = "`unsupported_media_type`: not `application/json`."
+    )]
+    NotJson(ErrorObject<'static>),
+    /// The URL may not receive deliveries.
+    #[response(
+        status = 422,
+        description = "`webhook_url_refused`: the `url` is not `https` (unless the service \
+            allows `http`), holds credentials or a fragment, or names or resolves to an address \
+            of a private, loopback, link-local or reserved network, or its host does not \
+            resolve."
+    )]
+    Refused(ErrorObject<'static>),
+}

@@ -11,7 +11,7 @@ mod query;
 
 pub use header::{IDEMPOTENCY_KEY, IdempotencyHeader};
 pub use json::{BodyTimeout, JsonBody, JsonBytes, MAX_BODY_BYTES, parse};
-pub use path::{KeyId, OrderId, PetId};
+pub use path::{DeliveryId, EndpointId, KeyId, OrderId, PetId};
 pub use query::{FromQuery, NoQuery, Query, as_strs};
 
 /// Implements `FromRequest` for a value a middleware left in the request's extensions for the

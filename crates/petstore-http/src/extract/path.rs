@@ -44,6 +44,16 @@ path_id!(
     "orderId"
 );
 path_id!(
+    /// `{endpointId}`: a webhook endpoint.
+    EndpointId,
+    "endpointId"
+);
+path_id!(
+    /// `{deliveryId}`: one of a webhook endpoint's deliveries.
+    DeliveryId,
+    "deliveryId"
+);
+path_id!(
     /// `{keyId}`, in the admin API.
     KeyId,
     "keyId"

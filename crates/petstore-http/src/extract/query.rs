@@ -6,7 +6,7 @@ use std::future::{Ready, ready};
 
 use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest};
-use petstore_domain::{OrderListQuery, PetListQuery, ValidationError};
+use petstore_domain::{OrderListQuery, PageRequest, PetListQuery, ValidationError};
 
 use crate::error::ApiError;
 
@@ -31,6 +31,13 @@ impl FromQuery for PetListQuery {
 }
 
 impl FromQuery for OrderListQuery {
+    fn from_query(pairs: &[(String, String)], _: &HttpRequest) -> Result<Self, ApiError> {
+        Ok(Self::from_pairs(as_strs(pairs))?)
+    }
+}
+
+/// `limit` and `after` alone (a webhook endpoint's deliveries).
+impl FromQuery for PageRequest {
     fn from_query(pairs: &[(String, String)], _: &HttpRequest) -> Result<Self, ApiError> {
         Ok(Self::from_pairs(as_strs(pairs))?)
     }

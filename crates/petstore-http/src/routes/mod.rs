@@ -9,6 +9,7 @@ pub(crate) mod orders;
 mod pets;
 mod rate_limit;
 pub(crate) mod respond;
+pub(crate) mod webhooks;
 
 use actix_web::middleware::from_fn;
 use actix_web::{FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder, Route, web};
@@ -32,10 +33,10 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     };
     #[allow(deprecated)] // the handler is deprecated for clients; it is served to its sunset
     let get_pet = read(pets::get_pet);
-    let (post, delete) = (web::post, web::delete);
+    let (post, delete, patch) = (web::post, web::delete, web::patch);
     // Path under the base, name, access, `Allow`, routes.
     #[rustfmt::skip]
-    let table: [(&str, &'static str, Access, &'static str, Vec<Route>); 7] = [
+    let table: [(&str, &'static str, Access, &'static str, Vec<Route>); 13] = [
         ("/pets", "pets", keyed, "GET, HEAD, POST",
             and(read(pets::list_pets), post().to(pets::create_pet))),
         ("/pets/{petId}", "getPet", Access::key(Marks::Deprecated), "GET, HEAD", get_pet),
@@ -47,6 +48,20 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
             and(read(orders::get_order), delete().to(orders::cancel_order))),
         ("/store/inventory", "getInventory", experimental, "GET, HEAD",
             read(orders::get_inventory)),
+        ("/webhook_endpoints", "listWebhookEndpoints", experimental, "GET, HEAD, POST",
+            and(read(webhooks::list_endpoints), post().to(webhooks::create_endpoint))),
+        ("/webhook_endpoints/{endpointId}", "getWebhookEndpoint", experimental,
+            "GET, HEAD, PATCH, DELETE",
+            and(and(read(webhooks::get_endpoint), patch().to(webhooks::update_endpoint)),
+                delete().to(webhooks::delete_endpoint))),
+        ("/webhook_endpoints/{endpointId}/rotate_secret", "rotateWebhookSecret", experimental,
+            "POST", vec![post().to(webhooks::rotate_secret)]),
+        ("/webhook_endpoints/{endpointId}/deliveries", "listWebhookDeliveries", experimental,
+            "GET, HEAD", read(webhooks::list_deliveries)),
+        ("/webhook_endpoints/{endpointId}/deliveries/{deliveryId}", "getWebhookDelivery",
+            experimental, "GET, HEAD", read(webhooks::get_delivery)),
+        ("/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver", "redeliverWebhook",
+            experimental, "POST", vec![post().to(webhooks::redeliver)]),
     ];
     for (path, name, access, allow, routes) in table {
         let resource = resource(&format!("{base}{path}"), name, allow, routes);

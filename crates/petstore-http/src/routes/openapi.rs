@@ -24,11 +24,16 @@ use utoipa::openapi::{
 use utoipa::{Modify, OpenApi};
 
 use super::respond::conditional;
-use super::{orders, pets, rate_limit};
+use super::{orders, pets, rate_limit, webhooks};
 use crate::conditional::{Caching, ETag};
 use crate::error::{ApiError, ErrorObject};
+use crate::routes::webhooks::RotateSecretRequest;
 use crate::state::AppState;
 use crate::sunset::SUNSET;
+use petstore_domain::webhook::{
+    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
+    NewEndpoint, WebhookEndpoint,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -50,6 +55,15 @@ use crate::sunset::SUNSET;
         orders::get_order,
         orders::cancel_order,
         orders::get_inventory,
+        webhooks::list_endpoints,
+        webhooks::create_endpoint,
+        webhooks::get_endpoint,
+        webhooks::update_endpoint,
+        webhooks::delete_endpoint,
+        webhooks::rotate_secret,
+        webhooks::list_deliveries,
+        webhooks::get_delivery,
+        webhooks::redeliver,
         rate_limit::get_rate_limit
     ),
     components(schemas(
@@ -63,11 +77,24 @@ use crate::sunset::SUNSET;
         ErrorObject,
         RateLimitStatus,
         WindowStatus,
-        Plan
+        Plan,
+        WebhookEndpoint,
+        IssuedEndpoint,
+        NewEndpoint,
+        EndpointChanges,
+        RotateSecretRequest,
+        EventType,
+        Delivery,
+        DeliveryState,
+        DeliveryRecord,
+        Attempt
     )),
     tags(
         (name = "pets", description = "The catalogue of animals."),
         (name = "store", description = "The store-orders area (experimental)."),
+        (name = "webhooks", description = "Events pushed to your endpoints, signed (Standard \
+            Webhooks v1): `order.placed`, `order.approved`, `order.delivered`, \
+            `order.cancelled`, `pet.created` (experimental)."),
         (name = "rate limits", description = "Your standing against your plan's limits."),
     ),
     modifiers(&Conventions),
@@ -171,6 +198,7 @@ impl Modify for Conventions {
                 &mut item.get,
                 &mut item.post,
                 &mut item.put,
+                &mut item.patch,
                 &mut item.delete,
             ];
             for operation in operations.into_iter().flatten() {
@@ -245,12 +273,16 @@ const SHARED_HEADERS: [(&str, bool, &str); 7] = [
 ];
 
 /// The operations whose `200` is tagged and whose `GET` may be conditional.
-const CONDITIONAL: [&str; 5] = [
+const CONDITIONAL: [&str; 9] = [
     "listPets",
     "getPet",
     "listOrders",
     "getOrder",
     "getInventory",
+    "listWebhookEndpoints",
+    "getWebhookEndpoint",
+    "listWebhookDeliveries",
+    "getWebhookDelivery",
 ];
 
 /// The headers of a tagged representation (its `200` and `304`), under `components/headers`.

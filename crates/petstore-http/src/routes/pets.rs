@@ -112,6 +112,7 @@ pub async fn create_pet(
     IdempotencyHeader(key): IdempotencyHeader,
     JsonBytes(body): JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
+    let creator = Some(caller.key().id);
     idempotency::create(
         &state,
         &req,
@@ -121,7 +122,15 @@ pub async fn create_pet(
         &body,
         |completion| async {
             let draft = parse::<NewPet>(&body)?.validate_into()?;
-            create(&state, CreatePet { draft, completion }).await
+            create(
+                &state,
+                CreatePet {
+                    draft,
+                    completion,
+                    creator,
+                },
+            )
+            .await
         },
     )
     .await

@@ -283,6 +283,7 @@ async fn a_request_still_running_gets_409_and_an_abandoned_one_is_taken_over(app
             claim: abandoned,
             base: "https://api.example.com/v1".into(),
         }),
+        creator: None,
     };
     let lost = app
         .store

@@ -12,14 +12,19 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use petstore_domain::webhook::{
+    Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
+    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EventType, MAX_ENDPOINTS, NewEvent,
+    SigningSecret, WebhookEndpoint,
+};
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
     ApiKeySecret, Ban, Capacity, ClaimDecision, ClaimOutcome, CreatePet, IdempotencyClaim,
     IdempotencyRecord, IdempotencyRepository, IdempotentRequest, Inventory, KeyHash, KeyListQuery,
     KeyMatch, KeySpec, KeyUpdate, Order, OrderAction, OrderError, OrderListQuery, OrderRepository,
-    Page, Pet, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits, RecordState,
-    Scope, Storage, StorageError, StorageErrorKind, StoredResponse, async_trait, decide_claim,
-    lifecycle,
+    Page, PageRequest, Pet, PetListQuery, PetRepository, PetStatus, PlaceOrder, Plan, RateLimits,
+    RecordState, Scope, Storage, StorageError, StorageErrorKind, StoredResponse, WebhookRepository,
+    async_trait, decide_claim, lifecycle,
 };
 
 #[derive(Default)]
@@ -44,6 +49,11 @@ struct Data {
     idempotency: BTreeMap<(i64, String), Record>,
     tokens: i64,
     admin_tokens: BTreeMap<i64, (KeyHash, AdminToken)>,
+    webhook_endpoints: BTreeMap<i64, StoredEndpoint>,
+    deliveries: BTreeMap<i64, StoredDelivery>,
+    /// The last endpoint and delivery ids given (never reused, as `AUTOINCREMENT`).
+    endpoint_ids: i64,
+    delivery_ids: i64,
 }
 
 struct StoredKey {
@@ -57,6 +67,54 @@ struct Record {
     held: IdempotencyRecord,
     token: i64,
 }
+
+/// A webhook endpoint (its `previous_secret_expires_at` unused: see [`Self::view`]), its
+/// secrets, and when a delivery to it last succeeded.
+struct StoredEndpoint {
+    endpoint: WebhookEndpoint,
+    secret: SigningSecret,
+    /// The secret rotated out last, and until when it signs too.
+    previous: Option<(SigningSecret, i64)>,
+    last_success_at: Option<i64>,
+}
+
+impl StoredEndpoint {
+    /// The endpoint as the API shows it: the previous secret's expiry while it is ahead.
+    fn view(&self) -> WebhookEndpoint {
+        WebhookEndpoint {
+            previous_secret_expires_at: self
+                .previous
+                .as_ref()
+                .map(|(_, until)| *until)
+                .filter(|until| *until > now()),
+            ..self.endpoint.clone()
+        }
+    }
+
+    /// The secrets that sign at `now`: the current one, and the previous while its grace lasts.
+    fn secrets(&self, now: i64) -> Vec<SigningSecret> {
+        let previous = self.previous.as_ref().filter(|(_, until)| *until > now);
+        std::iter::once(&self.secret)
+            .chain(previous.map(|(secret, _)| secret))
+            .cloned()
+            .collect()
+    }
+}
+
+/// A delivery (its `next_attempt_at` set exactly while it is pending), with what the API does
+/// not show: its place in the schedule, its lease, when it ended, and its attempts (deleted
+/// with it).
+struct StoredDelivery {
+    delivery: Delivery,
+    tries: u32,
+    lease: i64,
+    lease_until: i64,
+    ended_at: Option<i64>,
+    attempts: Vec<Attempt>,
+}
+
+/// The most attempts a delivery's record shows (the latest), as the SQL store.
+const MAX_ATTEMPTS_SHOWN: usize = 100;
 
 impl MemoryStorage {
     fn data(&self) -> MutexGuard<'_, Data> {
@@ -79,6 +137,65 @@ impl MemoryStorage {
             chunk.copy_from_slice(&self.seed.hash_one((what, i)).to_le_bytes());
         }
         bytes
+    }
+
+    /// [`Self::random_bytes`] never given before: the counter makes each input unique.
+    fn fresh_bytes(&self, data: &mut Data, what: &str) -> [u8; 32] {
+        data.tokens += 1;
+        self.random_bytes((what, data.tokens))
+    }
+
+    /// Records `event` as the SQL outbox does: one pending delivery for each enabled endpoint
+    /// subscribed to its type that is its key's or the operators', all with one new event id.
+    fn record_event(&self, data: &mut Data, event: &NewEvent) {
+        let bytes = self.fresh_bytes(data, "event");
+        let mut event_id = String::from("msg_");
+        for byte in &bytes[..16] {
+            event_id.push_str(&format!("{byte:02x}"));
+        }
+        let now = now();
+        let endpoints: Vec<i64> = data
+            .webhook_endpoints
+            .values()
+            .map(|stored| &stored.endpoint)
+            .filter(|endpoint| endpoint.enabled && endpoint.events.contains(event.kind))
+            .filter(|endpoint| {
+                endpoint
+                    .owner
+                    .key()
+                    .is_none_or(|key| event.owner == Some(key))
+            })
+            .map(|endpoint| endpoint.id)
+            .collect();
+        for endpoint_id in endpoints {
+            data.delivery_ids += 1;
+            let id = data.delivery_ids;
+            let delivery = Delivery {
+                id,
+                event_id: event_id.clone(),
+                event_type: event.kind,
+                endpoint_id,
+                state: DeliveryState::Pending,
+                attempts: 0,
+                next_attempt_at: Some(now),
+                last_status: None,
+                last_latency_ms: None,
+                last_error: None,
+                created_at: now,
+                body: event.body.clone(),
+            };
+            data.deliveries.insert(
+                id,
+                StoredDelivery {
+                    delivery,
+                    tries: 0,
+                    lease: 0,
+                    lease_until: 0,
+                    ended_at: None,
+                    attempts: Vec::new(),
+                },
+            );
+        }
     }
 
     /// How many times a key has been looked up (`find_active_key`) so far.
@@ -139,6 +256,8 @@ impl PetRepository for MemoryStorage {
             ));
         }
         data.pets.insert(id, pet.clone());
+        let event = NewEvent::now(EventType::PetCreated, create.creator, &pet);
+        self.record_event(&mut data, &event);
         Ok(pet)
     }
 
@@ -197,6 +316,8 @@ impl OrderRepository for MemoryStorage {
             pet.status = pet_after;
         }
         data.orders.insert(id, placed.clone());
+        let event = NewEvent::now(EventType::OrderPlaced, placed.owner, &placed);
+        self.record_event(&mut data, &event);
         Ok(placed)
     }
 
@@ -226,6 +347,13 @@ impl OrderRepository for MemoryStorage {
         }
         let changed = Order { status, ..order };
         data.orders.insert(id, changed.clone());
+        let kind = match action {
+            OrderAction::Place => EventType::OrderPlaced,
+            OrderAction::Approve => EventType::OrderApproved,
+            OrderAction::Deliver => EventType::OrderDelivered,
+            OrderAction::Cancel => EventType::OrderCancelled,
+        };
+        self.record_event(&mut data, &NewEvent::now(kind, changed.owner, &changed));
         Ok(changed)
     }
 
@@ -576,6 +704,394 @@ impl MemoryStorage {
             }
             None => false,
         }
+    }
+}
+
+impl Data {
+    /// Endpoint `id`, if `owner`'s.
+    fn endpoint(&self, id: i64, owner: EndpointOwner) -> Option<&StoredEndpoint> {
+        self.webhook_endpoints
+            .get(&id)
+            .filter(|stored| stored.endpoint.owner == owner)
+    }
+
+    fn endpoint_mut(&mut self, id: i64, owner: EndpointOwner) -> Option<&mut StoredEndpoint> {
+        self.webhook_endpoints
+            .get_mut(&id)
+            .filter(|stored| stored.endpoint.owner == owner)
+    }
+
+    /// Delivery `delivery` of endpoint `endpoint`, if the endpoint is `owner`'s.
+    fn delivery_mut(
+        &mut self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+    ) -> Option<&mut StoredDelivery> {
+        let owned = self.endpoint(endpoint, owner).is_some();
+        self.deliveries
+            .get_mut(&delivery)
+            .filter(|stored| owned && stored.delivery.endpoint_id == endpoint)
+    }
+
+    /// Ends endpoint `id`'s pending deliveries as failed, with `why`.
+    fn fail_pending(&mut self, id: i64, why: &str) {
+        let now = now();
+        for stored in self.deliveries.values_mut().filter(|stored| {
+            stored.delivery.endpoint_id == id && stored.delivery.state == DeliveryState::Pending
+        }) {
+            stored.delivery.state = DeliveryState::Failed;
+            stored.delivery.next_attempt_at = None;
+            stored.delivery.last_error = Some(why.to_owned());
+            stored.lease_until = 0;
+            stored.ended_at = Some(now);
+        }
+    }
+
+    /// Turns endpoint `id` off, with `why`, and fails its pending deliveries.
+    fn disable(&mut self, id: i64, why: &str) {
+        if let Some(stored) = self.webhook_endpoints.get_mut(&id) {
+            stored.endpoint.enabled = false;
+            stored.endpoint.disabled_reason = Some(why.to_owned());
+        }
+        self.fail_pending(id, &format!("the endpoint was turned off: {why}"));
+    }
+}
+
+#[async_trait]
+impl WebhookRepository for MemoryStorage {
+    async fn create_webhook_endpoint(
+        &self,
+        owner: EndpointOwner,
+        spec: &EndpointSpec,
+    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+        let mut data = self.data();
+        let existing = data
+            .webhook_endpoints
+            .values()
+            .filter(|stored| stored.endpoint.owner == owner)
+            .count();
+        if existing >= MAX_ENDPOINTS {
+            return Ok(None);
+        }
+        let secret = SigningSecret::from_random_bytes(self.fresh_bytes(&mut data, "webhook"));
+        data.endpoint_ids += 1;
+        let id = data.endpoint_ids;
+        let endpoint = WebhookEndpoint {
+            id,
+            url: spec.url.as_str().to_owned(),
+            events: spec.events,
+            description: spec.description.clone(),
+            enabled: true,
+            disabled_reason: None,
+            previous_secret_expires_at: None,
+            created_at: now(),
+            owner,
+        };
+        let stored = StoredEndpoint {
+            endpoint: endpoint.clone(),
+            secret: secret.clone(),
+            previous: None,
+            last_success_at: None,
+        };
+        data.webhook_endpoints.insert(id, stored);
+        Ok(Some((endpoint, secret)))
+    }
+
+    async fn list_webhook_endpoints(
+        &self,
+        owner: EndpointOwner,
+    ) -> Result<Vec<WebhookEndpoint>, StorageError> {
+        Ok(self
+            .data()
+            .webhook_endpoints
+            .values()
+            .filter(|stored| stored.endpoint.owner == owner)
+            .map(StoredEndpoint::view)
+            .collect())
+    }
+
+    async fn find_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+    ) -> Result<Option<WebhookEndpoint>, StorageError> {
+        Ok(self.data().endpoint(id, owner).map(StoredEndpoint::view))
+    }
+
+    async fn update_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+        update: &EndpointUpdate,
+    ) -> Result<Option<WebhookEndpoint>, StorageError> {
+        let mut data = self.data();
+        let Some(stored) = data.endpoint_mut(id, owner) else {
+            return Ok(None);
+        };
+        let endpoint = &mut stored.endpoint;
+        if let Some(url) = &update.url {
+            endpoint.url = url.as_str().to_owned();
+        }
+        if let Some(events) = update.events {
+            endpoint.events = events;
+        }
+        if let Some(description) = &update.description {
+            endpoint.description.clone_from(description);
+        }
+        let turned_off = match update.enabled {
+            Some(true) if !endpoint.enabled => {
+                endpoint.enabled = true;
+                endpoint.disabled_reason = None;
+                false
+            }
+            Some(false) if endpoint.enabled => {
+                endpoint.enabled = false;
+                endpoint.disabled_reason = Some("turned off by its owner".to_owned());
+                true
+            }
+            _ => false,
+        };
+        let updated = stored.view();
+        if turned_off {
+            data.fail_pending(id, "the endpoint was turned off");
+        }
+        Ok(Some(updated))
+    }
+
+    async fn delete_webhook_endpoint(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+    ) -> Result<bool, StorageError> {
+        let mut data = self.data();
+        if data.endpoint(id, owner).is_none() {
+            return Ok(false);
+        }
+        data.webhook_endpoints.remove(&id);
+        data.deliveries
+            .retain(|_, stored| stored.delivery.endpoint_id != id);
+        Ok(true)
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        id: i64,
+        owner: EndpointOwner,
+        grace_until: i64,
+    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+        let mut data = self.data();
+        let secret = SigningSecret::from_random_bytes(self.fresh_bytes(&mut data, "webhook"));
+        let Some(stored) = data.endpoint_mut(id, owner) else {
+            return Ok(None);
+        };
+        let previous = std::mem::replace(&mut stored.secret, secret.clone());
+        stored.previous = Some((previous, grace_until));
+        Ok(Some((stored.view(), secret)))
+    }
+
+    async fn list_webhook_deliveries(
+        &self,
+        endpoint: i64,
+        owner: EndpointOwner,
+        page: PageRequest,
+    ) -> Result<Option<Page<Delivery>>, StorageError> {
+        let data = self.data();
+        if data.endpoint(endpoint, owner).is_none() {
+            return Ok(None);
+        }
+        // Newest first: `after` is the oldest id of the page before.
+        let rows: Vec<Delivery> = data
+            .deliveries
+            .range(..page.after.unwrap_or(i64::MAX))
+            .rev()
+            .map(|(_, stored)| &stored.delivery)
+            .filter(|delivery| delivery.endpoint_id == endpoint)
+            .take(page.limit.get() as usize + 1)
+            .cloned()
+            .collect();
+        Ok(Some(Page::from_overfetch(rows, page.limit, |delivery| {
+            delivery.id
+        })))
+    }
+
+    async fn find_webhook_delivery(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+    ) -> Result<Option<(Delivery, Vec<Attempt>)>, StorageError> {
+        let data = self.data();
+        if data.endpoint(endpoint, owner).is_none() {
+            return Ok(None);
+        }
+        Ok(data
+            .deliveries
+            .get(&delivery)
+            .filter(|stored| stored.delivery.endpoint_id == endpoint)
+            .map(|stored| {
+                let shown = stored.attempts.len().saturating_sub(MAX_ATTEMPTS_SHOWN);
+                (stored.delivery.clone(), stored.attempts[shown..].to_vec())
+            }))
+    }
+
+    async fn redeliver_webhook(
+        &self,
+        endpoint: i64,
+        delivery: i64,
+        owner: EndpointOwner,
+        now: i64,
+    ) -> Result<Option<Delivery>, StorageError> {
+        let mut data = self.data();
+        let Some(stored) = data.delivery_mut(endpoint, delivery, owner) else {
+            return Ok(None);
+        };
+        stored.delivery.state = DeliveryState::Pending;
+        stored.delivery.next_attempt_at = Some(now);
+        stored.tries = 0;
+        stored.lease = 0;
+        stored.lease_until = 0;
+        stored.ended_at = None;
+        Ok(Some(stored.delivery.clone()))
+    }
+
+    async fn claim_webhook_deliveries(
+        &self,
+        claim: &DeliveryClaim,
+    ) -> Result<Vec<DueDelivery>, StorageError> {
+        let mut data = self.data();
+        let Data {
+            webhook_endpoints,
+            deliveries,
+            ..
+        } = &mut *data;
+        let mut due: Vec<(&mut StoredDelivery, &StoredEndpoint)> = deliveries
+            .values_mut()
+            .filter(|stored| {
+                stored.delivery.state == DeliveryState::Pending
+                    && stored
+                        .delivery
+                        .next_attempt_at
+                        .is_some_and(|at| at <= claim.now)
+                    && stored.lease_until <= claim.now
+                    && !claim.skip_endpoints.contains(&stored.delivery.endpoint_id)
+            })
+            .filter_map(|stored| {
+                let endpoint = webhook_endpoints
+                    .get(&stored.delivery.endpoint_id)
+                    .filter(|endpoint| endpoint.endpoint.enabled)?;
+                Some((stored, endpoint))
+            })
+            .collect();
+        // Oldest first (a stable sort: ties in id order).
+        due.sort_by_key(|(stored, _)| stored.delivery.next_attempt_at);
+        due.truncate(claim.limit as usize);
+        Ok(due
+            .into_iter()
+            .map(|(stored, endpoint)| {
+                stored.lease = claim.token;
+                stored.lease_until = claim.lease_until;
+                let delivery = &stored.delivery;
+                DueDelivery {
+                    id: delivery.id,
+                    event_id: delivery.event_id.clone(),
+                    event_type: delivery.event_type,
+                    body: delivery.body.clone(),
+                    endpoint_id: delivery.endpoint_id,
+                    url: endpoint.endpoint.url.clone(),
+                    secrets: endpoint.secrets(claim.now),
+                    tries: stored.tries,
+                    lease: claim.token,
+                }
+            })
+            .collect())
+    }
+
+    async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError> {
+        let mut data = self.data();
+        let Some(stored) = data.deliveries.get_mut(&record.delivery).filter(|stored| {
+            stored.lease != 0
+                && stored.lease == record.lease
+                && stored.delivery.state == DeliveryState::Pending
+        }) else {
+            return Ok(false);
+        };
+        let (state, next_attempt_at, ended_at) = match record.result {
+            AttemptResult::Delivered => (DeliveryState::Delivered, None, Some(record.attempted_at)),
+            AttemptResult::RetryAt(at) => (DeliveryState::Pending, Some(at), None),
+            AttemptResult::GaveUp | AttemptResult::Gone => {
+                (DeliveryState::Failed, None, Some(record.attempted_at))
+            }
+        };
+        let delivery = &mut stored.delivery;
+        delivery.state = state;
+        delivery.attempts += 1;
+        delivery.next_attempt_at = next_attempt_at;
+        delivery.last_status = record.status;
+        delivery.last_latency_ms = Some(record.latency_ms);
+        delivery.last_error.clone_from(&record.error);
+        let (endpoint, created_at) = (delivery.endpoint_id, delivery.created_at);
+        stored.tries += 1;
+        stored.lease = 0;
+        stored.lease_until = 0;
+        stored.ended_at = ended_at;
+        stored.attempts.push(Attempt {
+            attempted_at: record.attempted_at,
+            status: record.status,
+            latency_ms: record.latency_ms,
+            error: record.error.clone(),
+        });
+        match record.result {
+            AttemptResult::Delivered => {
+                if let Some(stored) = data.webhook_endpoints.get_mut(&endpoint) {
+                    stored.last_success_at = Some(record.attempted_at);
+                }
+            }
+            AttemptResult::Gone => data.disable(endpoint, "it answered 410 Gone"),
+            AttemptResult::GaveUp => {
+                // Failing throughout: nothing delivered to it since this delivery's event.
+                let failing = data
+                    .webhook_endpoints
+                    .get(&endpoint)
+                    .is_some_and(|stored| stored.last_success_at.is_none_or(|at| at < created_at));
+                if failing {
+                    let last = match (&record.error, record.status) {
+                        (Some(error), _) => error.clone(),
+                        (None, Some(status)) => format!("HTTP {status}"),
+                        (None, None) => "no answer".to_owned(),
+                    };
+                    let why = format!(
+                        "every delivery failed for the whole retry schedule (the last: {last})"
+                    );
+                    data.disable(endpoint, &why);
+                }
+            }
+            AttemptResult::RetryAt(_) => {}
+        }
+        Ok(true)
+    }
+
+    async fn webhook_backlog(&self) -> Result<Backlog, StorageError> {
+        let data = self.data();
+        let pending: Vec<i64> = data
+            .deliveries
+            .values()
+            .map(|stored| &stored.delivery)
+            .filter(|delivery| delivery.state == DeliveryState::Pending)
+            .map(|delivery| delivery.created_at)
+            .collect();
+        Ok(Backlog {
+            pending: pending.len() as u64,
+            oldest_created_at: pending.iter().min().copied(),
+        })
+    }
+
+    async fn prune_webhook_deliveries(&self, before: i64) -> Result<u64, StorageError> {
+        let mut data = self.data();
+        let count = data.deliveries.len();
+        data.deliveries
+            .retain(|_, stored| stored.ended_at.is_none_or(|at| at >= before));
+        Ok((count - data.deliveries.len()) as u64)
     }
 }
 

@@ -115,6 +115,10 @@ fn the_document_describes_every_operation_completely() {
         "listOrders",
         "getOrder",
         "getInventory",
+        "listWebhookEndpoints",
+        "getWebhookEndpoint",
+        "listWebhookDeliveries",
+        "getWebhookDelivery",
     ];
     for (path, item) in doc["paths"].as_object().expect("paths") {
         // The methods the path does not serve: `405`, said on the path.
@@ -226,13 +230,22 @@ fn the_document_describes_every_operation_completely() {
     let expected = [
         "cancelOrder",
         "createPet",
+        "createWebhookEndpoint",
+        "deleteWebhookEndpoint",
         "getInventory",
         "getOrder",
         "getPet",
         "getRateLimit",
+        "getWebhookDelivery",
+        "getWebhookEndpoint",
         "listOrders",
         "listPets",
+        "listWebhookDeliveries",
+        "listWebhookEndpoints",
         "placeOrder",
+        "redeliverWebhook",
+        "rotateWebhookSecret",
+        "updateWebhookEndpoint",
     ];
     assert_eq!(ids.iter().map(String::as_str).collect::<Vec<_>>(), expected);
     let not_allowed = &doc["components"]["responses"]["MethodNotAllowed"];
@@ -316,6 +329,12 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
             "/store/inventory",
             "/store/orders",
             "/store/orders/{orderId}",
+            "/webhook_endpoints",
+            "/webhook_endpoints/{endpointId}",
+            "/webhook_endpoints/{endpointId}/deliveries",
+            "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
+            "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver",
+            "/webhook_endpoints/{endpointId}/rotate_secret",
         ],
         "every resource of the route table, documented"
     );
@@ -325,7 +344,10 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
     for (path, item) in paths {
         let uri = format!(
             "/v1{}",
-            path.replace("{petId}", "1").replace("{orderId}", "1")
+            path.replace("{petId}", "1")
+                .replace("{orderId}", "1")
+                .replace("{endpointId}", "1")
+                .replace("{deliveryId}", "1")
         );
         let mut documented: BTreeSet<String> = item
             .as_object()

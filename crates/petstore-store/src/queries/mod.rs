@@ -8,6 +8,7 @@ pub(crate) mod idempotency;
 pub(crate) mod keys;
 pub(crate) mod orders;
 pub(crate) mod pets;
+pub(crate) mod webhooks;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

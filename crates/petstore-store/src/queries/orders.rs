@@ -1,7 +1,8 @@
 //! Store orders. Every action reads the order and its pet, applies the domain's [`lifecycle`]
 //! and writes both, in one transaction that holds them: SQLite's `BEGIN IMMEDIATE` (the write
 //! lock from the start, so concurrent writers queue on it instead of failing to upgrade a read),
-//! PostgreSQL's `SELECT ... FOR UPDATE` of both rows.
+//! PostgreSQL's `SELECT ... FOR UPDATE` of both rows. Each change records its event
+//! (`order.placed`, `order.approved`, ...) in the same transaction (`webhooks::record`).
 //!
 //! An action's outcome is `Ok(Err(refusal))` when the rules refuse it (nothing written, the
 //! client told why) and `Err` when the store failed.
@@ -11,6 +12,8 @@ use petstore_domain::{
     Inventory, Order, OrderAction, OrderError, OrderListQuery, OrderStatus, Page, PetStatus,
     PlaceOrder, StoredResponse, lifecycle,
 };
+
+use petstore_domain::webhook::{EventType, NewEvent};
 
 use super::pets::UnknownStatus;
 use super::{Result, columns, overfetch, unix_now};
@@ -124,6 +127,8 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
     let row: OrderRow = run_returning!(conn, get_result, insert.returning(columns::<OrderRow>()),
         mysql(c) => mysql_inserted!(c, insert, orders::table, OrderRow))?;
     let placed = Order::try_from(row)?;
+    let event = NewEvent::now(EventType::OrderPlaced, placed.owner, &placed);
+    super::webhooks::record(conn, &event).await?;
     if let Some(completion) = &order.completion {
         let response = StoredResponse::created(&placed, &completion.base);
         if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
@@ -159,7 +164,15 @@ async fn change_in(
     if pet_after != pet {
         set_pet_status(conn, order.pet_id, pet_after).await?;
     }
-    Ok(Order { status, ..order })
+    let changed = Order { status, ..order };
+    let kind = match action {
+        OrderAction::Place => EventType::OrderPlaced,
+        OrderAction::Approve => EventType::OrderApproved,
+        OrderAction::Deliver => EventType::OrderDelivered,
+        OrderAction::Cancel => EventType::OrderCancelled,
+    };
+    super::webhooks::record(conn, &NewEvent::now(kind, changed.owner, &changed)).await?;
+    Ok(changed)
 }
 
 /// Ends a transaction that `body` ran in, and sorts its outcome: a refusal comes back as the

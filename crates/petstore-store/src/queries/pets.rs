@@ -9,6 +9,7 @@ use diesel::result::Error as DieselError;
 use diesel::sql_types::{BigInt, Text};
 #[cfg(feature = "sqlite")]
 use diesel::sqlite::{Sqlite, SqliteValue};
+use petstore_domain::webhook::{EventType, NewEvent};
 use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus, StoredResponse};
 
 use super::{Result, columns, overfetch, unix_now};
@@ -135,10 +136,13 @@ fn read_error(error: DieselError) -> StoreError {
     }
 }
 
-/// Inserts `pet` and, when it carries an idempotency completion, completes the claim with the
-/// pet's response: both or neither (the caller runs this in a transaction or savepoint).
+/// Inserts `pet`, records its `pet.created` event (`webhooks::record`) and, when it carries an
+/// idempotency completion, completes the claim with the pet's response: all or nothing (the
+/// caller runs this in a transaction or savepoint).
 pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Result<Pet> {
     let created = insert_pet(&mut conn, &pet.draft).await?;
+    let event = NewEvent::now(EventType::PetCreated, pet.creator, &created);
+    super::webhooks::record(&mut conn, &event).await?;
     if let Some(completion) = &pet.completion {
         let response = StoredResponse::created(&created, &completion.base);
         if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
@@ -148,13 +152,10 @@ pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Re
     Ok(created)
 }
 
-/// Creates `pet` on its own: in a transaction when it completes an idempotency claim. (SQLite's
-/// writer creates pets in batches, its own way.)
+/// Creates `pet` on its own, in a transaction with its event (and its idempotency claim's
+/// completion). (SQLite's writer creates pets in batches, its own way.)
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet> {
-    if pet.completion.is_none() {
-        return insert_pet(&mut conn, &pet.draft).await;
-    }
     conn.begin().await?;
     let created = insert_completing(conn.reborrow(), &pet).await;
     conn.finish(created).await

@@ -38,13 +38,14 @@ fn create(base: &str, key: &str, idempotency: Option<&str>) -> (u16, Option<Stri
     (response.status().as_u16(), retry_after, body)
 }
 
-/// Sessions of `server` whose insert waits for a standby to confirm its commit.
+/// Sessions of `server` whose insert (a pet's transaction's `COMMIT`) waits for a standby to
+/// confirm its commit.
 fn inserts_waiting_for_a_standby(server: &PostgresServer) -> usize {
     RawPostgres::connect(&server.url("127.0.0.1", ""))
         .and_then(|watcher| {
             watcher.count(
                 "SELECT count(*) FROM pg_stat_activity \
-                 WHERE wait_event = 'SyncRep' AND query LIKE 'INSERT%'",
+                 WHERE wait_event = 'SyncRep' AND (query LIKE 'INSERT%' OR query = 'COMMIT')",
             )
         })
         .expect("read pg_stat_activity")

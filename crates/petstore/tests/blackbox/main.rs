@@ -22,3 +22,4 @@ mod shutdown;
 mod standards;
 mod store_area;
 mod telemetry;
+mod webhooks;

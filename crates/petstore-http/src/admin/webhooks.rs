@@ -1,0 +1,319 @@
+//! `/admin/v1/webhook_endpoints`: the operators' webhook endpoints, which receive every event
+//! (every key's orders and pets). The same operations as a key's own endpoints
+//! ([`crate::webhooks`]), each change written to the audit log.
+
+use actix_web::{HttpRequest, HttpResponse, web};
+use petstore_domain::PageRequest;
+use petstore_domain::webhook::{
+    Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, IssuedEndpoint, NewEndpoint,
+    WebhookEndpoint,
+};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::token::Admin;
+use super::{ADMIN_BASE, AUDIT_LOG};
+use crate::error::responses::{AdminUnauthorized, DeliveryById, EndpointBodyErrors, EndpointById};
+use crate::error::{ApiError, ErrorObject};
+use crate::extract::{DeliveryId, EndpointId, JsonBody, NoQuery, Query};
+use crate::routes::webhooks::{self, RotateSecretRequest};
+use crate::state::AppState;
+
+const OPERATORS: EndpointOwner = EndpointOwner::Operator;
+
+/// A page of deliveries.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryPage {
+    /// The deliveries, newest first.
+    deliveries: Vec<Delivery>,
+    /// The cursor of the next (older) page (`after`), or `null` on the last page.
+    next_after: Option<i64>,
+}
+
+/// One audit line: who (the admin token), what, which endpoint.
+fn audit(admin: &Admin, action: &'static str, endpoint: i64, detail: &str) {
+    tracing::info!(
+        target: AUDIT_LOG,
+        admin_token_id = admin.0.id,
+        admin_token_label = %admin.0.label,
+        action,
+        webhook_endpoint_id = endpoint,
+        "admin token {} ({}) {action} webhook endpoint {endpoint}{detail}",
+        admin.0.id,
+        admin.0.label,
+    );
+}
+
+/// `listOperatorWebhookEndpoints`.
+#[utoipa::path(
+    get,
+    path = "/webhook_endpoints",
+    operation_id = "listOperatorWebhookEndpoints",
+    tag = "webhooks",
+    summary = "List the operators' webhook endpoints",
+    description = "They receive every event of every key (at most 20 endpoints).",
+    responses(
+        (status = 200, description = "The endpoints.", body = Vec<WebhookEndpoint>),
+        AdminUnauthorized,
+    ),
+)]
+pub async fn list_endpoints(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    _admin: Admin,
+    _: NoQuery,
+) -> Result<HttpResponse, ApiError> {
+    webhooks::list(&state, &req, OPERATORS).await
+}
+
+/// `createOperatorWebhookEndpoint`.
+#[utoipa::path(
+    post,
+    path = "/webhook_endpoints",
+    operation_id = "createOperatorWebhookEndpoint",
+    tag = "webhooks",
+    summary = "Register an endpoint that receives every event",
+    description = "As a key's own endpoint, but it receives the events of every key. The \
+        secret is in this answer only.",
+    request_body(content = NewEndpoint, content_type = "application/json"),
+    responses(
+        (status = 201, description = "The endpoint, with its signing secret.",
+            body = IssuedEndpoint,
+            headers(("Location" = String, description = "The endpoint's address."))),
+        (status = 409, description = "`webhook_endpoint_limit_reached`.", body = ErrorObject),
+        EndpointBodyErrors,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn create_endpoint(
+    state: web::Data<AppState>,
+    admin: Admin,
+    _: NoQuery,
+    JsonBody(body): JsonBody<NewEndpoint>,
+) -> Result<HttpResponse, ApiError> {
+    let collection = format!("{ADMIN_BASE}/webhook_endpoints");
+    let (endpoint, response) = webhooks::create(&state, &collection, OPERATORS, body).await?;
+    audit(
+        &admin,
+        "created",
+        endpoint.id,
+        &format!(" for {}", endpoint.url),
+    );
+    Ok(response)
+}
+
+/// `getOperatorWebhookEndpoint`.
+#[utoipa::path(
+    get,
+    path = "/webhook_endpoints/{endpointId}",
+    operation_id = "getOperatorWebhookEndpoint",
+    tag = "webhooks",
+    summary = "Get one of the operators' webhook endpoints",
+    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    responses(
+        (status = 200, description = "The endpoint.", body = WebhookEndpoint),
+        EndpointById,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn get_endpoint(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    _admin: Admin,
+    EndpointId(id): EndpointId,
+    _: NoQuery,
+) -> Result<HttpResponse, ApiError> {
+    webhooks::get(&state, &req, OPERATORS, id).await
+}
+
+/// `updateOperatorWebhookEndpoint`.
+#[utoipa::path(
+    patch,
+    path = "/webhook_endpoints/{endpointId}",
+    operation_id = "updateOperatorWebhookEndpoint",
+    tag = "webhooks",
+    summary = "Change one of the operators' webhook endpoints",
+    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    request_body(content = EndpointChanges, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
+        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
+        EndpointBodyErrors,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn update_endpoint(
+    state: web::Data<AppState>,
+    admin: Admin,
+    EndpointId(id): EndpointId,
+    _: NoQuery,
+    JsonBody(body): JsonBody<EndpointChanges>,
+) -> Result<HttpResponse, ApiError> {
+    let (endpoint, response) = webhooks::update(&state, OPERATORS, id, body).await?;
+    let state_now = if endpoint.enabled {
+        "enabled"
+    } else {
+        "disabled"
+    };
+    audit(
+        &admin,
+        "updated",
+        id,
+        &format!(" ({state_now}, {})", endpoint.url),
+    );
+    Ok(response)
+}
+
+/// `deleteOperatorWebhookEndpoint`.
+#[utoipa::path(
+    delete,
+    path = "/webhook_endpoints/{endpointId}",
+    operation_id = "deleteOperatorWebhookEndpoint",
+    tag = "webhooks",
+    summary = "Delete one of the operators' webhook endpoints",
+    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    responses(
+        (status = 204, description = "Deleted, with its delivery log."),
+        EndpointById,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn delete_endpoint(
+    state: web::Data<AppState>,
+    admin: Admin,
+    EndpointId(id): EndpointId,
+    _: NoQuery,
+) -> Result<HttpResponse, ApiError> {
+    let response = webhooks::delete(&state, OPERATORS, id).await?;
+    audit(&admin, "deleted", id, "");
+    Ok(response)
+}
+
+/// `rotateOperatorWebhookSecret`.
+#[utoipa::path(
+    post,
+    path = "/webhook_endpoints/{endpointId}/rotate_secret",
+    operation_id = "rotateOperatorWebhookSecret",
+    tag = "webhooks",
+    summary = "Give one of the operators' webhook endpoints a new secret",
+    description = "Both secrets sign deliveries until the grace period ends.",
+    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    request_body(content = RotateSecretRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The endpoint, with its new secret.", body = IssuedEndpoint),
+        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
+        EndpointBodyErrors,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn rotate_secret(
+    state: web::Data<AppState>,
+    admin: Admin,
+    EndpointId(id): EndpointId,
+    _: NoQuery,
+    JsonBody(body): JsonBody<RotateSecretRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let (_, response) = webhooks::rotate(&state, OPERATORS, id, body).await?;
+    audit(&admin, "rotated the secret of", id, "");
+    Ok(response)
+}
+
+/// `listOperatorWebhookDeliveries`.
+#[utoipa::path(
+    get,
+    path = "/webhook_endpoints/{endpointId}/deliveries",
+    operation_id = "listOperatorWebhookDeliveries",
+    tag = "webhooks",
+    summary = "The delivery log of one of the operators' webhook endpoints",
+    description = "Newest first, paged with `limit` and `after` (older than that id).",
+    params(
+        ("endpointId" = i64, Path, description = "The endpoint's id."),
+        ("limit" = Option<u32>, Query, description = "How many at most: 1 to 100, default 20."),
+        ("after" = Option<i64>, Query, description = "Only deliveries older than this id (`nextAfter`)."),
+    ),
+    responses(
+        (status = 200, description = "A page of deliveries.", body = DeliveryPage),
+        (status = 400, description = "`invalid_path_parameter`, `invalid_query_parameter` or \
+            `unknown_query_parameter`.", body = ErrorObject),
+        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
+        AdminUnauthorized,
+    ),
+)]
+pub async fn list_deliveries(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    _admin: Admin,
+    EndpointId(id): EndpointId,
+    Query(page): Query<PageRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let deliveries = webhooks::deliveries(&state, OPERATORS, id, page).await?;
+    let page = DeliveryPage {
+        deliveries: deliveries.items,
+        next_after: deliveries.next_after,
+    };
+    webhooks::tagged_json(&req, HttpResponse::Ok(), &page)
+}
+
+/// `getOperatorWebhookDelivery`.
+#[utoipa::path(
+    get,
+    path = "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
+    operation_id = "getOperatorWebhookDelivery",
+    tag = "webhooks",
+    summary = "One delivery of one of the operators' webhook endpoints, with its attempts",
+    params(
+        ("endpointId" = i64, Path, description = "The endpoint's id."),
+        ("deliveryId" = i64, Path, description = "The delivery's id."),
+    ),
+    responses(
+        (status = 200, description = "The delivery and its attempts.", body = DeliveryRecord),
+        DeliveryById,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn get_delivery(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    _admin: Admin,
+    EndpointId(endpoint): EndpointId,
+    DeliveryId(delivery): DeliveryId,
+    _: NoQuery,
+) -> Result<HttpResponse, ApiError> {
+    webhooks::delivery_record(&state, &req, OPERATORS, endpoint, delivery).await
+}
+
+/// `redeliverOperatorWebhook`.
+#[utoipa::path(
+    post,
+    path = "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver",
+    operation_id = "redeliverOperatorWebhook",
+    tag = "webhooks",
+    summary = "Send a delivery of one of the operators' webhook endpoints again",
+    params(
+        ("endpointId" = i64, Path, description = "The endpoint's id."),
+        ("deliveryId" = i64, Path, description = "The delivery's id."),
+    ),
+    responses(
+        (status = 202, description = "The delivery, pending.", body = Delivery),
+        (status = 409, description = "`webhook_endpoint_disabled`.", body = ErrorObject),
+        DeliveryById,
+        AdminUnauthorized,
+    ),
+)]
+pub async fn redeliver(
+    state: web::Data<AppState>,
+    admin: Admin,
+    EndpointId(endpoint): EndpointId,
+    DeliveryId(delivery): DeliveryId,
+    _: NoQuery,
+) -> Result<HttpResponse, ApiError> {
+    let (_, response) = webhooks::send_again(&state, OPERATORS, endpoint, delivery).await?;
+    audit(
+        &admin,
+        "redelivered",
+        endpoint,
+        &format!(" (delivery {delivery})"),
+    );
+    Ok(response)
+}

@@ -1,0 +1,18 @@
+//! The Animal Store Service's webhook sender. Events are recorded by the storage in the
+//! transaction of the change that produces them (one delivery per subscribed endpoint); this
+//! crate sends them: [`Sender::run`] claims due deliveries under a lease (so that one instance
+//! at a time sends each), signs each as the Standard Webhooks specification (v1) says
+//! ([`sign`]), posts it with a timeout, never following a redirect and never to an address of
+//! the service's own networks ([`resolve`]), and records what happened: delivered, retried
+//! later on the schedule of `petstore_domain::webhook::retry_delay` (or after the receiver's
+//! `Retry-After`), given up on, or the endpoint gone (`410`).
+//!
+//! Modules depend one way: `sign`, `metric` and `resolve`, then `sender`.
+#![deny(missing_docs)]
+
+pub mod metric;
+pub mod resolve;
+pub mod sender;
+pub mod sign;
+
+pub use sender::{Sender, SenderConfig};

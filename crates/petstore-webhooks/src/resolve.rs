@@ -1,0 +1,81 @@
+//! Where a delivery may go: a resolver for the HTTP client that refuses addresses of the
+//! service's own networks ([`forbidden_address`]) unless allowed, so that the check holds for
+//! the address actually connected to (a name that resolved to a public address when the
+//! endpoint was registered may resolve elsewhere now), and [`check_url`] for what no resolver
+//! sees (a URL naming an address).
+
+use std::io;
+use std::net::SocketAddr;
+
+use petstore_domain::webhook::{EndpointUrl, UrlPolicy, forbidden_address};
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+
+/// Resolves with the system's resolver, keeping only the addresses `policy` allows; a name with
+/// none left fails to resolve, with the reason.
+#[derive(Debug, Clone, Copy)]
+pub struct GuardedResolver {
+    policy: UrlPolicy,
+}
+
+impl GuardedResolver {
+    /// A resolver applying `policy`.
+    pub fn new(policy: UrlPolicy) -> Self {
+        Self { policy }
+    }
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy;
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let found: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed = allowed_addresses(&found, policy);
+            if allowed.is_empty() {
+                let error = io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{host} resolves only to addresses deliveries may not go to"),
+                );
+                return Err(error.into());
+            }
+            let addrs: Addrs = Box::new(allowed.into_iter());
+            Ok(addrs)
+        })
+    }
+}
+
+/// The addresses of `found` that `policy` allows.
+pub fn allowed_addresses(found: &[SocketAddr], policy: UrlPolicy) -> Vec<SocketAddr> {
+    found
+        .iter()
+        .copied()
+        .filter(|addr| policy.allow_private || !forbidden_address(addr.ip()))
+        .collect()
+}
+
+/// Checks a stored URL again before it is sent to (the policy may have changed since it was
+/// registered, and an address in the URL is never resolved).
+pub fn check_url(url: &str, policy: UrlPolicy) -> Result<EndpointUrl, String> {
+    EndpointUrl::parse(url, policy).map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_allowed_addresses_are_kept() {
+        let found: Vec<SocketAddr> = ["127.0.0.1:0", "93.184.216.34:0", "[fd00::1]:0"]
+            .iter()
+            .map(|text| text.parse().expect("address"))
+            .collect();
+        let strict = UrlPolicy::default();
+        assert_eq!(allowed_addresses(&found, strict), vec![found[1]]);
+        let lax = UrlPolicy {
+            allow_private: true,
+            ..strict
+        };
+        assert_eq!(allowed_addresses(&found, lax), found);
+    }
+}

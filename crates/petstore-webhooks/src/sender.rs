@@ -1,0 +1,532 @@
+//! [`Sender`]: the loop that sends due deliveries, on any number of instances at once.
+//!
+//! It claims only as many deliveries as it has free slots ([`SenderConfig::concurrency`]), each
+//! leased for twice the attempt's timeout and a margin, and sends each at once on a task of its
+//! own; memory and connections are bounded by the slots whatever the number of endpoints or
+//! the size of the backlog. A delivery whose sender stops midway (the process killed) is
+//! claimed again by any sender once its lease has run out.
+
+use std::collections::HashMap;
+use std::error::Error;
+use std::future::Future;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use petstore_domain::Storage;
+use petstore_domain::webhook::{
+    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, UrlPolicy, retry_delay,
+};
+use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+
+use crate::metric;
+use crate::resolve::{GuardedResolver, check_url};
+use crate::sign::signature_header;
+
+/// How the sender works.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SenderConfig {
+    /// Where deliveries may go.
+    pub policy: UrlPolicy,
+    /// How long an attempt may take, connection included (15 s by default): no answer in time
+    /// is a failure.
+    pub timeout: Duration,
+    /// Most deliveries sent at once by this instance.
+    pub concurrency: usize,
+    /// How often to look for due deliveries when none was found.
+    pub poll: Duration,
+    /// How long ended deliveries stay in the log before they are pruned.
+    pub retention: Duration,
+}
+
+impl Default for SenderConfig {
+    /// 15 s per attempt, 16 at once, a look every second, a log of 30 days.
+    fn default() -> Self {
+        Self {
+            policy: UrlPolicy::default(),
+            timeout: Duration::from_secs(15),
+            concurrency: 16,
+            poll: Duration::from_secs(1),
+            retention: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+impl SenderConfig {
+    /// How long a claimed delivery is held: twice the attempt's timeout and five seconds, so
+    /// that a live sender records its attempt well before another may claim it.
+    pub fn lease(&self) -> Duration {
+        self.timeout * 2 + Duration::from_secs(5)
+    }
+}
+
+/// Most attempts under way to one endpoint that a claim may add to (a claim takes at most
+/// this many deliveries too): an endpoint that is slow or down holds at most about twice this
+/// many of the instance's slots, never all of them.
+const PER_ENDPOINT: usize = 4;
+/// How long an endpoint that did not answer (no connection, no answer in time) rests: its
+/// deliveries are not claimed by this instance meanwhile (each keeps its own schedule; the
+/// first retry comes after about as long).
+const REST_AFTER_NO_ANSWER: Duration = Duration::from_secs(5);
+/// The longest an endpoint rests for a `429`'s or `503`'s `Retry-After` (its deliveries each
+/// wait the whole `Retry-After`).
+const MAX_REST: Duration = Duration::from_secs(60);
+/// The most endpoints a claim is told to skip.
+const MAX_SKIPPED: usize = 1000;
+
+/// How often the backlog's gauges are read.
+const BACKLOG_EVERY: Duration = Duration::from_secs(10);
+/// How often ended deliveries past their retention are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// The longest `Retry-After` honoured (a day): longer waits are cut to it.
+const MAX_RETRY_AFTER: u64 = 24 * 3600;
+/// The most of an error's text kept in the log.
+const MAX_ERROR_TEXT: usize = 500;
+
+/// Sends the deliveries the storage holds (see the module's documentation).
+#[derive(Clone)]
+pub struct Sender {
+    storage: Arc<dyn Storage>,
+    client: reqwest::Client,
+    config: SenderConfig,
+    slots: Arc<Semaphore>,
+    endpoints: Arc<Mutex<HashMap<i64, EndpointState>>>,
+    /// Told when an attempt ends: a claim that skipped its endpoint may take more now.
+    ended: Arc<Notify>,
+}
+
+/// What this instance knows of an endpoint: its attempts under way, and until when it rests.
+#[derive(Debug, Default)]
+struct EndpointState {
+    under_way: usize,
+    rest_until: Option<Instant>,
+}
+
+impl Sender {
+    /// A sender over `storage`. Its HTTP client never follows a redirect, uses no proxy (one
+    /// would connect where the resolver cannot see), and connects only to addresses the policy
+    /// allows.
+    pub fn new(storage: Arc<dyn Storage>, config: SenderConfig) -> Result<Self, reqwest::Error> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout.min(Duration::from_secs(10)))
+            .dns_resolver(Arc::new(GuardedResolver::new(config.policy)))
+            .user_agent(concat!("petstore-webhooks/", env!("CARGO_PKG_VERSION")))
+            .pool_idle_timeout(Duration::from_secs(30))
+            .build()?;
+        Ok(Self {
+            storage,
+            client,
+            slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
+            config,
+            endpoints: Arc::default(),
+            ended: Arc::default(),
+        })
+    }
+
+    /// Sends until `stop` resolves, then waits (up to the attempt's timeout) for the attempts
+    /// under way to be recorded. Must run inside a tokio runtime; each attempt runs on a task
+    /// of its own.
+    pub async fn run(self, stop: impl Future<Output = ()>) {
+        tokio::pin!(stop);
+        let pruner = self.clone();
+        let pruning = tokio::spawn(async move {
+            loop {
+                pruner.prune().await;
+                tokio::time::sleep(PRUNE_EVERY).await;
+            }
+        });
+        let mut backlog_at = Instant::now();
+        loop {
+            if backlog_at <= Instant::now() {
+                self.record_backlog().await;
+                backlog_at = Instant::now() + BACKLOG_EVERY;
+            }
+            let claimed = tokio::select! {
+                () = &mut stop => break,
+                claimed = self.round() => claimed,
+            };
+            if !claimed {
+                tokio::select! {
+                    () = &mut stop => break,
+                    () = tokio::time::sleep(self.config.poll) => {}
+                    () = self.ended.notified() => {}
+                }
+            }
+        }
+        pruning.abort();
+        let all = u32::try_from(self.config.concurrency.max(1)).unwrap_or(u32::MAX);
+        let finished = tokio::time::timeout(self.config.timeout, self.slots.acquire_many(all));
+        if finished.await.is_err() {
+            log::warn!(
+                "stopping with webhook attempts under way: their deliveries will be sent again"
+            );
+        }
+    }
+
+    /// Claims as many due deliveries as there are free slots, [`PER_ENDPOINT`] at most
+    /// (waiting for a slot first), none of an endpoint that has as many under way or rests,
+    /// and starts sending them; whether it claimed as many as it asked for (more may be due).
+    async fn round(&self) -> bool {
+        let Ok(first) = self.slots.clone().acquire_owned().await else {
+            return false;
+        };
+        let free = (1 + self.slots.available_permits()).min(PER_ENDPOINT);
+        let now = unix_now();
+        let claim = DeliveryClaim {
+            now,
+            lease_until: now + i64::try_from(self.config.lease().as_secs()).unwrap_or(i64::MAX),
+            limit: u32::try_from(free).unwrap_or(u32::MAX),
+            token: fastrand::i64(1..),
+            skip_endpoints: self.skipped(),
+        };
+        let due = match self
+            .call(self.storage.claim_webhook_deliveries(&claim))
+            .await
+        {
+            Ok(due) => due,
+            Err(error) => {
+                log::warn!("could not claim webhook deliveries: {error}");
+                return false;
+            }
+        };
+        let full = due.len() >= free;
+        let mut permit = Some(first);
+        for delivery in due {
+            let slot = match permit.take() {
+                Some(slot) => slot,
+                None => match self.slots.clone().try_acquire_owned() {
+                    Ok(slot) => slot,
+                    // Every slot is taken (cannot happen: only this loop takes them); the
+                    // delivery's lease runs out and it is claimed again.
+                    Err(_) => break,
+                },
+            };
+            self.endpoint(delivery.endpoint_id, |state| state.under_way += 1);
+            let sender = self.clone();
+            tokio::spawn(async move { sender.deliver(delivery, slot).await });
+        }
+        full
+    }
+
+    /// The endpoints the next claim skips: those with [`PER_ENDPOINT`] attempts under way, and
+    /// those resting (forgetting the endpoints with nothing under way that rest no more).
+    fn skipped(&self) -> Vec<i64> {
+        let now = Instant::now();
+        let mut endpoints = self
+            .endpoints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        endpoints.retain(|_, state| {
+            state.under_way > 0 || state.rest_until.is_some_and(|until| until > now)
+        });
+        endpoints
+            .iter()
+            .filter(|(_, state)| {
+                state.under_way >= PER_ENDPOINT || state.rest_until.is_some_and(|until| until > now)
+            })
+            .map(|(id, _)| *id)
+            .take(MAX_SKIPPED)
+            .collect()
+    }
+
+    fn endpoint(&self, id: i64, change: impl FnOnce(&mut EndpointState)) {
+        let mut endpoints = self
+            .endpoints
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        change(endpoints.entry(id).or_default());
+    }
+
+    /// One attempt at `delivery`, recorded with what becomes of it.
+    async fn deliver(&self, delivery: DueDelivery, slot: OwnedSemaphorePermit) {
+        self.attempt(&delivery).await;
+        self.endpoint(delivery.endpoint_id, |state| {
+            state.under_way = state.under_way.saturating_sub(1);
+        });
+        drop(slot);
+        self.ended.notify_one();
+    }
+
+    async fn attempt(&self, delivery: &DueDelivery) {
+        let attempted_at = unix_now();
+        let started = Instant::now();
+        let answer = self.send(delivery, attempted_at).await;
+        let elapsed = started.elapsed();
+        metrics::histogram!(metric::ATTEMPT_SECONDS).record(elapsed.as_secs_f64());
+        let (status, retry_after, error) = match answer {
+            Ok((status, retry_after)) => (Some(status), retry_after, None),
+            Err(error) => (None, None, Some(error)),
+        };
+        // An endpoint that did not answer, or asked to be left alone, rests on this instance.
+        let rest = match (status, retry_after) {
+            (None, _) => Some(REST_AFTER_NO_ANSWER),
+            (Some(429 | 503), Some(after)) => Some(Duration::from_secs(after).min(MAX_REST)),
+            _ => None,
+        };
+        if let Some(rest) = rest {
+            self.endpoint(delivery.endpoint_id, |state| {
+                state.rest_until = Some(Instant::now() + rest);
+            });
+        }
+        let result = decide(status, retry_after, delivery.tries + 1, attempted_at);
+        let label = match result {
+            AttemptResult::Delivered => "delivered",
+            AttemptResult::RetryAt(_) => "retry",
+            AttemptResult::GaveUp => "failed",
+            AttemptResult::Gone => "gone",
+        };
+        metrics::counter!(metric::ATTEMPTS, "result" => label).increment(1);
+        if !matches!(result, AttemptResult::Delivered) {
+            let why = error
+                .clone()
+                .unwrap_or_else(|| format!("HTTP {}", status.unwrap_or(0)));
+            log::info!(
+                "webhook delivery {} ({}, event {}) to endpoint {}: {label} ({why})",
+                delivery.id,
+                delivery.event_type,
+                delivery.event_id,
+                delivery.endpoint_id
+            );
+        }
+        let record = AttemptRecord {
+            delivery: delivery.id,
+            lease: delivery.lease,
+            attempted_at,
+            status,
+            latency_ms: u32::try_from(elapsed.as_millis()).unwrap_or(u32::MAX),
+            error,
+            result,
+        };
+        match self
+            .call(self.storage.record_webhook_attempt(&record))
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => log::warn!(
+                "webhook delivery {}: its lease ran out before its attempt was recorded; \
+                 another sender sends it again",
+                delivery.id
+            ),
+            Err(error) => log::warn!(
+                "webhook delivery {}: its attempt could not be recorded ({error}); it is sent \
+                 again once its lease runs out",
+                delivery.id
+            ),
+        }
+    }
+
+    /// Posts the delivery, signed at `timestamp`; its status and `Retry-After` (seconds), or
+    /// why there was no answer.
+    async fn send(
+        &self,
+        delivery: &DueDelivery,
+        timestamp: i64,
+    ) -> Result<(u16, Option<u64>), String> {
+        check_url(&delivery.url, self.config.policy)?;
+        let timestamp = u64::try_from(timestamp).unwrap_or(0);
+        let signature = signature_header(
+            &delivery.secrets,
+            &delivery.event_id,
+            timestamp,
+            delivery.body.as_bytes(),
+        );
+        let response = self
+            .client
+            .post(&delivery.url)
+            .header(CONTENT_TYPE, "application/json")
+            .header("webhook-id", &delivery.event_id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(delivery.body.clone())
+            .send()
+            .await
+            // Without the URL, whose query may hold the receiver's token: the error is logged
+            // and shown in the delivery log.
+            .map_err(|error| describe(&error.without_url()))?;
+        let status = response.status().as_u16();
+        Ok((status, retry_after(response.headers())))
+    }
+
+    /// Sets the backlog's gauges.
+    async fn record_backlog(&self) {
+        match self.call(self.storage.webhook_backlog()).await {
+            Ok(backlog) => {
+                metrics::gauge!(metric::PENDING).set(backlog.pending as f64);
+                let age = backlog
+                    .oldest_created_at
+                    .map_or(0, |created| unix_now().saturating_sub(created).max(0));
+                metrics::gauge!(metric::OLDEST_PENDING).set(age as f64);
+            }
+            Err(error) => log::warn!("could not read the webhook backlog: {error}"),
+        }
+    }
+
+    /// Deletes ended deliveries older than the retention.
+    async fn prune(&self) {
+        let retention = i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX);
+        let before = unix_now().saturating_sub(retention);
+        match self
+            .call(self.storage.prune_webhook_deliveries(before))
+            .await
+        {
+            Ok(0) => {}
+            Ok(pruned) => log::info!("pruned {pruned} ended webhook delivery(ies)"),
+            Err(error) => log::warn!("could not prune webhook deliveries: {error}"),
+        }
+    }
+
+    /// A storage call, given up on after the storage's own deadline.
+    async fn call<T, E: Error>(
+        &self,
+        call: impl Future<Output = Result<T, E>>,
+    ) -> Result<T, String> {
+        match tokio::time::timeout(self.storage.capacity().deadline, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(describe(&error)),
+            Err(_) => Err("the storage did not answer in time".to_owned()),
+        }
+    }
+}
+
+/// What becomes of a delivery after its `tries`-th attempt (1 for the first) at `now`, which
+/// got `status` (none: no answer) and `retry_after`: delivered on `2xx`, the endpoint gone on
+/// `410`, else retried on the schedule (not before a `429`'s or `503`'s `Retry-After`), or
+/// given up on when the schedule has run out.
+pub fn decide(
+    status: Option<u16>,
+    retry_after: Option<u64>,
+    tries: u32,
+    now: i64,
+) -> AttemptResult {
+    match status {
+        Some(200..=299) => AttemptResult::Delivered,
+        Some(410) => AttemptResult::Gone,
+        _ => match retry_delay(tries, fastrand::f64()) {
+            None => AttemptResult::GaveUp,
+            Some(delay) => {
+                let mut wait = delay.as_secs().max(1);
+                if let (Some(429 | 503), Some(after)) = (status, retry_after) {
+                    wait = wait.max(after.min(MAX_RETRY_AFTER));
+                }
+                AttemptResult::RetryAt(now.saturating_add(i64::try_from(wait).unwrap_or(i64::MAX)))
+            }
+        },
+    }
+}
+
+/// `Retry-After` in seconds: a number of seconds, or an HTTP date (seconds from now to it; 0
+/// when it is past).
+fn retry_after(headers: &HeaderMap) -> Option<u64> {
+    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse() {
+        return Some(seconds);
+    }
+    let at = httpdate::parse_http_date(value).ok()?;
+    Some(
+        at.duration_since(SystemTime::now())
+            .map_or(0, |wait| wait.as_secs()),
+    )
+}
+
+/// An error with its causes, on one line, cut to [`MAX_ERROR_TEXT`].
+fn describe(error: &dyn Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    if text.len() > MAX_ERROR_TEXT {
+        let mut cut = MAX_ERROR_TEXT;
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+fn unix_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_decide_the_delivery() {
+        assert_eq!(decide(Some(204), None, 1, 100), AttemptResult::Delivered);
+        assert_eq!(decide(Some(410), None, 1, 100), AttemptResult::Gone);
+        let AttemptResult::RetryAt(at) = decide(Some(500), None, 1, 100) else {
+            panic!("a first failure is retried");
+        };
+        assert!((104..=106).contains(&at), "{at}");
+        let AttemptResult::RetryAt(at) = decide(None, None, 1, 100) else {
+            panic!("no answer is retried");
+        };
+        assert!((104..=106).contains(&at), "{at}");
+        // A 429's Retry-After is honoured when it is longer than the schedule's wait...
+        assert_eq!(
+            decide(Some(429), Some(60), 1, 100),
+            AttemptResult::RetryAt(160)
+        );
+        assert_eq!(
+            decide(Some(503), Some(10 * 86_400), 1, 0),
+            AttemptResult::RetryAt(86_400)
+        );
+        // ...and ignored on another status.
+        assert!(
+            matches!(decide(Some(500), Some(60), 1, 100), AttemptResult::RetryAt(at) if at < 110)
+        );
+        // Redirects are not followed: a failure like any other.
+        assert!(matches!(
+            decide(Some(302), None, 1, 100),
+            AttemptResult::RetryAt(_)
+        ));
+        let last = petstore_domain::webhook::RETRY_SCHEDULE.len() as u32 + 1;
+        assert_eq!(decide(Some(500), None, last, 100), AttemptResult::GaveUp);
+    }
+
+    #[test]
+    fn retry_after_is_read_in_seconds_or_as_a_date() {
+        let mut headers = HeaderMap::new();
+        assert_eq!(retry_after(&headers), None);
+        headers.insert(RETRY_AFTER, "120".parse().expect("a value"));
+        assert_eq!(retry_after(&headers), Some(120));
+        let later = SystemTime::now() + Duration::from_secs(600);
+        headers.insert(
+            RETRY_AFTER,
+            httpdate::fmt_http_date(later).parse().expect("a value"),
+        );
+        let wait = retry_after(&headers).expect("a date");
+        assert!((595..=600).contains(&wait), "{wait}");
+        headers.insert(
+            RETRY_AFTER,
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("a value"),
+        );
+        assert_eq!(retry_after(&headers), Some(0), "past");
+        headers.insert(RETRY_AFTER, "soon".parse().expect("a value"));
+        assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn long_errors_are_cut_on_a_character() {
+        let error = std::io::Error::other("é".repeat(400));
+        let text = describe(&error);
+        assert!(text.len() <= MAX_ERROR_TEXT + '…'.len_utf8());
+        assert!(text.ends_with('…'));
+    }
+}
