@@ -34,6 +34,7 @@ CREATE TABLE webhook_deliveries (
     ended_at BIGINT,
     INDEX webhook_deliveries_due (state, next_attempt_at),
     INDEX webhook_deliveries_endpoint_id (endpoint_id, id),
+    -- Every delivery, ended or not (MariaDB has no partial index).
     INDEX webhook_deliveries_ended (ended_at),
     CONSTRAINT webhook_deliveries_endpoint_fkey FOREIGN KEY (endpoint_id)
         REFERENCES webhook_endpoints (id) ON DELETE CASCADE

@@ -41,10 +41,12 @@ CREATE TABLE webhook_deliveries (
     created_at BIGINT NOT NULL,
     ended_at BIGINT
 );
--- Due deliveries, oldest first; an endpoint's log, newest first; ended ones, to prune.
+-- Due deliveries, oldest first; an endpoint's log, newest first; ended ones, to prune (a
+-- partial index: a delivery enters it when it ends, not in the transaction of the change that
+-- records it, which pays for the two others).
 CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_at);
 CREATE INDEX webhook_deliveries_endpoint_id ON webhook_deliveries (endpoint_id, id);
-CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (ended_at);
+CREATE INDEX webhook_deliveries_ended ON webhook_deliveries (ended_at) WHERE ended_at IS NOT NULL;
 
 CREATE TABLE webhook_attempts (
     id INTEGER PRIMARY KEY AUTOINCREMENT NOT NULL,
