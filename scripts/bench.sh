@@ -812,17 +812,17 @@ PY
       placed[$1]=$((placed[$1] + requests - ${refused:-0}))
       RPS=$(rps_of <<<"$report")
     }
-    # Waits until the sending server has delivered every order's event (up to two minutes), so
+    # Waits until the sending server has delivered every order's event (up to ten minutes), so
     # that its sender does not take the shared core during the other servers' runs.
     drained() {
       local delivered
-      for _ in $(seq 1 1200); do
+      for _ in $(seq 1 6000); do
         delivered=$(curl -s "${bases[2]}/metrics" |
           awk '/^petstore_webhook_attempts_total\{result="delivered"\}/ { print $2 }')
         [ "${delivered:-0}" -ge "${placed[2]}" ] && return 0
         sleep 0.1
       done
-      echo "bench: the sender delivered ${delivered:-0} of ${placed[2]} events in two minutes" >&2
+      echo "bench: the sender delivered ${delivered:-0} of ${placed[2]} events in ten minutes" >&2
       exit 1
     }
     for _ in $(seq 1 "$RUNS"); do
