@@ -4,7 +4,6 @@
 //! request can meet) and what a resource's marks add (deprecation, stability). Served at
 //! `{base}/openapi.json` and printed by `petstore openapi`; a copy is kept in `docs/openapi.json`.
 
-use actix_web::http::header::ContentType;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::query::{DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT};
 use petstore_domain::{
@@ -23,9 +22,9 @@ use utoipa::openapi::{
 };
 use utoipa::{Modify, OpenApi};
 
-use super::respond::conditional;
+use super::respond::tagged_bytes;
 use super::{orders, pets, rate_limit, webhooks};
-use crate::conditional::{Caching, ETag};
+use crate::conditional::Caching;
 use crate::error::{ApiError, ErrorObject};
 use crate::routes::webhooks::RotateSecretRequest;
 use crate::state::AppState;
@@ -129,13 +128,11 @@ pub(crate) fn answer(
     caching: Caching,
 ) -> Result<HttpResponse, ApiError> {
     let body = document.to_pretty_json().map_err(ApiError::internal)?;
-    let tag = ETag::of_bytes(body.as_bytes());
-    Ok(conditional(
+    Ok(tagged_bytes(
         req,
         HttpResponse::Ok(),
-        tag,
+        body.into_bytes(),
         caching,
-        |mut r| r.content_type(ContentType::json()).body(body),
     ))
 }
 

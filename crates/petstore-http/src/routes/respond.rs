@@ -32,6 +32,21 @@ pub fn conditional(
     answer
 }
 
+/// A `200` (or `response`'s status) of the JSON `body`, tagged by its bytes (a `304` when
+/// `If-None-Match` names them): for representations read rarely, encoded before the tag is known
+/// rather than fingerprinted field by field as a pet is (the documents, webhook endpoints).
+pub fn tagged_bytes(
+    req: &HttpRequest,
+    response: HttpResponseBuilder,
+    body: Vec<u8>,
+    caching: Caching,
+) -> HttpResponse {
+    let tag = ETag::of_bytes(&body);
+    conditional(req, response, tag, caching, |mut r| {
+        r.content_type(ContentType::json()).body(body)
+    })
+}
+
 /// A JSON body of `items` resources, through serde.
 pub fn json_body<T: serde::Serialize>(
     response: HttpResponseBuilder,

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 
-use actix_web::http::header::{self, ContentType};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, EndpointUrl, IssuedEndpoint,
@@ -24,9 +24,9 @@ use petstore_domain::webhook::{
 use petstore_domain::{PageRequest, ValidationError};
 use serde::Deserialize;
 
-use super::respond::{conditional, json_body};
+use super::respond::{json_body, tagged_bytes};
 use crate::auth::{Caller, Read, Write};
-use crate::conditional::{Caching, ETag};
+use crate::conditional::Caching;
 use crate::error::responses::{
     DeliveryById, EndpointBodyErrors, EndpointById, NoParameters, PageParams, ReadOnlyKey,
 };
@@ -425,14 +425,7 @@ pub(crate) fn tagged_json(
     value: &impl serde::Serialize,
 ) -> Result<HttpResponse, ApiError> {
     let body = serde_json::to_vec(value).map_err(ApiError::internal)?;
-    let tag = ETag::of_bytes(&body);
-    Ok(conditional(
-        req,
-        response,
-        tag,
-        Caching::Private,
-        |mut r| r.content_type(ContentType::json()).body(body),
-    ))
+    Ok(tagged_bytes(req, response, body, Caching::Private))
 }
 
 /// Creates an endpoint for `owner` from `body`: `201` with its secret, and its address under
