@@ -29,6 +29,8 @@
 #     (target/bench/postgres-topologies.md)
 #   scripts/bench.sh --webhooks-cost [--backends sqlite,postgres] [--runs 5] [--duration 10]
 #     (target/bench/webhooks-cost.md)
+#   scripts/bench.sh --webhooks-throughput [--against OLD_BIN] [--backends sqlite,postgres]
+#     [--runs 3] [--deliveries 4000]   (target/bench/webhooks-throughput.md)
 #
 # --instructions counts instead of timing: the user-space instructions per request of the
 # ceiling, and of petstore's GET routes and the SQLite floor's on SQLite (1,000 pets), under
@@ -59,6 +61,15 @@
 # transaction: the outbox alone); one the same with its sender on (posting each to a receiver
 # on loopback, a Python server, from the same process and database); runs alternating, the
 # median of the ratios to the first per backend. Target: the outbox at 0.85 of none or better.
+#
+# --webhooks-throughput: how fast one instance sends to healthy receivers. A database per run
+# holds DELIVERIES pending deliveries (written straight into the outbox, due at once) over the
+# endpoints of one of three shapes: one key with one endpoint, one key with 20, 20 keys with one
+# each (registered through the API); then a server (sender on, 16 slots, nothing else to do) is
+# started on one core, with a receiver (Python, answering 204 at once) on the other, and timed
+# from listening until its metrics count every delivery delivered. With --against OLD_BIN,
+# another build (an earlier commit's) runs each shape too, alternating; the median of the
+# deliveries per second, and of the paired ratios.
 #
 # --conditional-cost: the list route answered 304 (If-None-Match naming its tag) against the
 # same route answered 200, on one server (SQLite, 1,000 pets), runs alternating; reports the
@@ -100,6 +111,9 @@ REDIS_COST=0
 POST_AGAINST=""
 TOPOLOGIES=0
 WEBHOOKS_COST=0
+WEBHOOKS_THROUGHPUT=0
+AGAINST=""
+DELIVERIES=4000
 KEYS=1
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -119,6 +133,9 @@ while [ $# -gt 0 ]; do
     --post-against) POST_AGAINST=$2; shift 2 ;;
     --postgres-topologies) TOPOLOGIES=1; shift ;;
     --webhooks-cost) WEBHOOKS_COST=1; shift ;;
+    --webhooks-throughput) WEBHOOKS_THROUGHPUT=1; shift ;;
+    --against) AGAINST=$2; shift 2 ;;
+    --deliveries) DELIVERIES=$2; shift 2 ;;
     --keys) KEYS=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
@@ -837,6 +854,124 @@ PY
     delivered=$(curl -s "${bases[2]}/metrics" | awk '/^petstore_webhook_attempts_total\{result="delivered"\}/ { print $2 }')
     kill -TERM "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true
     echo "| $backend | $(printf '%s\n' "${none[@]}" | median) | $(printf '%s\n' "${outbox[@]}" | median) | $(printf '%s\n' "${outbox_ratios[@]}" | median) | $(printf '%s\n' "${sending[@]}" | median) | $(printf '%s\n' "${sending_ratios[@]}" | median) | ${delivered:-0} |" >>"$OUT"
+  done
+  cat "$OUT"
+  exit 0
+fi
+
+# How fast one instance sends to healthy receivers, per shape of endpoints and owners.
+if [ "$WEBHOOKS_THROUGHPUT" = 1 ]; then
+  receiver_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  taskset -c "$LOAD_CPU" python3 - "$receiver_port" >"$WORK/receiver.log" 2>&1 <<'PY' &
+import http.server, sys
+class Hook(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(204)
+        self.send_header("content-length", "0")
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
+PY
+  RECEIVER_PID=$!
+  trap 'kill "$RECEIVER_PID" 2>/dev/null; cleanup' EXIT
+  for _ in $(seq 1 100); do reachable "$receiver_port" && break; sleep 0.05; done
+  builds=("$BIN")
+  [ -n "$AGAINST" ] && builds+=("$AGAINST")
+  OUT=${OUT%/*}/webhooks-throughput.md
+  {
+    echo "One instance sending $DELIVERIES pending deliveries (due at once) to a receiver on loopback answering 204 (Python, on CPU $LOAD_CPU); the server on CPU $SERVER_CPU, 16 slots, nothing else to do; timed from listening to the last delivered; $RUNS runs of each, alternating; this build $(git rev-parse --short HEAD 2>/dev/null || echo unknown)${AGAINST:+ against $AGAINST}."
+    echo
+    if [ -n "$AGAINST" ]; then
+      echo "| Backend | Shape | Other build (deliveries/s) | This build (deliveries/s) | This / other (median of pairs) |"
+      echo "|---|---|---|---|---|"
+    else
+      echo "| Backend | Shape | Deliveries/s |"
+      echo "|---|---|---|"
+    fi
+  } >"$OUT"
+  # seed BIN BACKEND KEYS ENDPOINTS_EACH -> sets `url`: a database with KEYS keys of
+  # ENDPOINTS_EACH endpoints each (registered with BIN's API) and $DELIVERIES pending
+  # deliveries spread over them.
+  seed() {
+    local bin=$1 backend=$2 keys=$3 each=$4 n=$((n_db += 1)) key base k e
+    case "$backend" in
+      sqlite) url=$WORK/throughput-$n.db ;;
+      postgres) create_pg_db "petstore_bench_$$_throughput_$n" ;;
+      *) echo "bench: --webhooks-throughput runs on sqlite and postgres" >&2; exit 2 ;;
+    esac
+    "$bin" --database-url "$url" migrate 2>/dev/null
+    start_server "throughput-seed-$n" env RUST_LOG=warn "$bin" --database-url "$url" serve \
+      --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --webhook-allow-http \
+      --webhook-allow-private --webhook-sender=false
+    for k in $(seq 1 "$keys"); do
+      key=$("$bin" --database-url "$url" keys create --plan enterprise --per-minute 4000000000 \
+        --per-day 4000000000 --label "bench $k" 2>/dev/null)
+      for e in $(seq 1 "$each"); do
+        curl -sf -o /dev/null -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \
+          "$BASE/v1/webhook_endpoints" \
+          -d "{\"url\":\"http://127.0.0.1:$receiver_port/hooks/$k/$e\",\"events\":[\"pet.created\"]}" ||
+          { echo "bench: registering an endpoint failed" >&2; exit 1; }
+      done
+    done
+    stop_server
+    local body='{"type":"pet.created","timestamp":"2026-11-27T10:15:30.123Z","data":{"id":1,"name":"Rex","categoryId":1,"status":"available"}}'
+    local sql="INSERT INTO webhook_deliveries (endpoint_id, event_id, event_type, body, state,
+        attempts, tries, next_attempt_at, lease_token, lease_until, created_at)
+      SELECT e.id, 'msg_' || s.x, 'pet.created', '$body', 'pending', 0, 0, 0, 0, 0, 1700000000
+      FROM s JOIN (SELECT id, row_number() OVER (ORDER BY id) - 1 AS n FROM webhook_endpoints) e
+        ON e.n = s.x % $((keys * each));"
+    case "$backend" in
+      sqlite) sqlite3 "$url" "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $DELIVERIES) $sql" ;;
+      postgres) psql -q "$url" -c "WITH s(x) AS (SELECT generate_series(1, $DELIVERIES)) $sql" -c "VACUUM ANALYZE webhook_deliveries" ;;
+    esac
+  }
+  # drain BIN -> sets DPS: deliveries per second of a sending server on `url` until all are sent.
+  drain() {
+    local bin=$1 started delivered elapsed
+    started=$(date +%s.%N)
+    start_server "throughput-send" env RUST_LOG=warn "$bin" --database-url "$url" serve \
+      --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --webhook-allow-http \
+      --webhook-allow-private
+    for _ in $(seq 1 12000); do
+      delivered=$(curl -s "$BASE/metrics" |
+        awk '/^petstore_webhook_attempts_total\{result="delivered"\}/ { print $2 }')
+      [ "${delivered:-0}" -ge "$DELIVERIES" ] && break
+      sleep 0.05
+    done
+    elapsed=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+    stop_server
+    [ "${delivered:-0}" -ge "$DELIVERIES" ] ||
+      { echo "bench: only ${delivered:-0} of $DELIVERIES delivered in ten minutes" >&2; exit 1; }
+    DPS=$(awk -v n="$DELIVERIES" -v t="$elapsed" 'BEGIN { printf "%.0f", n / t }')
+  }
+  n_db=0
+  for backend in ${BACKENDS//,/ }; do
+    for shape in "1 1" "1 20" "20 1"; do
+      read -r keys each <<<"$shape"
+      label="$keys key(s) x $each endpoint(s)"
+      this=() other=() ratios=()
+      for _ in $(seq 1 "$RUNS"); do
+        for bin in "${builds[@]}"; do
+          seed "$bin" "$backend" "$keys" "$each"
+          drain "$bin"
+          if [ "$bin" = "$BIN" ]; then this+=("$DPS"); else other+=("$DPS"); fi
+        done
+        if [ -n "$AGAINST" ]; then
+          ratios+=("$(awk -v a="${this[-1]}" -v b="${other[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+          echo "bench: $backend $label: other ${other[-1]}/s, this ${this[-1]}/s" >&2
+        else
+          echo "bench: $backend $label: ${this[-1]}/s" >&2
+        fi
+      done
+      if [ -n "$AGAINST" ]; then
+        echo "| $backend | $label | $(printf '%s\n' "${other[@]}" | median) | $(printf '%s\n' "${this[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |" >>"$OUT"
+      else
+        echo "| $backend | $label | $(printf '%s\n' "${this[@]}" | median) |" >>"$OUT"
+      fi
+    done
   done
   cat "$OUT"
   exit 0

@@ -238,7 +238,7 @@ impl Client {
     /// `cancelOrder` (experimental): cancels a placed order.
     pub async fn cancel_order(&self, id: i64) -> Result<Order, Error> {
         let url = self.url(&operations::CANCEL_ORDER, &[("{orderId}", id)])?;
-        self.json(Method::DELETE, url).await
+        self.json(Method::POST, url).await
     }
 
     /// `getInventory` (experimental): how many pets have each status.

@@ -67,11 +67,11 @@ pub const GET_ORDER: Operation = Operation {
     query: &[],
     headers: &["If-None-Match"],
 };
-/// `DELETE /store/orders/{orderId}`.
+/// `POST /store/orders/{orderId}/cancel`.
 pub const CANCEL_ORDER: Operation = Operation {
     id: "cancelOrder",
-    method: "delete",
-    path: "/store/orders/{orderId}",
+    method: "post",
+    path: "/store/orders/{orderId}/cancel",
     query: &[],
     headers: &[],
 };

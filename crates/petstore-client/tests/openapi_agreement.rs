@@ -7,6 +7,15 @@ use std::collections::BTreeSet;
 use petstore_client::operations;
 use serde_json::Value;
 
+/// Operations of the document the client does not call, and why.
+const NOT_CALLED: [(&str, &str); 2] = [
+    (
+        "deleteOrder",
+        "deprecated: the client calls its successor, cancelOrder",
+    ),
+    ("getApiIndex", "the client knows where things are"),
+];
+
 fn document() -> Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
     let text = std::fs::read_to_string(path).expect("docs/openapi.json");
@@ -25,6 +34,9 @@ fn every_operation_of_the_document_is_the_clients_and_alike() {
             .filter(|(key, _)| ["get", "put", "post", "delete", "patch"].contains(&key.as_str()));
         for (method, operation) in methods {
             let id = operation["operationId"].as_str().expect("operationId");
+            if NOT_CALLED.iter().any(|(skipped, _)| *skipped == id) {
+                continue;
+            }
             documented.insert(id.to_owned());
             let ours = operations::ALL
                 .iter()

@@ -120,6 +120,11 @@ macro_rules! conformance_tests {
             the_backlog_counts_what_waits_and_pruning_removes_what_ended,
             a_claim_skips_the_endpoints_it_is_told_to,
             a_deleted_endpoint_is_gone_at_once,
+            claims_take_owners_in_turn_within_their_room,
+            an_owner_has_one_endpoint_per_url,
+            creates_at_once_keep_the_limit_and_one_endpoint_per_url,
+            a_revoked_or_expired_keys_events_are_not_sent,
+            attempts_under_way_when_their_endpoint_turns_off_are_recorded,
         );
     };
     (@each $fresh:path; $($name:ident),* $(,)?) => {

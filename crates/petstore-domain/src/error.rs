@@ -116,13 +116,19 @@ impl StorageError {
 pub struct Chain<'a>(pub &'a (dyn Error + 'static));
 
 impl fmt::Display for Chain<'_> {
+    /// Each cause after the error, `: `-separated; a cause whose words are there already (many
+    /// errors repeat their source's text in their own) is left out, so nothing reads twice.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}", self.0)?;
+        let mut text = self.0.to_string();
         let mut source = self.0.source();
         while let Some(error) = source {
-            write!(f, ": {error}")?;
+            let cause = error.to_string();
+            if !text.contains(&cause) {
+                text.push_str(": ");
+                text.push_str(&cause);
+            }
             source = error.source();
         }
-        Ok(())
+        f.write_str(&text)
     }
 }

@@ -65,6 +65,8 @@ string_enum! {
         WebhookEndpointLimitReached = "webhook_endpoint_limit_reached",
         /// 409: the webhook endpoint is turned off: turn it on before redelivering.
         WebhookEndpointDisabled = "webhook_endpoint_disabled",
+        /// 409: the caller has a webhook endpoint with this URL already (one per URL).
+        WebhookEndpointUrlTaken = "webhook_endpoint_url_taken",
         /// 410: the endpoint was removed at its sunset date.
         EndpointRemoved = "endpoint_removed",
         /// 413: the body is larger than the service accepts.
@@ -119,7 +121,8 @@ impl ErrorCode {
             | Self::KeyRevoked
             | Self::OrderTransitionRefused
             | Self::WebhookEndpointLimitReached
-            | Self::WebhookEndpointDisabled => 409,
+            | Self::WebhookEndpointDisabled
+            | Self::WebhookEndpointUrlTaken => 409,
             Self::EndpointRemoved => 410,
             Self::PayloadTooLarge => 413,
             Self::UnsupportedMediaType => 415,

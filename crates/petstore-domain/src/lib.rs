@@ -28,6 +28,7 @@ pub mod order_admin;
 pub mod pet;
 pub mod query;
 pub mod rate_limit;
+pub mod redact;
 pub mod repository;
 pub mod secret;
 pub mod webhook;
@@ -54,6 +55,7 @@ pub use rate_limit::{
     Ban, BanPolicy, Counts, Plan, RateDecision, RateLimitStatus, RateLimits, Window, WindowStatus,
     WindowUsage,
 };
+pub use redact::redacted_url;
 pub use repository::{
     AdminTokenRepository, ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository,
     OrderRepository, PetRepository, Storage, WebhookRepository,

@@ -42,7 +42,8 @@ pub struct Order {
     pub quantity: i32,
     /// Where the order is.
     pub status: OrderStatus,
-    /// When it was placed, Unix seconds; RFC 3339 (UTC) on the wire.
+    /// When it was placed: an RFC 3339 time in UTC.
+    // Unix seconds here; written and read as RFC 3339 (the doc line above is the API's).
     #[serde(serialize_with = "rfc3339", deserialize_with = "from_rfc3339")]
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: i64,
@@ -84,8 +85,9 @@ pub struct NewOrder {
     #[cfg_attr(feature = "openapi", schema(minimum = 1, examples(1)))]
     #[serde(deserialize_with = "whole_number")]
     pub pet_id: i64,
-    /// How many: 1 (a pet is one animal); may be left out.
-    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1, default = 1))]
+    /// How many: 1 (a pet is one animal); may be left out (1).
+    // No OpenAPI `default`, as `NewPet::status` has none (pet.rs).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1))]
     #[serde(default = "one", deserialize_with = "whole_i32")]
     pub quantity: i32,
 }

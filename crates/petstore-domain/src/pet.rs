@@ -89,7 +89,9 @@ pub struct NewPet {
     #[serde(deserialize_with = "whole_number")]
     pub category_id: i64,
     /// Optional; `available` when absent. `null` is not accepted.
-    #[cfg_attr(feature = "openapi", schema(nullable = false, default = "available"))]
+    // No OpenAPI `default`: generators (openapi-typescript's default settings) make a field with
+    // one required in the type a client fills in; the description says what absence means.
+    #[cfg_attr(feature = "openapi", schema(nullable = false))]
     #[serde(
         default,
         deserialize_with = "present_status",
@@ -190,7 +192,7 @@ fn is_blank(c: char) -> bool {
 
 /// An explicit bidirectional embedding, override or isolate: in a name, it would reorder the
 /// text around it in any interface that shows it (spoofing what the name seems to say).
-fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 

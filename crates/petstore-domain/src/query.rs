@@ -314,7 +314,7 @@ fn parse_page_parameter(
                     .ok_or_else(|| {
                         ValidationError::parameter(
                             "after",
-                            "must be a pet id (a non-negative integer) taken from a `next` link",
+                            "must be an id (a non-negative integer), as a `next` link gives it",
                         )
                     })?,
             );

@@ -18,7 +18,7 @@ use async_trait::async_trait;
 
 use crate::webhook::{
     Attempt, AttemptRecord, Backlog, Delivery, DeliveryClaim, DueDelivery, EndpointOwner,
-    EndpointSpec, EndpointUpdate, SigningSecret, WebhookEndpoint,
+    EndpointSpec, EndpointUpdate, EndpointWrite, SigningSecret, WebhookEndpoint,
 };
 use crate::{
     AdminToken, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeySecret, Ban, ClaimOutcome,
@@ -208,13 +208,14 @@ pub trait IdempotencyRepository {
 /// Deliveries are claimed by one sender at a time (a lease), at least once.
 #[async_trait]
 pub trait WebhookRepository {
-    /// Creates an endpoint with a new random secret, returned once; `None` when the owner has
-    /// [`MAX_ENDPOINTS`](crate::webhook::MAX_ENDPOINTS) already.
+    /// Creates an endpoint with a new random secret, returned once; not when the owner has
+    /// [`MAX_ENDPOINTS`](crate::webhook::MAX_ENDPOINTS) already, or one with the same URL.
+    /// Creates at once, by any owner (the operators too), never pass either rule together.
     async fn create_webhook_endpoint(
         &self,
         owner: EndpointOwner,
         spec: &EndpointSpec,
-    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError>;
+    ) -> Result<EndpointWrite<(WebhookEndpoint, SigningSecret)>, StorageError>;
 
     /// The owner's endpoints, in id order.
     async fn list_webhook_endpoints(
@@ -229,13 +230,14 @@ pub trait WebhookRepository {
         owner: EndpointOwner,
     ) -> Result<Option<WebhookEndpoint>, StorageError>;
 
-    /// Applies `update` to endpoint `id` (the owner's) and returns it as it now is.
+    /// Applies `update` to endpoint `id` (the owner's) and returns it as it now is; not when
+    /// it is not the owner's, or a new URL is another of the owner's endpoints'.
     async fn update_webhook_endpoint(
         &self,
         id: i64,
         owner: EndpointOwner,
         update: &EndpointUpdate,
-    ) -> Result<Option<WebhookEndpoint>, StorageError>;
+    ) -> Result<EndpointWrite<WebhookEndpoint>, StorageError>;
 
     /// Deletes endpoint `id` (the owner's) with its deliveries; `false` when there was none.
     async fn delete_webhook_endpoint(

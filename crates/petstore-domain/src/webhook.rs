@@ -201,6 +201,15 @@ impl EndpointUrl {
             None => return Err(refused("it must have a host")),
         };
         let port = url.port_or_known_default().unwrap_or(443);
+        // Normalising may lengthen it (percent-encoding, an international name's `xn--` form):
+        // the bound holds for what is stored and sent too.
+        // (A refusal, not a malformed field: the text sent was within its bound.)
+        if url.as_str().len() > MAX_URL_LENGTH {
+            return Err(refused(
+                "it is over 2048 bytes once normalised (percent-encoded, with an international \
+                 name in its xn-- form)",
+            ));
+        }
         Ok(Self {
             text: url.into(),
             host,
@@ -233,6 +242,20 @@ impl EndpointUrl {
     }
 }
 
+/// An endpoint's URL as it may be logged: scheme, host, port and path, without the query (a
+/// receiver's token often rides in it) or anything else. A text that is no URL shows as
+/// `(not a URL)`.
+pub fn loggable_url(text: &str) -> String {
+    let Ok(url) = url::Url::parse(text) else {
+        return "(not a URL)".to_owned();
+    };
+    let host = url.host_str().unwrap_or_default();
+    match url.port() {
+        Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
+        None => format!("{}://{host}{}", url.scheme(), url.path()),
+    }
+}
+
 fn checked_ip(ip: IpAddr, policy: UrlPolicy) -> Result<String, EndpointError> {
     if !policy.allow_private && forbidden_address(ip) {
         return Err(EndpointError::Refused(format!(
@@ -256,8 +279,9 @@ pub enum EndpointError {
 
 /// Whether a delivery must not go to `ip`: an address that is not a public unicast one
 /// (loopback, unspecified, private, shared (CGNAT), link-local with the clouds' metadata
-/// service, multicast, broadcast, documentation, benchmarking, reserved; IPv6's unique-local,
-/// link-local, site-local and multicast, and IPv4 addresses mapped or translated into IPv6).
+/// service, multicast, broadcast, documentation, benchmarking, reserved, the 6to4 relay; IPv6's
+/// unique-local, link-local, site-local, multicast and discard-only ranges, and IPv4 addresses
+/// mapped, translated or tunnelled into IPv6: NAT64, 6to4, Teredo).
 pub fn forbidden_address(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(ip) => forbidden_v4(ip),
@@ -277,6 +301,7 @@ fn forbidden_v4(ip: Ipv4Addr) -> bool {
         || a == 0
         || (a == 100 && (64..128).contains(&b)) // shared address space (CGNAT)
         || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
+        || (a == 192 && b == 88 && c == 99) // the 6to4 relay anycast (deprecated)
         || (a == 198 && (b == 18 || b == 19)) // benchmarking
         || a >= 240 // reserved
 }
@@ -304,6 +329,8 @@ fn forbidden_v6(ip: Ipv6Addr) -> bool {
         || (segments[0] & 0xffc0) == 0xfec0 // site-local (fec0::/10, deprecated)
         || segments[0] == 0x2001 && segments[1] == 0x0db8 // documentation
         || segments[0] == 0x2002 // 6to4: an IPv4 address inside
+        || segments[..2] == [0x2001, 0] // Teredo (2001::/32): a tunnel to an IPv4 address
+        || segments[..4] == [0x100, 0, 0, 0] // discard-only (100::/64)
         || segments[..2] == [0, 0] // IPv4-compatible and other reserved forms
 }
 
@@ -409,6 +436,13 @@ fn checked_description(text: String) -> Result<String, ValidationError> {
             "must not contain control characters",
         ));
     }
+    if text.chars().any(crate::pet::is_bidi_control) {
+        return Err(ValidationError::invalid(
+            "description",
+            "must not contain bidirectional control characters (U+202A to U+202E, U+2066 to \
+             U+2069)",
+        ));
+    }
     Ok(text)
 }
 
@@ -465,6 +499,30 @@ impl EndpointChanges {
             description: self.description.map(checked_description).transpose()?,
             enabled: self.enabled,
         })
+    }
+}
+
+/// What became of a write that registers an endpoint or changes one: done, or why not.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EndpointWrite<T> {
+    /// Done: the endpoint (with its secret, when one was made).
+    Done(T),
+    /// The owner has no such endpoint.
+    NotFound,
+    /// The owner has [`MAX_ENDPOINTS`] already (a create).
+    LimitReached,
+    /// The owner has an endpoint with this URL already (its id): one endpoint per URL, so that
+    /// no owner multiplies each event towards a third party.
+    UrlTaken(i64),
+}
+
+impl<T> EndpointWrite<T> {
+    /// What was written, if it was.
+    pub fn done(self) -> Option<T> {
+        match self {
+            Self::Done(value) => Some(value),
+            _ => None,
+        }
     }
 }
 
@@ -660,6 +718,8 @@ pub struct DueDelivery {
     pub body: String,
     /// The endpoint.
     pub endpoint_id: i64,
+    /// Whose endpoint it is.
+    pub owner: EndpointOwner,
     /// Where to send it.
     pub url: String,
     /// The secrets to sign with: the current one, and the previous while its grace lasts.
@@ -685,6 +745,67 @@ pub struct DeliveryClaim {
     /// Endpoints whose deliveries are not to be claimed now (the sender has as many under way
     /// to each as it allows one endpoint, or is letting it rest after it did not answer).
     pub skip_endpoints: Vec<i64>,
+    /// The most deliveries of one owner the claim may take: the sender's bound on one owner's
+    /// attempts under way (so that one owner's slow or dead receivers cannot take every slot).
+    pub per_owner: u32,
+    /// For owners with attempts under way already: how many more the claim may take (0: none
+    /// now). An owner not listed has [`per_owner`](Self::per_owner).
+    pub owner_room: Vec<(EndpointOwner, u32)>,
+}
+
+impl DeliveryClaim {
+    /// How many of `owner`'s deliveries the claim may take.
+    pub fn room(&self, owner: EndpointOwner) -> u32 {
+        self.owner_room
+            .iter()
+            .find(|(listed, _)| *listed == owner)
+            .map_or(self.per_owner, |(_, room)| *room)
+    }
+
+    /// The owners with no room: none of their deliveries is to be claimed now.
+    pub fn full_owners(&self) -> impl Iterator<Item = EndpointOwner> + '_ {
+        self.owner_room
+            .iter()
+            .filter(|(_, room)| *room == 0)
+            .map(|(owner, _)| *owner)
+    }
+}
+
+/// Which of `candidates` (due deliveries' ids with their endpoints' owners, the longest due
+/// first) a claim takes: owners in turn, so that no owner's backlog delays another's
+/// deliveries. Owners with the most room come first (those with fewer attempts under way),
+/// then those whose deliveries have waited longest; each round takes the next delivery of each
+/// owner with room left, until the claim's limit. Returns the ids taken.
+pub fn take_in_turn(candidates: &[(i64, EndpointOwner)], claim: &DeliveryClaim) -> Vec<i64> {
+    // Each owner, its room, and its candidates in due order; owners in order of first appearance.
+    let mut queues: Vec<(EndpointOwner, u32, Vec<i64>)> = Vec::new();
+    for &(id, owner) in candidates {
+        match queues.iter_mut().find(|(listed, _, _)| *listed == owner) {
+            Some((_, _, ids)) => ids.push(id),
+            None => queues.push((owner, claim.room(owner), vec![id])),
+        }
+    }
+    // Stable: among owners with as much room, the longest waiting first.
+    queues.sort_by_key(|(_, room, _)| std::cmp::Reverse(*room));
+    let limit = usize::try_from(claim.limit).unwrap_or(usize::MAX);
+    let mut taken = Vec::with_capacity(limit.min(candidates.len()));
+    for round in 0.. {
+        let before = taken.len();
+        for (_, room, ids) in &queues {
+            if taken.len() >= limit {
+                return taken;
+            }
+            if round < usize::try_from(*room).unwrap_or(usize::MAX)
+                && let Some(&id) = ids.get(round)
+            {
+                taken.push(id);
+            }
+        }
+        if taken.len() == before {
+            break;
+        }
+    }
+    taken
 }
 
 /// What became of an attempt, and so of its delivery.
@@ -891,6 +1012,13 @@ mod tests {
         }
         let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LENGTH));
         assert!(EndpointUrl::parse(&long, OPEN).is_err());
+        // Within the bound as sent, past it once percent-encoded.
+        let grows = format!(
+            "https://example.com/{}",
+            "é".repeat(MAX_URL_LENGTH / 2 - 20)
+        );
+        assert!(grows.len() <= MAX_URL_LENGTH);
+        assert!(EndpointUrl::parse(&grows, OPEN).is_err());
         let lax = UrlPolicy {
             allow_http: true,
             allow_private: true,
@@ -922,6 +1050,9 @@ mod tests {
             "64:ff9b::a00:1",
             "64:ff9b:1::808:808",
             "2002:a00:1::",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "100::1",
+            "192.88.99.1",
         ] {
             assert!(
                 forbidden_address(ip.parse().expect("valid")),
@@ -938,6 +1069,87 @@ mod tests {
                 !forbidden_address(ip.parse().expect("valid")),
                 "{ip} refused"
             );
+        }
+    }
+
+    #[test]
+    fn logged_urls_leave_the_query_out() {
+        assert_eq!(
+            loggable_url("https://hooks.example.com:8443/in?token=s3cret#x"),
+            "https://hooks.example.com:8443/in"
+        );
+        assert_eq!(
+            loggable_url("https://u:pw@example.com/h?t=1"),
+            "https://example.com/h"
+        );
+        assert_eq!(loggable_url("no url?token=s3cret"), "(not a URL)");
+    }
+
+    #[test]
+    fn claims_take_owners_in_turn_within_their_room() {
+        let (a, b, c) = (
+            EndpointOwner::Key(1),
+            EndpointOwner::Key(2),
+            EndpointOwner::Operator,
+        );
+        let claim = |limit, owner_room| DeliveryClaim {
+            now: 0,
+            lease_until: 0,
+            limit,
+            token: 1,
+            skip_endpoints: Vec::new(),
+            per_owner: 3,
+            owner_room,
+        };
+        // A's backlog is older, but B and the operators get their turn in the first round.
+        let candidates = [
+            (1, a),
+            (2, a),
+            (3, a),
+            (4, a),
+            (5, b),
+            (6, a),
+            (7, c),
+            (8, b),
+        ];
+        assert_eq!(take_in_turn(&candidates, &claim(4, vec![])), [1, 5, 7, 2]);
+        assert_eq!(
+            take_in_turn(&candidates, &claim(16, vec![])),
+            [1, 5, 7, 2, 8, 3],
+            "at most per_owner of each"
+        );
+        // An owner with attempts under way has less room, and comes after those with more.
+        assert_eq!(
+            take_in_turn(&candidates, &claim(16, vec![(a, 1), (c, 0)])),
+            [5, 1, 8]
+        );
+        assert_eq!(take_in_turn(&candidates, &claim(1, vec![(a, 2)])), [5]);
+        assert!(take_in_turn(&[], &claim(4, vec![])).is_empty());
+        let full = claim(4, vec![(a, 0), (b, 2)]);
+        assert_eq!(full.full_owners().collect::<Vec<_>>(), [a]);
+        assert_eq!((full.room(a), full.room(b), full.room(c)), (0, 2, 3));
+    }
+
+    #[test]
+    fn descriptions_are_short_and_show_what_they_say() {
+        let described = |text: &str| {
+            NewEndpoint {
+                url: "https://example.com/h".into(),
+                events: EventSet::ALL,
+                description: text.into(),
+            }
+            .validate(OPEN)
+        };
+        assert!(described("orders, for the warehouse").is_ok());
+        assert!(described(&"é".repeat(MAX_DESCRIPTION)).is_ok());
+        for (text, why) in [
+            ("é".repeat(MAX_DESCRIPTION + 1), "at most 200"),
+            ("a\nb".to_owned(), "control"),
+            ("invoice \u{202E}fdp.exe".to_owned(), "bidirectional"),
+            ("\u{2066}x\u{2069}".to_owned(), "bidirectional"),
+        ] {
+            let error = described(&text).expect_err(&text).to_string();
+            assert!(error.contains(why), "{text:?}: {error}");
         }
     }
 

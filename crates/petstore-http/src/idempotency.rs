@@ -60,9 +60,9 @@ where
             refused @ (ApiError::IdempotencyRequestInProgress | ApiError::IdempotencyKeyReused),
         ) => {
             let mut response = refused.error_response();
-            let base = state.links.public_base(req);
+            let docs = state.links.docs_page(req);
             let documented =
-                format!("<{base}/docs/#/{operation}>; rel=\"describedby\"; type=\"text/html\"");
+                format!("<{docs}#/{operation}>; rel=\"describedby\"; type=\"text/html\"");
             if let Ok(link) = HeaderValue::try_from(documented) {
                 response.headers_mut().append(header::LINK, link);
             }

@@ -39,10 +39,9 @@ struct HostLink {
 impl Links {
     /// Links for `settings`.
     pub fn new(settings: HttpSettings) -> Self {
-        let successor = match settings
-            .public_base_url()
-            .and_then(|base| HeaderValue::from_str(&successor_link(base)).ok())
-        {
+        let successor = match settings.public_base_url().and_then(|base| {
+            HeaderValue::from_str(&successor_link(base, &settings.docs_page(base))).ok()
+        }) {
             Some(link) => SuccessorLink::Fixed(link),
             None => SuccessorLink::PerHost(Arc::default()),
         };
@@ -76,7 +75,9 @@ impl Links {
             return Some(built.link.clone());
         }
         // Anything but the scheme and `Host` that the link depends on is fixed for the server.
-        let link = HeaderValue::from_str(&successor_link(&self.public_base(req))).ok()?;
+        let base = self.public_base(req);
+        let link =
+            HeaderValue::from_str(&successor_link(&base, &self.settings.docs_page(&base))).ok()?;
         if let Some(host) = host.and_then(|h| HeaderValue::from_bytes(h.as_bytes()).ok()) {
             *last = Some(HostLink {
                 secure,
@@ -85,6 +86,11 @@ impl Links {
             });
         }
         Some(link)
+    }
+
+    /// The docs page's address, for links in responses to `req` (`/docs/` at the site's root).
+    pub fn docs_page(&self, req: &HttpRequest) -> String {
+        self.settings.docs_page(&self.public_base(req))
     }
 
     /// The base address clients should use, for links in responses to `req`. Without a
@@ -158,11 +164,11 @@ fn is_plain_host(host: &str) -> bool {
 }
 
 /// The links of the deprecated `GET /pets/{petId}`, one `Link` value (RFC 8288): its successor
-/// `<{base}/pets>; rel="successor-version"`, then the operation on the docs page as what
-/// documents its deprecation (`rel="deprecation"`, RFC 9745 §3) and its sunset
-/// (`rel="sunset"`, RFC 8594 §4).
-fn successor_link(base: &str) -> String {
-    let docs = format!("{base}/docs/#/pets/getPet");
+/// `<{base}/pets>; rel="successor-version"`, then the operation on the docs page (`docs_page`,
+/// at the site's root, not under the base path) as what documents its deprecation
+/// (`rel="deprecation"`, RFC 9745 §3) and its sunset (`rel="sunset"`, RFC 8594 §4).
+fn successor_link(base: &str, docs_page: &str) -> String {
+    let docs = format!("{docs_page}#/pets/getPet");
     format!(
         "<{base}/pets>; rel=\"successor-version\", \
          <{docs}>; rel=\"deprecation\"; type=\"text/html\", \

@@ -118,7 +118,7 @@ pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
                 )
                 .map_err(|error| {
                     // Named, as an operator wrote it, without its password.
-                    let shown = petstore_store::redact_url_password(url);
+                    let shown = petstore_domain::redacted_url(url);
                     format!("--rate-limit-store {shown:?}: {}", Chain(&error))
                 })?,
             ),

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use petstore_domain::redacted_url;
+
 use crate::StoreError;
 
 /// What a call's deadline ([`Capacity::deadline`](petstore_domain::Capacity)) allows beyond the
@@ -79,12 +81,23 @@ impl Backend {
     /// Chooses the backend from the URL's scheme.
     pub fn from_url(url: &str) -> Result<Self, StoreError> {
         let url = url.trim();
+        let network = ["postgres://", "postgresql://", "mysql://", "mariadb://"];
+        if network.iter().any(|scheme| url.starts_with(scheme)) && url.matches('@').count() > 1 {
+            // tokio-postgres reads the credentials to the first `@`, mysql_async to the last:
+            // either way not what was meant.
+            return Err(StoreError::Config(
+                "the database URL holds `@` more than once: percent-encode it as %40 in a user \
+                 name, password or parameter"
+                    .into(),
+            ));
+        }
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
             return Ok(Self::Postgres(url.to_owned()));
         }
         if url.starts_with("mysql://") || url.starts_with("mariadb://") {
             return Ok(Self::Mysql(url.to_owned()));
         }
+        let explicit = url.starts_with("sqlite:");
         let path = url
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
@@ -113,6 +126,27 @@ impl Backend {
                 "unsupported database URL scheme `{scheme}://`; use postgres://, mysql://, sqlite:// or a file path"
             )));
         }
+        // A URL mistyped (`postgres:/u:pw@h/db`, `postgresql:u:pw@h/db`, `postgres//u:pw@h/db`)
+        // is no file name: taken for one, it would be created and served, and its text (the
+        // password with it) shown. A path that starts like a scheme, or holds `@`, is refused
+        // unless `sqlite:` says it is one.
+        if !explicit {
+            if let Some(scheme) = scheme_like(path) {
+                return Err(StoreError::Config(format!(
+                    "the database URL starts with `{scheme}:` but is not a URL this service \
+                     reads: write postgres://, postgresql://, mysql:// or mariadb:// with its \
+                     `//` (a SQLite file whose name starts so: sqlite://{scheme}:...)"
+                )));
+            }
+            if path.contains('@') {
+                return Err(StoreError::Config(
+                    "the database URL holds `@`, as a URL's credentials do, but is not a \
+                     postgres://, mysql:// or mariadb:// URL (check its scheme and `//`); a \
+                     SQLite file whose name holds `@`: sqlite://PATH"
+                        .into(),
+                ));
+            }
+        }
         Ok(Self::Sqlite(path.to_owned()))
     }
 
@@ -125,14 +159,13 @@ impl Backend {
         }
     }
 
-    /// Which database this is, as it may be shown to an operator or logged: a PostgreSQL URL
-    /// without its password (in the user part or as a `password` parameter), a SQLite file's
-    /// path.
+    /// Which database this is, as it may be shown to an operator or logged: a URL without its
+    /// password ([`redacted_url`]), a SQLite file's path.
     pub fn describe(&self) -> String {
         match self {
             Self::Sqlite(path) => format!("SQLite file {path}"),
-            Self::Postgres(url) => format!("PostgreSQL {}", redact_url_password(url)),
-            Self::Mysql(url) => format!("MariaDB/MySQL {}", redact_url_password(url)),
+            Self::Postgres(url) => format!("PostgreSQL {}", redacted_url(url)),
+            Self::Mysql(url) => format!("MariaDB/MySQL {}", redacted_url(url)),
         }
     }
 
@@ -147,32 +180,15 @@ impl Backend {
     }
 }
 
-/// A database or cache URL (`postgres://`, `redis://`, ...) as it may be logged: a password in
-/// the user part (`user:secret@`) or in a `password` query parameter replaced by `***`.
-pub fn redact_url_password(url: &str) -> String {
-    let mut shown = url.to_owned();
-    if let Some(start) = shown.find("://").map(|i| i + 3) {
-        // The credentials end at the last `@` before the query: a password may hold `/` (or
-        // `@`), so the host's end cannot be found first.
-        let query = shown[start..].find('?').map_or(shown.len(), |i| start + i);
-        if let Some(at) = shown[start..query].rfind('@').map(|i| start + i)
-            && let Some(colon) = shown[start..at].find(':').map(|i| start + i)
-        {
-            shown.replace_range(colon + 1..at, "***");
-        }
-    }
-    if let Some(query) = shown.find('?') {
-        let (head, params) = shown.split_at(query + 1);
-        let params: Vec<String> = params
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if name.eq_ignore_ascii_case("password") => format!("{name}=***"),
-                _ => pair.to_owned(),
-            })
-            .collect();
-        shown = format!("{head}{}", params.join("&"));
-    }
-    shown
+/// The scheme `text` starts with, if it starts like a URL (`letters:`, RFC 3986's scheme
+/// characters after the first): `postgres` of `postgres:/u@h`.
+fn scheme_like(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once(':')?;
+    let mut chars = scheme.chars();
+    let first = chars.next()?;
+    (first.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
 }
 
 #[cfg(test)]
@@ -191,37 +207,27 @@ mod tests {
                 "PostgreSQL postgresql://app@db/pets?password=***&sslmode=disable",
             ),
             ("postgres://db/pets", "PostgreSQL postgres://db/pets"),
-            // A password holding `/` or `@`: the credentials end at the last `@`.
+            // A password holding `/` or `?`: tokio-postgres reads it to the `@`.
             (
                 "postgres://u:se/cret@host/db",
                 "PostgreSQL postgres://u:***@host/db",
             ),
             (
-                "postgres://u:a@b/c@host:5432/db?sslmode=require",
-                "PostgreSQL postgres://u:***@host:5432/db?sslmode=require",
+                "postgres://u:pw?x@host/db",
+                "PostgreSQL postgres://u:***@host/db",
+            ),
+            (
+                "postgres://u@host/db?pass%77ord=pw",
+                "PostgreSQL postgres://u@host/db?pass%77ord=***",
+            ),
+            (
+                "mysql://root:pw@h:3306/x",
+                "MariaDB/MySQL mysql://root:***@h:3306/x",
             ),
             ("sqlite://data/p.db", "SQLite file data/p.db"),
         ] {
             let backend = Backend::from_url(url).expect("a URL");
             assert_eq!(backend.describe(), shown);
-        }
-    }
-
-    #[test]
-    fn cache_urls_lose_their_password_too() {
-        for (url, shown) in [
-            ("redis://:s3cret@cache:6379/0", "redis://:***@cache:6379/0"),
-            (
-                "rediss://app:s3cret@cache:6380",
-                "rediss://app:***@cache:6380",
-            ),
-            (
-                "redis+cluster://app:s3cret@a:7000,b:7001",
-                "redis+cluster://app:***@a:7000,b:7001",
-            ),
-            ("redis://cache:6379", "redis://cache:6379"),
-        ] {
-            assert_eq!(redact_url_password(url), shown);
         }
     }
 
@@ -246,6 +252,11 @@ mod tests {
             ),
             ("sqlite:p.db", Backend::Sqlite("p.db".into())),
             ("data/p.db", Backend::Sqlite("data/p.db".into())),
+            ("./data:1.db", Backend::Sqlite("./data:1.db".into())),
+            (
+                "sqlite:///srv/petstore@blue/p.db",
+                Backend::Sqlite("/srv/petstore@blue/p.db".into()),
+            ),
             ("mysql://u@h/db", Backend::Mysql("mysql://u@h/db".into())),
             (
                 "mariadb://u@h/db",
@@ -268,13 +279,22 @@ mod tests {
         ] {
             assert!(Backend::from_url(url).is_err(), "{url:?} accepted");
         }
-        // Key-value connection strings, and paths with spaces or `=`, are no file paths: refused
-        // without repeating what was given (a password).
+        // Key-value connection strings, paths with spaces or `=`, URLs mistyped (which would be
+        // taken for file names) and `@` more than once: refused without repeating what was
+        // given (a password).
         for url in [
             "host=db password=s3cret",
             "host=db\tpassword=s3cret",
             "dbname=pets",
             "sqlite://data/my pets.db",
+            "postgres:/app:s3cret@h/x",
+            "postgresql:app:s3cret@h/x",
+            "postgres//app:s3cret@h/x",
+            "mysql:/root:s3cret@h/x",
+            "mysql:root:s3cret@h/x",
+            "pets/app:s3cret@h",
+            "postgres://u:a@s3cret@h/pets",
+            "mysql://u:a@s3cret@h/pets",
         ] {
             let error = Backend::from_url(url).expect_err(url).to_string();
             assert!(

@@ -46,9 +46,7 @@ mod store;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use config::{
-    Backend, DEADLINE_MARGIN, DEFAULT_READ_MAX_LAG, StoreConfig, redact_url_password,
-};
+pub use config::{Backend, DEADLINE_MARGIN, DEFAULT_READ_MAX_LAG, StoreConfig};
 pub use error::StoreError;
 pub use migrations::MigrationStatus;
 #[cfg(feature = "sqlite")]

@@ -1,5 +1,5 @@
-// Mirrors migrations/{sqlite,postgres}: keep the three in lockstep. Ids and times are BigInt
-// (int64) and enums Text, so that one query is written for both backends.
+// Mirrors migrations/{sqlite,postgres,mysql}: keep the four in lockstep. Ids and times are
+// BigInt (int64) and enums Text, so that one query is written for every backend.
 
 diesel::table! {
     pets (id) {
@@ -129,6 +129,12 @@ diesel::table! {
     }
 }
 
+diesel::table! {
+    webhook_operator_lock (id) {
+        id -> BigInt,
+    }
+}
+
 diesel::joinable!(orders -> pets (pet_id));
 diesel::joinable!(webhook_deliveries -> webhook_endpoints (endpoint_id));
 diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
@@ -141,5 +147,6 @@ diesel::allow_tables_to_appear_in_same_query!(
     pet_status_counts,
     webhook_endpoints,
     webhook_deliveries,
-    webhook_attempts
+    webhook_attempts,
+    webhook_operator_lock
 );

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, Backlog, Delivery, DeliveryClaim, DueDelivery, EndpointOwner,
-    EndpointSpec, EndpointUpdate, SigningSecret, WebhookEndpoint,
+    EndpointSpec, EndpointUpdate, EndpointWrite, SigningSecret, WebhookEndpoint,
 };
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
@@ -455,7 +455,7 @@ impl WebhookRepository for Store {
         &self,
         owner: EndpointOwner,
         spec: &EndpointSpec,
-    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+    ) -> Result<EndpointWrite<(WebhookEndpoint, SigningSecret)>, StorageError> {
         let (spec, secret) = (spec.clone(), webhooks::random_secret()?);
         Ok(self
             .write(move |conn| Box::pin(webhooks::create(conn, owner, spec, secret)))
@@ -486,7 +486,7 @@ impl WebhookRepository for Store {
         id: i64,
         owner: EndpointOwner,
         update: &EndpointUpdate,
-    ) -> Result<Option<WebhookEndpoint>, StorageError> {
+    ) -> Result<EndpointWrite<WebhookEndpoint>, StorageError> {
         let update = update.clone();
         Ok(self
             .write(move |conn| Box::pin(webhooks::update(conn, id, owner, update)))

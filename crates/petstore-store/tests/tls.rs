@@ -167,15 +167,18 @@ async fn mariadb_ssl_modes_encrypt_and_verify_as_mysql_clients_do() {
     };
 
     // Encrypted: the user connects only so. The right CA and the name the certificate carries
-    // pass `verify_identity`; `preferred` and `required` check neither.
-    for (host, mode) in [
-        ("localhost", "verify_identity"),
-        ("localhost", "required"),
-        ("127.0.0.1", "required"),
-    ] {
-        round_trip(&with(host, mode, &right))
+    // pass `verify_identity`, which a CA named alone means too; `required` checks neither.
+    round_trip(&with("localhost", "verify_identity", &right))
+        .await
+        .expect("verify_identity");
+    let ca_alone = |host: &str, ca: &Path| url(host, format!("ssl-ca={}", ca.display()));
+    round_trip(&ca_alone("localhost", &right))
+        .await
+        .expect("a CA named alone verifies with it");
+    for host in ["localhost", "127.0.0.1"] {
+        round_trip(&url(host, "ssl-mode=required".to_owned()))
             .await
-            .unwrap_or_else(|error| panic!("{host} {mode}: {error}"));
+            .unwrap_or_else(|error| panic!("{host} required: {error}"));
     }
     round_trip(&url("127.0.0.1", "ssl-mode=PREFERRED".to_owned()))
         .await
@@ -190,11 +193,17 @@ async fn mariadb_ssl_modes_encrypt_and_verify_as_mysql_clients_do() {
         .expect_err("verify_identity checks the name");
     assert!(refused.contains("ssl-mode=verify_identity"), "{refused}");
 
-    // Another CA: refused.
+    // Another CA: refused, whether the mode says so or the CA alone does.
     let refused = round_trip(&with("localhost", "verify_identity", &wrong))
         .await
         .expect_err("another CA");
     assert!(refused.contains("ssl-mode=verify_identity"), "{refused}");
+    for (host, ca) in [("localhost", &wrong), ("127.0.0.1", &right)] {
+        let refused = round_trip(&ca_alone(host, ca))
+            .await
+            .expect_err("a CA named alone verifies the chain and the name");
+        assert!(refused.contains("ssl-mode=verify_identity"), "{refused}");
+    }
     // Without TLS the user is refused: `disabled` sends none.
     round_trip(&url("127.0.0.1", "ssl-mode=disabled".to_owned()))
         .await
@@ -202,13 +211,33 @@ async fn mariadb_ssl_modes_encrypt_and_verify_as_mysql_clients_do() {
 
     // Settings that cannot work are refused when the store opens, naming them.
     for bad in [
-        "ssl-mode=sometimes",
-        "ssl-mode=verify_identity&ssl-ca=/nonexistent.pem",
+        "ssl-mode=sometimes".to_owned(),
+        "ssl-mode=verify_identity&ssl-ca=/nonexistent.pem".to_owned(),
         // (The driver cannot check the CA without the name: refused, naming what to use.)
-        "ssl-mode=verify_ca",
+        "ssl-mode=verify_ca".to_owned(),
+        // A CA that a mode would not use is refused rather than ignored.
+        format!("ssl-mode=required&ssl-ca={}", right.display()),
+        format!("ssl-mode=preferred&ssl-ca={}", right.display()),
+        format!("ssl-mode=disabled&ssl-ca={}", right.display()),
     ] {
-        let error =
-            Store::open(&StoreConfig::new(url("127.0.0.1", bad.to_owned()))).expect_err(bad);
+        let error = Store::open(&StoreConfig::new(url("127.0.0.1", bad.clone()))).expect_err(&bad);
         assert!(error.to_string().contains("ssl-"), "{error}");
     }
+}
+
+/// A CA named for a server that offers no TLS (the shared local MariaDB) is no reason to talk
+/// in plain text: the store refuses to connect, where `preferred` would have fallen back.
+#[tokio::test]
+async fn a_mariadb_ca_named_never_falls_back_to_plain_text() {
+    let Some(db) = TestDatabase::mysql() else {
+        return;
+    };
+    let authority = Authority::new("petstore test CA");
+    let dir = tempfile::tempdir().expect("folder");
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &authority.ca_pem).expect("write");
+    let refused = round_trip(&format!("{}?ssl-ca={}", db.url(), ca.display()))
+        .await
+        .expect_err("no TLS offered: refused");
+    assert!(refused.contains("ssl-mode=verify_identity"), "{refused}");
 }

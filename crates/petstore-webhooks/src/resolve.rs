@@ -29,15 +29,22 @@ impl Resolve for GuardedResolver {
         let policy = self.policy;
         Box::pin(async move {
             let host = name.as_str().to_owned();
-            let found: Vec<SocketAddr> =
-                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            // One error whether the name does not resolve or resolves only to forbidden
+            // addresses: a delivery's log must not tell a receiver's owner which names are the
+            // service's own network's.
+            let refused = || {
+                io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!("{host} does not resolve to an address deliveries may go to"),
+                )
+            };
+            let found: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), 0)).await {
+                Ok(found) => found.collect(),
+                Err(_) => return Err(refused().into()),
+            };
             let allowed = allowed_addresses(&found, policy);
             if allowed.is_empty() {
-                let error = io::Error::new(
-                    io::ErrorKind::PermissionDenied,
-                    format!("{host} resolves only to addresses deliveries may not go to"),
-                );
-                return Err(error.into());
+                return Err(refused().into());
             }
             let addrs: Addrs = Box::new(allowed.into_iter());
             Ok(addrs)

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::Storage;
 use petstore_domain::webhook::{
-    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, UrlPolicy, retry_delay,
+    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, UrlPolicy, retry_delay,
 };
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
@@ -31,7 +31,8 @@ pub struct SenderConfig {
     /// How long an attempt may take, connection included (15 s by default): no answer in time
     /// is a failure.
     pub timeout: Duration,
-    /// Most deliveries sent at once by this instance.
+    /// Most deliveries sent at once by this instance. One owner (a key, or the operators) has
+    /// at most half of them under way ([`SenderConfig::per_owner`]).
     pub concurrency: usize,
     /// How often to look for due deliveries when none was found.
     pub poll: Duration,
@@ -40,12 +41,13 @@ pub struct SenderConfig {
 }
 
 impl Default for SenderConfig {
-    /// 15 s per attempt, 16 at once, a look every second, a log of 30 days.
+    /// 15 s per attempt, 32 at once (16 of one owner's), a look every second, a log of 30
+    /// days.
     fn default() -> Self {
         Self {
             policy: UrlPolicy::default(),
             timeout: Duration::from_secs(15),
-            concurrency: 16,
+            concurrency: 32,
             poll: Duration::from_secs(1),
             retention: Duration::from_secs(30 * 24 * 3600),
         }
@@ -57,6 +59,13 @@ impl SenderConfig {
     /// that a live sender records its attempt well before another may claim it.
     pub fn lease(&self) -> Duration {
         self.timeout * 2 + Duration::from_secs(5)
+    }
+
+    /// The most attempts of one owner's deliveries under way at once: half the slots (at least
+    /// one), so that one owner's slow or dead receivers leave the other half to everyone else,
+    /// whom claims take in turn.
+    pub fn per_owner(&self) -> usize {
+        (self.concurrency / 2).max(1)
     }
 }
 
@@ -91,6 +100,8 @@ pub struct Sender {
     config: SenderConfig,
     slots: Arc<Semaphore>,
     endpoints: Arc<Mutex<HashMap<i64, EndpointState>>>,
+    /// Each owner's attempts under way (owners with none are not kept).
+    owners: Arc<Mutex<HashMap<EndpointOwner, usize>>>,
     /// Told when an attempt ends: a claim that skipped its endpoint may take more now.
     ended: Arc<Notify>,
 }
@@ -122,6 +133,7 @@ impl Sender {
             slots: Arc::new(Semaphore::new(config.concurrency.max(1))),
             config,
             endpoints: Arc::default(),
+            owners: Arc::default(),
             ended: Arc::default(),
         })
     }
@@ -167,8 +179,10 @@ impl Sender {
     }
 
     /// Claims as many due deliveries as there are free slots, [`PER_ENDPOINT`] at most
-    /// (waiting for a slot first), none of an endpoint that has as many under way or rests,
-    /// and starts sending them; whether it claimed as many as it asked for (more may be due).
+    /// (waiting for a slot first), none of an endpoint that has as many under way or rests, and
+    /// of each owner no more than its room under [`SenderConfig::per_owner`] (owners taken in
+    /// turn), and starts sending them; whether it claimed as many as it asked for (more may be
+    /// due).
     async fn round(&self) -> bool {
         let Ok(first) = self.slots.clone().acquire_owned().await else {
             return false;
@@ -181,6 +195,8 @@ impl Sender {
             limit: u32::try_from(free).unwrap_or(u32::MAX),
             token: fastrand::i64(1..),
             skip_endpoints: self.skipped(),
+            per_owner: u32::try_from(self.config.per_owner()).unwrap_or(u32::MAX),
+            owner_room: self.owner_room(),
         };
         let due = match self
             .call(self.storage.claim_webhook_deliveries(&claim))
@@ -205,6 +221,7 @@ impl Sender {
                 },
             };
             self.endpoint(delivery.endpoint_id, |state| state.under_way += 1);
+            *self.owners().entry(delivery.owner).or_default() += 1;
             let sender = self.clone();
             tokio::spawn(async move { sender.deliver(delivery, slot).await });
         }
@@ -232,6 +249,22 @@ impl Sender {
             .collect()
     }
 
+    /// How many more deliveries of each owner with attempts under way the next claim may take.
+    fn owner_room(&self) -> Vec<(EndpointOwner, u32)> {
+        let per_owner = self.config.per_owner();
+        self.owners()
+            .iter()
+            .map(|(owner, under_way)| {
+                let room = per_owner.saturating_sub(*under_way);
+                (*owner, u32::try_from(room).unwrap_or(u32::MAX))
+            })
+            .collect()
+    }
+
+    fn owners(&self) -> std::sync::MutexGuard<'_, HashMap<EndpointOwner, usize>> {
+        self.owners.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn endpoint(&self, id: i64, change: impl FnOnce(&mut EndpointState)) {
         let mut endpoints = self
             .endpoints
@@ -246,6 +279,15 @@ impl Sender {
         self.endpoint(delivery.endpoint_id, |state| {
             state.under_way = state.under_way.saturating_sub(1);
         });
+        {
+            let mut owners = self.owners();
+            if let Some(under_way) = owners.get_mut(&delivery.owner) {
+                *under_way = under_way.saturating_sub(1);
+                if *under_way == 0 {
+                    owners.remove(&delivery.owner);
+                }
+            }
+        }
         drop(slot);
         self.ended.notify_one();
     }

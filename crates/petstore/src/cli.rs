@@ -10,7 +10,7 @@ use petstore_store::StoreConfig;
 
 use crate::logging::LogFormat;
 use crate::serve::{MetricsEndpoint, ServeConfig};
-use petstore_http::config::{Config, CorsOrigins, HttpSettings, RateLimitConfig};
+use petstore_http::config::{Config, CorsOrigins, HttpSettings, NamedServers, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
 use petstore_webhooks::SenderConfig;
 
@@ -330,6 +330,9 @@ pub struct OpenapiArgs {
     /// Path prefix of the API.
     #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
     pub base_path: String,
+    /// The servers the document lists, as `serve` takes them (`--openapi-servers`).
+    #[arg(long, env = "PETSTORE_OPENAPI_SERVERS", default_value = "")]
+    pub openapi_servers: NamedServers,
     /// Print the admin API's document (`/admin/v1/openapi.json`) instead.
     #[arg(long)]
     pub admin: bool,
@@ -349,7 +352,9 @@ impl OpenapiArgs {
 /// Database options, shared by every subcommand.
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// `postgres://...`, `sqlite://PATH` or a SQLite file path.
+    /// The database: `postgres://` (or `postgresql://`) for PostgreSQL, `mysql://` (or
+    /// `mariadb://`) for MariaDB or MySQL, `sqlite://PATH` or a plain file path for SQLite (the
+    /// file and its tables are created when missing; its folder must exist).
     #[arg(
         long,
         env = "PETSTORE_DATABASE_URL",
@@ -404,6 +409,11 @@ pub struct ServeArgs {
     /// Path prefix of the API.
     #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
     pub base_path: String,
+    /// The servers the OpenAPI document lists, as `NAME=URL` pairs separated by commas (e.g.
+    /// `Production=https://api.example.com/v1,Staging=https://staging.example.com/v1`); the
+    /// document served lists this instance's own base address alone when unset.
+    #[arg(long, env = "PETSTORE_OPENAPI_SERVERS", default_value = "")]
+    pub openapi_servers: NamedServers,
     /// Worker threads, 1 to 512 (default: one per CPU).
     #[arg(long, env = "PETSTORE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=512))]
     pub workers: Option<u16>,
@@ -462,8 +472,9 @@ pub struct ServeArgs {
     /// The longest a webhook attempt may take, connection included.
     #[arg(long, env = "PETSTORE_WEBHOOK_TIMEOUT", default_value = "15s", value_parser = positive_duration)]
     pub webhook_timeout: Duration,
-    /// Most webhook deliveries this instance sends at once.
-    #[arg(long, env = "PETSTORE_WEBHOOK_CONCURRENCY", default_value_t = 16, value_parser = clap::value_parser!(u16).range(1..=1024))]
+    /// Most webhook deliveries this instance sends at once; one owner (a key, or the
+    /// operators) has at most half of them under way.
+    #[arg(long, env = "PETSTORE_WEBHOOK_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub webhook_concurrency: u16,
     /// Record Prometheus metrics and serve them at `/metrics`.
     #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
@@ -472,9 +483,10 @@ pub struct ServeArgs {
     /// it off the public network (wins over the admin listener).
     #[arg(long, env = "PETSTORE_METRICS_BIND")]
     pub metrics_bind: Option<String>,
-    /// Open the admin listener on this address (`host:port`, never the API's): key
-    /// administration over HTTP (`/admin/v1/keys`, with admin tokens from `petstore
-    /// admin-tokens create`), and `/metrics` unless `--metrics-bind` is set. Off when unset.
+    /// Open the admin listener on this address (`host:port`, never the API's): the admin API
+    /// (`/admin/v1/keys`, `/admin/v1/orders`, `/admin/v1/webhook_endpoints`, with admin tokens
+    /// from `petstore admin-tokens create`), and `/metrics` unless `--metrics-bind` is set. Off
+    /// when unset.
     #[arg(long, env = "PETSTORE_ADMIN_BIND")]
     pub admin_bind: Option<String>,
     /// Where rate-limit counters live: `memory` (this process), or shared by every instance in
@@ -557,7 +569,8 @@ impl ServeArgs {
         let app = Config {
             key_cache_ttl: self.key_cache_ttl,
             client_body_timeout: self.client_body_timeout,
-            http: HttpSettings::new(&self.base_path, self.public_base_url),
+            http: HttpSettings::new(&self.base_path, self.public_base_url)
+                .with_servers(self.openapi_servers),
             cors: self.cors_allowed_origins,
             idempotency_retention: self.idempotency_retention,
             webhook_policy: UrlPolicy {

@@ -16,6 +16,7 @@ pub mod logging;
 mod orders;
 mod redact;
 mod serve;
+mod usage;
 
 use std::error::Error;
 use std::future::Future;
@@ -31,7 +32,10 @@ use cli::{Cli, Command, HealthArgs, MigrateArgs, MigrateCommand, ServeFromEnviro
 /// Parses the command line and runs it; the exit status of a command that has more to say than
 /// success or failure (`keys verify`) comes back as `Ok`.
 pub fn run() -> Result<ExitCode, Box<dyn Error>> {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return Ok(usage::usage_error(&error)),
+    };
     logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
     let done = |result: Result<(), Box<dyn Error>>| result.map(|()| ExitCode::SUCCESS);
     let database = cli.database;
@@ -44,14 +48,13 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
     }
     match cli.command {
         None => {
-            let serve = ServeFromEnvironment::try_parse_from(["petstore"])?;
-            let store = serve.args.store_config(&database);
-            done(serve_blocking(serve.args.into_config(), store))
+            let args = match ServeFromEnvironment::try_parse_from(["petstore"]) {
+                Ok(serve) => serve.args,
+                Err(error) => return Ok(usage::usage_error(&error)),
+            };
+            serve_checked(args, &database)
         }
-        Some(Command::Serve(args)) => {
-            let store = args.store_config(&database);
-            done(serve_blocking(args.into_config(), store))
-        }
+        Some(Command::Serve(args)) => serve_checked(args, &database),
         Some(Command::Migrate(MigrateArgs { action: None })) => done(administer(
             database.store_config(false),
             Needs::Nothing,
@@ -72,7 +75,10 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             let document = if args.admin {
                 petstore_http::admin::openapi::document()
             } else {
-                petstore_http::routes::openapi::document(&args.server())
+                petstore_http::routes::openapi::document_for(
+                    &args.openapi_servers.0,
+                    &args.server(),
+                )
             }
             .to_pretty_json()?;
             println!("{document}");
@@ -95,6 +101,20 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             |store| async move { orders::orders(&store, command).await },
         )),
     }
+}
+
+/// `serve` with `args`, once what can be checked of them before anything is opened holds
+/// (a usage error, exit 2, otherwise).
+fn serve_checked(
+    args: cli::ServeArgs,
+    database: &cli::DatabaseArgs,
+) -> Result<ExitCode, Box<dyn Error>> {
+    if let Err(error) = usage::check_serve(&args) {
+        eprintln!("error: {error}");
+        return Ok(ExitCode::from(2));
+    }
+    let store = args.store_config(database);
+    serve_blocking(args.into_config(), store).map(|()| ExitCode::SUCCESS)
 }
 
 /// `petstore health`: 0 when the server answers 200, 1 (saying why on stderr) otherwise.

@@ -3,6 +3,7 @@
 use std::error::Error;
 use std::io::IsTerminal;
 use std::io::Write;
+use std::net::TcpListener;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -99,15 +100,26 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     for standby in &store.read_urls {
         log::info!(
             "reads that tolerate a standby may go to: {} (further behind than {:?}: skipped)",
-            petstore_store::redact_url_password(standby),
+            petstore_domain::redacted_url(standby),
             store.read_max_lag
         );
     }
+    // The listeners first: an address that cannot be listened on is said before any database
+    // is created or migrated.
+    if config.admin_bind.as_deref() == Some(config.bind.as_str()) && !config.bind.ends_with(":0") {
+        return Err(format!(
+            "--admin-bind (PETSTORE_ADMIN_BIND) {} is the API's own address: the admin listener \
+             must be another (e.g. a loopback or private address), never the public one",
+            config.bind
+        )
+        .into());
+    }
+    let listeners = Listeners::open(&config)?;
     if !config.migrate && !backend.exists() {
         return Err(format!(
             "there is no database at {} and --no-migrate is set: create it with `petstore \
              migrate`",
-            store.url
+            backend.describe()
         )
         .into());
     }
@@ -143,16 +155,6 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
             store.backend_name()
         );
     }
-    // The same address twice (a port of 0 excepted: each listener gets a port of its own).
-    if config.admin_bind.as_deref() == Some(config.bind.as_str()) && !config.bind.ends_with(":0") {
-        store.close();
-        return Err(format!(
-            "--admin-bind {} is the API's own address: the admin listener must be another \
-             (e.g. a loopback or private address), never the public one",
-            config.bind
-        )
-        .into());
-    }
     let exporter = match config.metrics {
         MetricsEndpoint::Off => None,
         MetricsEndpoint::Main | MetricsEndpoint::Separate(_) | MetricsEndpoint::Admin => {
@@ -185,27 +187,29 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
         .shutdown_timeout(config.shutdown_timeout.as_secs_f64().ceil() as u64)
         .worker_max_blocking_threads(blocking_threads)
         .workers(workers)
-        .bind(&config.bind)?;
-    let metrics_server = match (&exporter, &config.metrics) {
-        (Some(exporter), MetricsEndpoint::Separate(addr)) => {
-            Some(metrics_server(exporter.clone(), addr)?)
-        }
+        .listen(listeners.api)?;
+    let metrics_server = match (&exporter, listeners.metrics) {
+        (Some(exporter), Some(listener)) => Some(metrics_server(exporter.clone(), listener)?),
         _ => None,
     };
-    let admin_server = match &config.admin_bind {
-        Some(addr) => {
+    let admin_server = match listeners.admin {
+        Some(listener) => {
             let metrics = exporter
                 .clone()
                 .filter(|_| config.metrics == MetricsEndpoint::Admin);
-            Some(admin_server(state.clone(), metrics, addr)?)
+            Some(admin_server(state.clone(), metrics, listener)?)
         }
         None => None,
     };
     // Watched from before the server says it listens: a signal sent as soon as it does is a
     // graceful stop, not the default action (the process killed).
     let stop = stop_signal();
+    // On stdout, so scripts and tests started with port 0 learn the port: the docs page's
+    // address, then the listener's, last (what a script waits for; it may stop reading then).
+    let docs = docs_page(&config, &server.addrs());
+    println!("docs on {docs}");
+    log::info!("the docs page: {docs}");
     for addr in server.addrs() {
-        // On stdout, so scripts and tests started with port 0 learn the port.
         println!("listening on http://{addr}");
         log::info!("listening on http://{addr}");
     }
@@ -297,12 +301,80 @@ fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
     Ok(exporter)
 }
 
-/// Serves `/metrics` alone on `addr` (one worker), and says where on stdout.
-fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dyn Error>> {
+/// The listeners, opened before anything else is: the API's, and the admin and metrics
+/// listeners when they have addresses of their own.
+struct Listeners {
+    api: TcpListener,
+    admin: Option<TcpListener>,
+    metrics: Option<TcpListener>,
+}
+
+impl Listeners {
+    fn open(config: &ServeConfig) -> Result<Self, String> {
+        Ok(Self {
+            api: listen("--bind", "PETSTORE_BIND", &config.bind)?,
+            admin: config
+                .admin_bind
+                .as_deref()
+                .map(|addr| listen("--admin-bind", "PETSTORE_ADMIN_BIND", addr))
+                .transpose()?,
+            metrics: match &config.metrics {
+                MetricsEndpoint::Separate(addr) => {
+                    Some(listen("--metrics-bind", "PETSTORE_METRICS_BIND", addr)?)
+                }
+                _ => None,
+            },
+        })
+    }
+}
+
+/// A listener on `addr`, or why not in words naming the setting (`flag`, `variable`) and the
+/// address.
+fn listen(flag: &str, variable: &str, addr: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(addr).map_err(|error| {
+        let why = match error.kind() {
+            std::io::ErrorKind::AddrInUse => "the address is in use: another process listens \
+                there (stop it, or choose another port)"
+                .to_owned(),
+            std::io::ErrorKind::PermissionDenied => {
+                "not allowed to listen there (a port below 1024 needs privileges)".to_owned()
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                "not an address of this machine's interfaces".to_owned()
+            }
+            _ => format!("cannot listen there: {error}"),
+        };
+        format!("{flag} ({variable}) {addr}: {why}")
+    })
+}
+
+/// The docs page's address: at the site of the public base URL, or on the first address
+/// listened on (loopback's for a wildcard address).
+fn docs_page(config: &ServeConfig, addrs: &[std::net::SocketAddr]) -> String {
+    if let Some(base) = config.app.http.public_base_url() {
+        return config.app.http.docs_page(base);
+    }
+    let Some(addr) = addrs.first() else {
+        return "/docs/".to_owned();
+    };
+    let host = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
+        ip if ip.is_unspecified() => "[::1]".to_owned(),
+        std::net::IpAddr::V6(ip) => format!("[{ip}]"),
+        std::net::IpAddr::V4(ip) => ip.to_string(),
+    };
+    format!("http://{host}:{}/docs/", addr.port())
+}
+
+/// Serves `/metrics` alone on `listener` (one worker), and says where on stdout.
+fn metrics_server(
+    exporter: Exporter,
+    listener: TcpListener,
+) -> Result<ServerHandle, Box<dyn Error>> {
     let server = HttpServer::new(move || metrics_app(exporter.clone()))
         .workers(1)
         .disable_signals()
-        .bind(addr)?;
+        .listen(listener)?;
     for addr in server.addrs() {
         println!("metrics on http://{addr}/metrics");
         log::info!("metrics on http://{addr}/metrics");
@@ -318,7 +390,7 @@ fn metrics_server(exporter: Exporter, addr: &str) -> Result<ServerHandle, Box<dy
 /// work, and stops the start with the reason; Redis merely unreachable is only a warning (the
 /// failure policy applies until it is back).
 async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> {
-    let shown = petstore_store::redact_url_password(url);
+    let shown = petstore_domain::redacted_url(url);
     match state.limiter.ping().await {
         Ok(()) => {
             log::info!("rate limits counted in Redis at {shown} (shared by every instance)");
@@ -351,14 +423,13 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
 fn admin_server(
     state: web::Data<AppState>,
     metrics: Option<Exporter>,
-    addr: &str,
+    listener: TcpListener,
 ) -> Result<ServerHandle, Box<dyn Error>> {
     let server = HttpServer::new(move || admin_app(state.clone(), metrics.clone()))
         .on_connect(Connection::record)
         .workers(1)
         .disable_signals()
-        .bind(addr)
-        .map_err(|error| format!("cannot open the admin listener on {addr}: {error}"))?;
+        .listen(listener)?;
     for addr in server.addrs() {
         println!("admin on http://{addr}{}", petstore_http::admin::ADMIN_BASE);
         log::info!(

@@ -8,6 +8,8 @@ mod keys;
 mod orders;
 mod pets;
 mod support;
+mod webhook_attempts;
+mod webhook_owners;
 mod webhooks;
 
 pub use admin_tokens::*;
@@ -15,4 +17,6 @@ pub use idempotency::*;
 pub use keys::*;
 pub use orders::*;
 pub use pets::*;
+pub use webhook_attempts::*;
+pub use webhook_owners::*;
 pub use webhooks::*;

@@ -11,8 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use futures_util::future::join_all;
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
-    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointUrl, EventSet, EventType,
-    MAX_ENDPOINTS, SigningSecret, UrlPolicy, WebhookEndpoint,
+    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointUrl, EndpointWrite, EventSet,
+    EventType, MAX_ENDPOINTS, SigningSecret, UrlPolicy, WebhookEndpoint,
 };
 use petstore_domain::{
     CreatePet, KeySpec, LifecycleError, Limit, Order, OrderAction, OrderError, PageRequest, Pet,
@@ -23,21 +23,21 @@ use serde_json::Value;
 use super::support::{add, draft};
 
 /// How long the scenarios' claims hold what they claim, in seconds.
-const LEASE: i64 = 60;
+pub(super) const LEASE: i64 = 60;
 
 /// Now, in Unix seconds.
-fn unix_now() -> i64 {
+pub(super) fn unix_now() -> i64 {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .expect("a clock after 1970");
     i64::try_from(since.as_secs()).expect("seconds in range")
 }
 
-fn url(text: &str) -> EndpointUrl {
+pub(super) fn url(text: &str) -> EndpointUrl {
     EndpointUrl::parse(text, UrlPolicy::default()).expect("a valid URL")
 }
 
-fn spec(text: &str, events: EventSet) -> EndpointSpec {
+pub(super) fn spec(text: &str, events: EventSet) -> EndpointSpec {
     EndpointSpec {
         url: url(text),
         events,
@@ -45,12 +45,12 @@ fn spec(text: &str, events: EventSet) -> EndpointSpec {
     }
 }
 
-fn only(kinds: &[EventType]) -> EventSet {
+pub(super) fn only(kinds: &[EventType]) -> EventSet {
     EventSet::new(kinds.iter().copied()).expect("event types")
 }
 
 /// A new API key, as the owner of endpoints.
-async fn new_key(storage: &dyn Storage, label: &str) -> EndpointOwner {
+pub(super) async fn new_key(storage: &dyn Storage, label: &str) -> EndpointOwner {
     let (key, _) = storage
         .create_key(&KeySpec::new(Plan::Free, label, None).expect("spec"))
         .await
@@ -58,7 +58,7 @@ async fn new_key(storage: &dyn Storage, label: &str) -> EndpointOwner {
     EndpointOwner::Key(key.id)
 }
 
-async fn endpoint(
+pub(super) async fn endpoint(
     storage: &dyn Storage,
     owner: EndpointOwner,
     text: &str,
@@ -68,18 +68,23 @@ async fn endpoint(
         .create_webhook_endpoint(owner, &spec(text, events))
         .await
         .expect("create an endpoint")
+        .done()
         .expect("under the limit")
         .0
 }
 
-async fn listed(storage: &dyn Storage, owner: EndpointOwner) -> Vec<WebhookEndpoint> {
+pub(super) async fn listed(storage: &dyn Storage, owner: EndpointOwner) -> Vec<WebhookEndpoint> {
     storage
         .list_webhook_endpoints(owner)
         .await
         .expect("list endpoints")
 }
 
-async fn found(storage: &dyn Storage, id: i64, owner: EndpointOwner) -> Option<WebhookEndpoint> {
+pub(super) async fn found(
+    storage: &dyn Storage,
+    id: i64,
+    owner: EndpointOwner,
+) -> Option<WebhookEndpoint> {
     storage
         .find_webhook_endpoint(id, owner)
         .await
@@ -125,7 +130,7 @@ async fn deliveries_paged(
 }
 
 /// Every delivery of `endpoint`, newest first.
-async fn deliveries(storage: &dyn Storage, endpoint: &WebhookEndpoint) -> Vec<Delivery> {
+pub(super) async fn deliveries(storage: &dyn Storage, endpoint: &WebhookEndpoint) -> Vec<Delivery> {
     deliveries_paged(storage, endpoint, 100).await
 }
 
@@ -137,7 +142,7 @@ async fn oldest_first(storage: &dyn Storage, endpoint: &WebhookEndpoint) -> Vec<
 }
 
 /// Delivery `id` of `endpoint`, with its attempts.
-async fn delivery(
+pub(super) async fn delivery(
     storage: &dyn Storage,
     endpoint: &WebhookEndpoint,
     id: i64,
@@ -151,7 +156,7 @@ async fn delivery(
 
 /// An order of a new available pet, placed by `owner`'s key (none for the operators). The
 /// pet's own `pet.created` event has no key: only the operators' endpoints get it.
-async fn order_for(storage: &dyn Storage, owner: EndpointOwner) -> Order {
+pub(super) async fn order_for(storage: &dyn Storage, owner: EndpointOwner) -> Order {
     let pet = add(storage, "for sale", PetStatus::Available).await;
     order_of(storage, &pet, owner).await
 }
@@ -167,17 +172,19 @@ async fn order_of(storage: &dyn Storage, pet: &Pet, owner: EndpointOwner) -> Ord
         .expect("place an order")
 }
 
-fn claim_at(now: i64, limit: u32, token: i64) -> DeliveryClaim {
+pub(super) fn claim_at(now: i64, limit: u32, token: i64) -> DeliveryClaim {
     DeliveryClaim {
         now,
         lease_until: now + LEASE,
         limit,
         token,
         skip_endpoints: Vec::new(),
+        per_owner: limit,
+        owner_room: Vec::new(),
     }
 }
 
-async fn claim(storage: &dyn Storage, claim: DeliveryClaim) -> Vec<DueDelivery> {
+pub(super) async fn claim(storage: &dyn Storage, claim: DeliveryClaim) -> Vec<DueDelivery> {
     storage
         .claim_webhook_deliveries(&claim)
         .await
@@ -195,7 +202,7 @@ fn body(delivery: &Delivery) -> Value {
     serde_json::from_str(&delivery.body).expect("a JSON body")
 }
 
-fn attempt(
+pub(super) fn attempt(
     delivery: i64,
     lease: i64,
     attempted_at: i64,
@@ -213,14 +220,14 @@ fn attempt(
     }
 }
 
-async fn recorded(storage: &dyn Storage, record: &AttemptRecord) -> bool {
+pub(super) async fn recorded(storage: &dyn Storage, record: &AttemptRecord) -> bool {
     storage
         .record_webhook_attempt(record)
         .await
         .expect("record an attempt")
 }
 
-async fn backlog(storage: &dyn Storage) -> Backlog {
+pub(super) async fn backlog(storage: &dyn Storage) -> Backlog {
     storage.webhook_backlog().await.expect("the backlog")
 }
 
@@ -239,6 +246,7 @@ pub async fn webhook_endpoints_belong_to_their_owner(storage: &dyn Storage) {
         .create_webhook_endpoint(mine, &wanted)
         .await
         .expect("create")
+        .done()
         .expect("under the limit");
     assert_eq!(
         (
@@ -279,6 +287,7 @@ pub async fn webhook_endpoints_belong_to_their_owner(storage: &dyn Storage) {
         )
         .await
         .expect("create")
+        .done()
         .expect("under the limit");
     assert_ne!(second.id, first.id);
     assert_ne!(other_secret, secret, "each endpoint a secret of its own");
@@ -332,7 +341,7 @@ pub async fn webhook_endpoints_belong_to_their_owner(storage: &dyn Storage) {
                 .update_webhook_endpoint(first.id, stranger, &update)
                 .await
                 .expect("update"),
-            None,
+            EndpointWrite::NotFound,
             "{stranger:?} changes no endpoint of another's"
         );
     }
@@ -341,6 +350,7 @@ pub async fn webhook_endpoints_belong_to_their_owner(storage: &dyn Storage) {
         .update_webhook_endpoint(first.id, mine, &update)
         .await
         .expect("update")
+        .done()
         .expect("the key's endpoint");
     assert_eq!(
         updated,
@@ -357,7 +367,7 @@ pub async fn webhook_endpoints_belong_to_their_owner(storage: &dyn Storage) {
             .update_webhook_endpoint(first.id, mine, &EndpointUpdate::default())
             .await
             .expect("update nothing"),
-        Some(updated),
+        EndpointWrite::Done(updated),
         "an empty update changes nothing"
     );
 
@@ -390,7 +400,7 @@ pub async fn webhook_endpoints_belong_to_their_owner(storage: &dyn Storage) {
             .update_webhook_endpoint(first.id, mine, &update)
             .await
             .expect("update"),
-        None,
+        EndpointWrite::NotFound,
         "a deleted endpoint is not updated"
     );
     assert_eq!(listed(storage, mine).await, vec![second]);
@@ -407,6 +417,7 @@ pub async fn an_owner_has_at_most_max_endpoints(storage: &dyn Storage) {
             .create_webhook_endpoint(owner, &spec(&text, EventSet::ALL))
             .await
             .expect("create")
+            .done()
             .map(|(endpoint, _)| endpoint)
     };
     let mut made = Vec::new();
@@ -727,6 +738,7 @@ pub async fn a_disabled_endpoint_gets_no_deliveries(storage: &dyn Storage) {
         )
         .await
         .expect("update")
+        .done()
         .expect("the key's endpoint");
     assert!(!off.enabled, "turned off");
     assert!(
@@ -779,6 +791,7 @@ pub async fn a_disabled_endpoint_gets_no_deliveries(storage: &dyn Storage) {
         )
         .await
         .expect("update")
+        .done()
         .expect("the key's endpoint");
     assert!(on.enabled, "turned on");
     assert_eq!(on.disabled_reason, None, "its reason cleared");
@@ -1282,6 +1295,7 @@ pub async fn a_rotated_secret_keeps_signing_until_its_grace_ends(storage: &dyn S
         )
         .await
         .expect("create")
+        .done()
         .expect("under the limit");
     let t = unix_now();
     let grace = t + 3_600;

@@ -171,10 +171,11 @@ async fn get(worker: web::Data<Worker>, req: HttpRequest, id: web::Path<i64>) ->
 /// The deprecated operation's links, as the service writes them: its successor, and where its
 /// deprecation and sunset are documented.
 fn deprecation_links(base: &str) -> String {
+    let site = base.strip_suffix("/v1").unwrap_or(base);
     format!(
         "<{base}/pets>; rel=\"successor-version\", \
-         <{base}/docs/#/pets/getPet>; rel=\"deprecation\"; type=\"text/html\", \
-         <{base}/docs/#/pets/getPet>; rel=\"sunset\"; type=\"text/html\""
+         <{site}/docs/#/pets/getPet>; rel=\"deprecation\"; type=\"text/html\", \
+         <{site}/docs/#/pets/getPet>; rel=\"sunset\"; type=\"text/html\""
     )
 }
 

@@ -5,6 +5,7 @@
 //! admin-token authentication ([`token`]), its audit log and its OpenAPI document
 //! ([`openapi`]).
 
+mod key_webhooks;
 pub mod openapi;
 mod orders;
 mod routes;
@@ -34,7 +35,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     ));
     // Path under `/keys`, name, `Allow`, routes.
     #[rustfmt::skip]
-    let keys: [(&str, &'static str, &'static str, Vec<Route>); 5] = [
+    let keys: [(&str, &'static str, &'static str, Vec<Route>); 7] = [
         ("", "listKeys", "GET, HEAD, POST",
             and(read(routes::list_keys), post().to(routes::create_key))),
         ("/{keyId}", "getKey", "GET, HEAD, PATCH",
@@ -42,6 +43,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         ("/{keyId}/rotate", "rotateKey", "POST", vec![post().to(routes::rotate_key)]),
         ("/{keyId}/revoke", "revokeKey", "POST", vec![post().to(routes::revoke_key)]),
         ("/{keyId}/unban", "unbanKey", "POST", vec![post().to(routes::unban_key)]),
+        ("/{keyId}/webhook_endpoints", "listKeyWebhookEndpoints", "GET, HEAD",
+            read(key_webhooks::list_endpoints)),
+        ("/{keyId}/webhook_endpoints/{endpointId}", "getKeyWebhookEndpoint",
+            "GET, HEAD, PATCH, DELETE",
+            and(and(read(key_webhooks::get_endpoint), patch().to(key_webhooks::update_endpoint)),
+                delete().to(key_webhooks::delete_endpoint))),
     ];
     // Path under `/orders`, name, `Allow`, routes.
     #[rustfmt::skip]

@@ -9,6 +9,7 @@ use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{Modify, OpenApi};
 
 use super::ADMIN_BASE;
+use super::key_webhooks;
 use super::orders::{self, OrderPage};
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
 use super::webhooks::{self, DeliveryPage};
@@ -37,7 +38,7 @@ use petstore_domain::{Order, OrderStatus};
             (`Authorization: Bearer <ADMIN_TOKEN>`, issued with `petstore admin-tokens \
             create`); every error is the Error object; every change is written to the audit \
             log. The public API's rate limits do not apply.",
-        license(name = "MIT OR Apache-2.0"),
+        license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0"),
     ),
     paths(
         routes::create_key,
@@ -60,7 +61,11 @@ use petstore_domain::{Order, OrderStatus};
         webhooks::rotate_secret,
         webhooks::list_deliveries,
         webhooks::get_delivery,
-        webhooks::redeliver
+        webhooks::redeliver,
+        key_webhooks::list_endpoints,
+        key_webhooks::get_endpoint,
+        key_webhooks::update_endpoint,
+        key_webhooks::delete_endpoint
     ),
     components(schemas(
         KeyView,

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::PageRequest;
 use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, IssuedEndpoint, NewEndpoint,
-    WebhookEndpoint,
+    WebhookEndpoint, loggable_url,
 };
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -31,8 +31,9 @@ pub struct DeliveryPage {
     next_after: Option<i64>,
 }
 
-/// One audit line: who (the admin token), what, which endpoint.
-fn audit(admin: &Admin, action: &'static str, endpoint: i64, detail: &str) {
+/// One audit line: who (the admin token), what, which endpoint. A URL in `detail` is written
+/// by [`loggable_url`] (no query: it may hold the receiver's token).
+pub(super) fn audit(admin: &Admin, action: &'static str, endpoint: i64, detail: &str) {
     tracing::info!(
         target: AUDIT_LOG,
         admin_token_id = admin.0.id,
@@ -81,7 +82,8 @@ pub async fn list_endpoints(
         (status = 201, description = "The endpoint, with its signing secret.",
             body = IssuedEndpoint,
             headers(("Location" = String, description = "The endpoint's address."))),
-        (status = 409, description = "`webhook_endpoint_limit_reached`.", body = ErrorObject),
+        (status = 409, description = "`webhook_endpoint_limit_reached` or \
+            `webhook_endpoint_url_taken`.", body = ErrorObject),
         EndpointBodyErrors,
         AdminUnauthorized,
     ),
@@ -98,7 +100,7 @@ pub async fn create_endpoint(
         &admin,
         "created",
         endpoint.id,
-        &format!(" for {}", endpoint.url),
+        &format!(" for {}", loggable_url(&endpoint.url)),
     );
     Ok(response)
 }
@@ -139,6 +141,8 @@ pub async fn get_endpoint(
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
         (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
+        (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint has the \
+            new `url`.", body = ErrorObject),
         EndpointBodyErrors,
         AdminUnauthorized,
     ),
@@ -160,7 +164,7 @@ pub async fn update_endpoint(
         &admin,
         "updated",
         id,
-        &format!(" ({state_now}, {})", endpoint.url),
+        &format!(" ({state_now}, {})", loggable_url(&endpoint.url)),
     );
     Ok(response)
 }

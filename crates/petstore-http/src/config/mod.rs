@@ -121,6 +121,43 @@ impl std::str::FromStr for CorsOrigins {
 pub struct HttpSettings {
     base_path: String,
     public_base_url: Option<String>,
+    servers: NamedServers,
+}
+
+/// The servers the OpenAPI document lists (`--openapi-servers`): each a description and a base
+/// address, e.g. `Production=https://api.example.com/v1,Staging=https://staging.example.com/v1`.
+/// Empty: the document lists this instance's own base address alone.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NamedServers(pub Vec<(String, String)>);
+
+impl std::str::FromStr for NamedServers {
+    type Err = String;
+
+    fn from_str(list: &str) -> Result<Self, String> {
+        let mut servers = Vec::new();
+        for item in list
+            .split(',')
+            .map(str::trim)
+            .filter(|item| !item.is_empty())
+        {
+            let Some((name, url)) = item.split_once('=') else {
+                return Err(format!(
+                    "`{item}` is not NAME=URL (e.g. Production=https://api.example.com/v1)"
+                ));
+            };
+            let (name, url) = (name.trim(), url.trim().trim_end_matches('/'));
+            if name.is_empty() {
+                return Err(format!("`{item}` has no name before `=`"));
+            }
+            if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains('@') {
+                return Err(format!(
+                    "`{name}`'s address is not an http:// or https:// URL without credentials"
+                ));
+            }
+            servers.push((name.to_owned(), url.to_owned()));
+        }
+        Ok(Self(servers))
+    }
 }
 
 impl HttpSettings {
@@ -135,7 +172,18 @@ impl HttpSettings {
                 format!("/{trimmed}")
             },
             public_base_url: public_base_url.map(|url| url.trim_end_matches('/').to_owned()),
+            servers: NamedServers::default(),
         }
+    }
+
+    /// The same settings, the OpenAPI document listing `servers`.
+    pub fn with_servers(self, servers: NamedServers) -> Self {
+        Self { servers, ..self }
+    }
+
+    /// The servers the OpenAPI document lists, when the operator named them.
+    pub fn servers(&self) -> &[(String, String)] {
+        &self.servers.0
     }
 
     /// Path prefix of the API, e.g. `/v1`: a leading slash and no trailing one.
@@ -147,6 +195,19 @@ impl HttpSettings {
     /// `Location`. When `None`, it is derived from each request's scheme and `Host`.
     pub fn public_base_url(&self) -> Option<&str> {
         self.public_base_url.as_deref()
+    }
+
+    /// The site the API is part of, from a public base URL: that URL without the base path
+    /// (`https://api.example.com` of `https://api.example.com/v1`), where `/docs/` is. A base
+    /// URL that does not end with the base path (a proxy that maps it elsewhere) is taken
+    /// whole.
+    pub fn site_of<'a>(&self, base: &'a str) -> &'a str {
+        base.strip_suffix(self.base_path.as_str()).unwrap_or(base)
+    }
+
+    /// The docs page's address for a public base address `base`.
+    pub fn docs_page(&self, base: &str) -> String {
+        format!("{}/docs/", self.site_of(base))
     }
 }
 

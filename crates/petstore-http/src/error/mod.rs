@@ -122,6 +122,12 @@ pub enum ApiError {
     /// The endpoint is off: nothing is sent to it.
     #[error("webhook endpoint {0} is turned off: turn it on (`enabled: true`) before redelivering")]
     WebhookEndpointDisabled(i64),
+    /// The caller has an endpoint at this URL already: its id.
+    #[error(
+        "your webhook endpoint {0} has this URL already: change that one (events, description) \
+         rather than registering the URL twice"
+    )]
+    WebhookEndpointUrlTaken(i64),
     /// No such endpoint.
     #[error("no endpoint at {0}")]
     RouteNotFound(String),
@@ -302,6 +308,7 @@ impl ApiError {
             Self::WebhookDeliveryNotFound { .. } => ErrorCode::WebhookDeliveryNotFound,
             Self::WebhookEndpointLimitReached(_) => ErrorCode::WebhookEndpointLimitReached,
             Self::WebhookEndpointDisabled(_) => ErrorCode::WebhookEndpointDisabled,
+            Self::WebhookEndpointUrlTaken(_) => ErrorCode::WebhookEndpointUrlTaken,
             Self::WebhookUrlRefused(_) => ErrorCode::WebhookUrlRefused,
             Self::RouteNotFound(_) => ErrorCode::RouteNotFound,
             Self::MethodNotAllowed { .. } => ErrorCode::MethodNotAllowed,

@@ -44,7 +44,7 @@ pub enum JsonBodyErrors {
         status = 422,
         description = "`idempotency_key_reused`: the `Idempotency-Key` was used with a \
             different request.",
-        headers(("Link" = String, description = "`<{base}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
+        headers(("Link" = String, description = "`<{site}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
                 where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
                 §2.7)."))
     )]

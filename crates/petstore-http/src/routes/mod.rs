@@ -3,6 +3,7 @@
 //! and map the result; they know no backend.
 
 pub mod health;
+pub(crate) mod index;
 pub mod metrics;
 pub mod openapi;
 pub(crate) mod orders;
@@ -33,10 +34,15 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
     };
     #[allow(deprecated)] // the handler is deprecated for clients; it is served to its sunset
     let get_pet = read(pets::get_pet);
+    #[allow(deprecated)] // the same: served to its sunset
+    let delete_order = web::delete().to(orders::delete_order);
     let (post, delete, patch) = (web::post, web::delete, web::patch);
     // Path under the base, name, access, `Allow`, routes.
     #[rustfmt::skip]
-    let table: [(&str, &'static str, Access, &'static str, Vec<Route>); 13] = [
+    let table: [(&str, &'static str, Access, &'static str, Vec<Route>); 16] = [
+        // The base address itself, with and without its trailing slash.
+        ("", "apiIndex", Access::OPEN, "GET, HEAD", read(index::get_index)),
+        ("/", "apiIndexSlash", Access::OPEN, "GET, HEAD", read(index::get_index)),
         ("/pets", "pets", keyed, "GET, HEAD, POST",
             and(read(pets::list_pets), post().to(pets::create_pet))),
         ("/pets/{petId}", "getPet", Access::key(Marks::Deprecated), "GET, HEAD", get_pet),
@@ -45,7 +51,9 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
         ("/store/orders", "listOrders", experimental, "GET, HEAD, POST",
             and(read(orders::list_orders), post().to(orders::place_order))),
         ("/store/orders/{orderId}", "getOrder", experimental, "GET, HEAD, DELETE",
-            and(read(orders::get_order), delete().to(orders::cancel_order))),
+            and(read(orders::get_order), delete_order)),
+        ("/store/orders/{orderId}/cancel", "cancelOrder", experimental, "POST",
+            vec![post().to(orders::cancel_order)]),
         ("/store/inventory", "getInventory", experimental, "GET, HEAD",
             read(orders::get_inventory)),
         ("/webhook_endpoints", "listWebhookEndpoints", experimental, "GET, HEAD, POST",

@@ -1,7 +1,7 @@
 //! The store area (experimental): place, read, list and cancel orders, and the inventory. A key
 //! sees its own orders only; another key's order is a `404`, so ids do not leak.
 
-use actix_web::{HttpRequest, HttpResponse, http::header, web};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, http::header, web};
 use petstore_domain::{
     Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery,
     StorageError,
@@ -93,7 +93,7 @@ pub async fn list_orders(
         (status = 409, description = "`pet_not_available`: the pet is pending or sold; or \
             `idempotency_request_in_progress`.", body = ErrorObject,
             headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."),
-                ("Link" = String, description = "`<{base}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
+                ("Link" = String, description = "`<{site}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
                 where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
                 §2.7)."))),
         ReadOnlyKey,
@@ -174,14 +174,14 @@ pub async fn get_order(
 
 /// `cancelOrder`: a placed order is cancelled and its pet available again.
 #[utoipa::path(
-    delete,
-    path = "/store/orders/{orderId}",
+    post,
+    path = "/store/orders/{orderId}/cancel",
     operation_id = "cancelOrder",
     tag = "store",
     summary = "Cancel one of your orders (experimental)",
     description = "Cancels a `placed` order: in one transaction the order becomes `cancelled` \
-        and its pet `available`. An approved or delivered order can no longer be cancelled. \
-        Needs a read-write key.",
+        and its pet `available`; the order stays readable, `cancelled`. An approved or \
+        delivered order can no longer be cancelled. No body. Needs a read-write key.",
     params(("orderId" = i64, Path, description = "The order's id.")),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
@@ -196,6 +196,70 @@ pub async fn cancel_order(
     state: web::Data<AppState>,
     caller: Caller<Write>,
     OrderId(id): OrderId,
+    _: NoQuery,
+) -> Result<HttpResponse, ApiError> {
+    cancel(&state, &caller, id).await
+}
+
+/// `deleteOrder`: [`cancel_order`]'s former address, deprecated (a `DELETE` that leaves the
+/// order readable is not what HTTP's `DELETE` means); every answer carries `Deprecation`,
+/// `Sunset` and the `Link` to its successor, and from its sunset it is `410`.
+#[utoipa::path(
+    delete,
+    path = "/store/orders/{orderId}",
+    operation_id = "deleteOrder",
+    tag = "store",
+    summary = "Cancel one of your orders: deprecated, use cancelOrder (experimental)",
+    description = "The same as `POST /store/orders/{orderId}/cancel`, which replaces it: the \
+        order is cancelled, not deleted (it stays readable). Deprecated; removed on 30 November \
+        2027 (`410 endpoint_removed` from then on).",
+    params(("orderId" = i64, Path, description = "The order's id.")),
+    responses(
+        (status = 200, description = "The order, cancelled.", body = Order),
+        OrderById,
+        (status = 409, description = "`order_not_cancellable`: the order is approved, \
+            delivered or cancelled already.", body = ErrorObject),
+        (status = 410, description = "`endpoint_removed`: past its sunset.", body = ErrorObject),
+        ReadOnlyKey,
+    ),
+    // (No `x-sunset` beside `x-stability`: utoipa keeps extensions in a map whose order varies,
+    // and the document must be the same bytes every time; the sunset is in the description
+    // and the `Sunset` header.)
+    extensions(("x-stability" = json!("experimental"))),
+)]
+#[deprecated = "clients use `cancelOrder`; served until its sunset"]
+pub async fn delete_order(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    // Taken as results, so that a refusal of its input is answered with the marks too.
+    caller: Result<Caller<Write>, ApiError>,
+    id: Result<OrderId, ApiError>,
+    query: Result<NoQuery, ApiError>,
+) -> HttpResponse {
+    let shown = id
+        .as_ref()
+        .map_or_else(|_| "{orderId}".to_owned(), |OrderId(id)| id.to_string());
+    let answered = if state.clock.unix_seconds() >= crate::sunset::DELETE_ORDER_SUNSET_UNIX {
+        Err(ApiError::EndpointRemoved {
+            sunset: crate::sunset::DELETE_ORDER_SUNSET,
+            replacement: "POST /store/orders/{orderId}/cancel",
+        })
+    } else {
+        match (caller, id, query) {
+            (Ok(caller), Ok(OrderId(id)), Ok(_)) => cancel(&state, &caller, id).await,
+            (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => Err(error),
+        }
+    };
+    let mut response = answered.unwrap_or_else(|error| error.error_response());
+    crate::sunset::announce_delete_order(&state.links, &req, &shown, response.headers_mut());
+    response
+}
+
+/// Cancels order `id`, the caller's.
+async fn cancel(
+    state: &AppState,
+    caller: &Caller<Write>,
+    id: i64,
 ) -> Result<HttpResponse, ApiError> {
     let owner = Some(caller.key().id);
     let order = state

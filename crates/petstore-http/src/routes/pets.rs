@@ -98,7 +98,7 @@ pub async fn list_pets(
         (status = 409, description = "`idempotency_request_in_progress`: a request with this \
             `Idempotency-Key` is still being processed; retry after `Retry-After`.",
             body = ErrorObject, headers(("Retry-After" = u64, description = "Seconds to wait."),
-                ("Link" = String, description = "`<{base}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
+                ("Link" = String, description = "`<{site}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
                 where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
                 §2.7)."))),
         ReadOnlyKey,
@@ -156,7 +156,7 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
     responses(
         (status = 200, description = "The pet.", body = Pet, headers(
             ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`, then \
-                `<{base}/docs/#/pets/getPet>` as `rel=\"deprecation\"` (RFC 9745) and \
+                `<{site}/docs/#/pets/getPet>` as `rel=\"deprecation\"` (RFC 9745) and \
                 `rel=\"sunset\"` (RFC 8594), `type=\"text/html\"`."),
         )),
         (status = 400, description = "`invalid_path_parameter`: `petId` is not an int64.",

@@ -25,7 +25,9 @@ use crate::ratelimit::RateStatus;
         left and the reset time. Not counted against the limits (the headers show the same \
         standing); a banned key still gets `429 temporarily_banned`.",
     responses(
-        (status = 200, description = "The standing.", body = RateLimitStatus),
+        (status = 200, description = "The standing.", body = RateLimitStatus, headers(
+            ("Cache-Control" = String, description = "`no-store`: stale as soon as it is sent."),
+        )),
         NoParameters,
     ),
 )]

@@ -18,8 +18,8 @@ use tokio::sync::Semaphore;
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use petstore_domain::webhook::{
-    Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, EndpointUrl, IssuedEndpoint,
-    MAX_ENDPOINTS, NewEndpoint, UrlPolicy, WebhookEndpoint, forbidden_address,
+    Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, EndpointUrl, EndpointWrite,
+    IssuedEndpoint, MAX_ENDPOINTS, NewEndpoint, UrlPolicy, WebhookEndpoint, forbidden_address,
 };
 use petstore_domain::{PageRequest, ValidationError};
 use serde::Deserialize;
@@ -79,8 +79,8 @@ pub async fn list_endpoints(
         (status = 201, description = "The endpoint, with its signing secret.",
             body = IssuedEndpoint,
             headers(("Location" = String, description = "The endpoint's address."))),
-        (status = 409, description = "`webhook_endpoint_limit_reached`: you have 20 endpoints.",
-            body = ErrorObject),
+        (status = 409, description = "`webhook_endpoint_limit_reached`: you have 20 endpoints; \
+            `webhook_endpoint_url_taken`: one of them has this URL already.", body = ErrorObject),
         EndpointBodyErrors,
         ReadOnlyKey,
     ),
@@ -137,6 +137,8 @@ pub async fn get_endpoint(
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
         (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
+        (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint has the \
+            new `url`.", body = ErrorObject),
         EndpointBodyErrors,
         ReadOnlyKey,
     ),
@@ -363,16 +365,11 @@ pub async fn check_target(url: &EndpointUrl, policy: UrlPolicy) -> Result<(), Ap
         return Ok(());
     }
     let found = resolve(url.host(), url.port()).await?;
-    if found.is_empty() {
+    // One answer whether the name does not resolve or resolves to a forbidden address: which
+    // names exist inside the service's network is not for a key holder to learn.
+    if found.is_empty() || found.iter().any(|addr| forbidden_address(addr.ip())) {
         return Err(ApiError::WebhookUrlRefused(
-            "its host does not resolve".to_owned(),
-        ));
-    }
-    if found.iter().any(|addr| forbidden_address(addr.ip())) {
-        return Err(ApiError::WebhookUrlRefused(
-            "its host resolves to an address of a private, loopback, link-local or reserved \
-             network"
-                .to_owned(),
+            "its host does not resolve to a public address".to_owned(),
         ));
     }
     Ok(())
@@ -439,18 +436,28 @@ pub(crate) async fn create(
     let policy = state.webhook_policy;
     let spec = body.validate(policy)?;
     check_target(&spec.url, policy).await?;
-    let (endpoint, secret) = state
+    let written = state
         .db
         .call("create_webhook_endpoint", |storage| {
             storage.create_webhook_endpoint(owner, &spec)
         })
-        .await?
-        .ok_or(ApiError::WebhookEndpointLimitReached(MAX_ENDPOINTS))?;
+        .await?;
+    let (endpoint, secret) = written_or_refused(written, 0)?;
     let location = format!("{collection}/{}", endpoint.id);
     let mut response = HttpResponse::Created();
     response.insert_header((header::LOCATION, location));
     let issued = IssuedEndpoint::new(endpoint.clone(), &secret);
-    Ok((endpoint, json_body(response, &issued, 1)))
+    Ok((endpoint, secret_body(response, &issued)))
+}
+
+/// What was written, or why not (endpoint `id` when it was a change).
+fn written_or_refused<T>(written: EndpointWrite<T>, id: i64) -> Result<T, ApiError> {
+    match written {
+        EndpointWrite::Done(value) => Ok(value),
+        EndpointWrite::NotFound => Err(ApiError::WebhookEndpointNotFound(id)),
+        EndpointWrite::LimitReached => Err(ApiError::WebhookEndpointLimitReached(MAX_ENDPOINTS)),
+        EndpointWrite::UrlTaken(other) => Err(ApiError::WebhookEndpointUrlTaken(other)),
+    }
 }
 
 /// `owner`'s endpoints.
@@ -505,13 +512,13 @@ pub(crate) async fn update(
     if let Some(url) = &update.url {
         check_target(url, policy).await?;
     }
-    let endpoint = state
+    let written = state
         .db
         .call("update_webhook_endpoint", |storage| {
             storage.update_webhook_endpoint(id, owner, &update)
         })
-        .await?
-        .ok_or(ApiError::WebhookEndpointNotFound(id))?;
+        .await?;
+    let endpoint = written_or_refused(written, id)?;
     let response = json_body(HttpResponse::Ok(), &endpoint, 1);
     Ok((endpoint, response))
 }
@@ -558,7 +565,14 @@ pub(crate) async fn rotate(
         .await?
         .ok_or(ApiError::WebhookEndpointNotFound(id))?;
     let issued = IssuedEndpoint::new(endpoint.clone(), &secret);
-    Ok((endpoint, json_body(HttpResponse::Ok(), &issued, 1)))
+    Ok((endpoint, secret_body(HttpResponse::Ok(), &issued)))
+}
+
+/// An answer showing a signing secret: never stored by a cache on the way (`no-store`), as a
+/// new API key's is not.
+fn secret_body(mut response: HttpResponseBuilder, issued: &IssuedEndpoint) -> HttpResponse {
+    response.insert_header((header::CACHE_CONTROL, "no-store"));
+    json_body(response, issued, 1)
 }
 
 /// A page of endpoint `id`'s deliveries, newest first.
@@ -646,16 +660,25 @@ mod tests {
         let refused = check_target(&url, strict)
             .await
             .expect_err("loopback refused");
-        assert!(refused.to_string().contains("resolves to"), "{refused}");
+        assert!(
+            refused
+                .to_string()
+                .contains("does not resolve to a public address"),
+            "{refused}"
+        );
         assert!(check_target(&url, lax).await.is_ok());
         let nowhere =
             EndpointUrl::parse("https://no-such-host.invalid/hook", strict).expect("a URL");
         let refused = check_target(&nowhere, strict)
             .await
             .expect_err("unresolvable");
-        assert!(
-            refused.to_string().contains("does not resolve"),
-            "{refused}"
+        assert_eq!(
+            refused.to_string(),
+            check_target(&url, strict)
+                .await
+                .expect_err("loopback")
+                .to_string(),
+            "no name's existence is told"
         );
     }
 }

@@ -3,7 +3,7 @@
 //! body shows and with nothing else; a `304` needs a valid key, and is taken back from the
 //! counts up to the key's per-minute limit a minute, after which it counts; caching headers.
 
-use actix_web::http::header;
+use actix_web::http::{Method, header};
 use actix_web::test::TestRequest;
 use petstore_domain::{KeySpec, Plan};
 use serde_json::json;
@@ -309,11 +309,24 @@ async fn the_docs_page_files_are_tagged_for_anyone() {
     ] {
         let ok = app.send(TestRequest::get().uri(uri)).await;
         assert_eq!(ok.status, 200, "{uri}");
+        if uri == "/docs/" {
+            let page = String::from_utf8_lossy(&ok.body);
+            assert!(
+                page.contains("<title>Animal Store Service: API docs</title>"),
+                "the page names the API"
+            );
+        }
         assert_eq!(
             ok.header("cache-control"),
             Some("public, no-cache"),
             "{uri}"
         );
+        // `HEAD` is answered wherever `GET` is, the docs page included.
+        let head = app
+            .send(TestRequest::default().method(Method::HEAD).uri(uri))
+            .await;
+        assert_eq!(head.status, 200, "HEAD {uri}");
+        assert_eq!(head.header("etag"), ok.header("etag"), "HEAD {uri}");
         let tag = etag(&ok);
         let not_modified = conditional(&app, uri, None, &tag).await;
         assert_eq!(not_modified.status, 304, "{uri}");

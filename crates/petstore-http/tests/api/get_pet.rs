@@ -17,9 +17,13 @@ fn links(reply: &Reply) -> Vec<String> {
         .collect()
 }
 
-/// The links of the deprecated operation on a server whose public base is `base`.
-fn deprecation_links(base: &str) -> Vec<String> {
-    let docs = format!("{base}/docs/#/pets/getPet");
+/// The links of the deprecated operation on a server whose public base is `base` under the
+/// base path `path` (the docs page is at the site's root, not under the base path).
+fn deprecation_links(base: &str, path: &str) -> Vec<String> {
+    let site = base
+        .strip_suffix(path)
+        .expect("the base ends with its path");
+    let docs = format!("{site}/docs/#/pets/getPet");
     vec![
         format!("<{base}/pets>; rel=\"successor-version\""),
         format!("<{docs}>; rel=\"deprecation\"; type=\"text/html\""),
@@ -35,7 +39,7 @@ fn assert_deprecated(reply: &Reply) {
         Some("Thu, 05 Dec 2030 00:00:00 GMT")
     );
     let links = links(reply);
-    for link in deprecation_links("https://api.example.com/v1") {
+    for link in deprecation_links("https://api.example.com/v1", "/v1") {
         assert!(links.contains(&link), "{link} among {links:?}");
     }
 }
@@ -54,7 +58,7 @@ async fn without_a_public_base_url_the_successor_link_follows_the_host_header() 
     reply.assert_error(404, "pet_not_found");
     assert_eq!(
         links(&reply),
-        deprecation_links("http://pets.example.org:8443/api/v1")
+        deprecation_links("http://pets.example.org:8443/api/v1", "/api/v1")
     );
 }
 
@@ -78,7 +82,7 @@ async fn a_successor_link_built_for_one_host_is_never_sent_to_another() {
             .await;
         assert_eq!(
             links(&reply),
-            deprecation_links(&format!("http://{host}/v1"))
+            deprecation_links(&format!("http://{host}/v1"), "/v1")
         );
     }
 }

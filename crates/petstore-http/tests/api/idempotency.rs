@@ -134,7 +134,7 @@ async fn a_key_reused_with_another_request_is_refused(app: TestApp) {
     assert_eq!(
         other.header("link"),
         Some(
-            "<https://api.example.com/v1/docs/#/pets/createPet>; rel=\"describedby\"; \
+            "<https://api.example.com/docs/#/pets/createPet>; rel=\"describedby\"; \
              type=\"text/html\""
         )
     );

@@ -6,7 +6,7 @@
 //! It keeps everything in a `Mutex`, with the semantics the traits document (ids from 1, pages
 //! in id order, one ban at a time); nothing in it is durable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
-    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EventType, MAX_ENDPOINTS, NewEvent,
-    SigningSecret, WebhookEndpoint,
+    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, EventType,
+    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, take_in_turn,
 };
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
@@ -158,7 +158,7 @@ impl MemoryStorage {
             .webhook_endpoints
             .values()
             .map(|stored| &stored.endpoint)
-            .filter(|endpoint| endpoint.enabled && endpoint.events.contains(event.kind))
+            .filter(|endpoint| data.sendable(endpoint, now) && endpoint.events.contains(event.kind))
             .filter(|endpoint| {
                 endpoint
                     .owner
@@ -708,6 +708,29 @@ impl MemoryStorage {
 }
 
 impl Data {
+    /// Whether `endpoint` may be sent to at `now`: on, and the operators' or its key's while the
+    /// key works (neither revoked nor expired).
+    fn sendable(&self, endpoint: &WebhookEndpoint, now: i64) -> bool {
+        endpoint.enabled
+            && endpoint.owner.key().is_none_or(|key| {
+                self.keys.get(&key).is_some_and(|stored| {
+                    stored.key.revoked_at.is_none()
+                        && stored.key.expires_at.is_none_or(|at| at > now)
+                })
+            })
+    }
+
+    /// Another of `owner`'s endpoints (not `except`) at `url`.
+    fn endpoint_at(&self, owner: EndpointOwner, url: &str, except: i64) -> Option<i64> {
+        self.webhook_endpoints
+            .values()
+            .map(|stored| &stored.endpoint)
+            .find(|endpoint| {
+                endpoint.owner == owner && endpoint.url == url && endpoint.id != except
+            })
+            .map(|endpoint| endpoint.id)
+    }
+
     /// Endpoint `id`, if `owner`'s.
     fn endpoint(&self, id: i64, owner: EndpointOwner) -> Option<&StoredEndpoint> {
         self.webhook_endpoints
@@ -764,7 +787,7 @@ impl WebhookRepository for MemoryStorage {
         &self,
         owner: EndpointOwner,
         spec: &EndpointSpec,
-    ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+    ) -> Result<EndpointWrite<(WebhookEndpoint, SigningSecret)>, StorageError> {
         let mut data = self.data();
         let existing = data
             .webhook_endpoints
@@ -772,7 +795,10 @@ impl WebhookRepository for MemoryStorage {
             .filter(|stored| stored.endpoint.owner == owner)
             .count();
         if existing >= MAX_ENDPOINTS {
-            return Ok(None);
+            return Ok(EndpointWrite::LimitReached);
+        }
+        if let Some(taken) = data.endpoint_at(owner, spec.url.as_str(), 0) {
+            return Ok(EndpointWrite::UrlTaken(taken));
         }
         let secret = SigningSecret::from_random_bytes(self.fresh_bytes(&mut data, "webhook"));
         data.endpoint_ids += 1;
@@ -795,7 +821,7 @@ impl WebhookRepository for MemoryStorage {
             last_success_at: None,
         };
         data.webhook_endpoints.insert(id, stored);
-        Ok(Some((endpoint, secret)))
+        Ok(EndpointWrite::Done((endpoint, secret)))
     }
 
     async fn list_webhook_endpoints(
@@ -824,10 +850,18 @@ impl WebhookRepository for MemoryStorage {
         id: i64,
         owner: EndpointOwner,
         update: &EndpointUpdate,
-    ) -> Result<Option<WebhookEndpoint>, StorageError> {
+    ) -> Result<EndpointWrite<WebhookEndpoint>, StorageError> {
         let mut data = self.data();
+        if data.endpoint(id, owner).is_none() {
+            return Ok(EndpointWrite::NotFound);
+        }
+        if let Some(url) = &update.url
+            && let Some(taken) = data.endpoint_at(owner, url.as_str(), id)
+        {
+            return Ok(EndpointWrite::UrlTaken(taken));
+        }
         let Some(stored) = data.endpoint_mut(id, owner) else {
-            return Ok(None);
+            return Ok(EndpointWrite::NotFound);
         };
         let endpoint = &mut stored.endpoint;
         if let Some(url) = &update.url {
@@ -856,7 +890,7 @@ impl WebhookRepository for MemoryStorage {
         if turned_off {
             data.fail_pending(id, "the endpoint was turned off");
         }
-        Ok(Some(updated))
+        Ok(EndpointWrite::Done(updated))
     }
 
     async fn delete_webhook_endpoint(
@@ -960,13 +994,18 @@ impl WebhookRepository for MemoryStorage {
         claim: &DeliveryClaim,
     ) -> Result<Vec<DueDelivery>, StorageError> {
         let mut data = self.data();
-        let Data {
-            webhook_endpoints,
-            deliveries,
-            ..
-        } = &mut *data;
-        let mut due: Vec<(&mut StoredDelivery, &StoredEndpoint)> = deliveries
-            .values_mut()
+        let sendable: HashMap<i64, EndpointOwner> = data
+            .webhook_endpoints
+            .values()
+            .map(|stored| &stored.endpoint)
+            .filter(|endpoint| data.sendable(endpoint, claim.now))
+            .filter(|endpoint| claim.room(endpoint.owner) > 0)
+            .map(|endpoint| (endpoint.id, endpoint.owner))
+            .collect();
+        // Due, oldest first (ties in id order), then owners in turn as the rule says.
+        let mut candidates: Vec<(Option<i64>, i64, EndpointOwner)> = data
+            .deliveries
+            .values()
             .filter(|stored| {
                 stored.delivery.state == DeliveryState::Pending
                     && stored
@@ -977,45 +1016,77 @@ impl WebhookRepository for MemoryStorage {
                     && !claim.skip_endpoints.contains(&stored.delivery.endpoint_id)
             })
             .filter_map(|stored| {
-                let endpoint = webhook_endpoints
-                    .get(&stored.delivery.endpoint_id)
-                    .filter(|endpoint| endpoint.endpoint.enabled)?;
-                Some((stored, endpoint))
+                let owner = sendable.get(&stored.delivery.endpoint_id)?;
+                Some((stored.delivery.next_attempt_at, stored.delivery.id, *owner))
             })
             .collect();
-        // Oldest first (a stable sort: ties in id order).
-        due.sort_by_key(|(stored, _)| stored.delivery.next_attempt_at);
-        due.truncate(claim.limit as usize);
-        Ok(due
+        candidates.sort_by_key(|(at, id, _)| (*at, *id));
+        let candidates: Vec<(i64, EndpointOwner)> = candidates
             .into_iter()
-            .map(|(stored, endpoint)| {
+            .map(|(_, id, owner)| (id, owner))
+            .collect();
+        let mut taken = take_in_turn(&candidates, claim);
+        taken.sort_by_key(|id| {
+            let at = data
+                .deliveries
+                .get(id)
+                .and_then(|stored| stored.delivery.next_attempt_at);
+            (at, *id)
+        });
+        let Data {
+            webhook_endpoints,
+            deliveries,
+            ..
+        } = &mut *data;
+        Ok(taken
+            .into_iter()
+            .filter_map(|id| {
+                let stored = deliveries.get_mut(&id)?;
+                let endpoint = webhook_endpoints.get(&stored.delivery.endpoint_id)?;
                 stored.lease = claim.token;
                 stored.lease_until = claim.lease_until;
                 let delivery = &stored.delivery;
-                DueDelivery {
+                Some(DueDelivery {
                     id: delivery.id,
                     event_id: delivery.event_id.clone(),
                     event_type: delivery.event_type,
                     body: delivery.body.clone(),
                     endpoint_id: delivery.endpoint_id,
+                    owner: endpoint.endpoint.owner,
                     url: endpoint.endpoint.url.clone(),
                     secrets: endpoint.secrets(claim.now),
                     tries: stored.tries,
                     lease: claim.token,
-                }
+                })
             })
             .collect())
     }
 
     async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError> {
         let mut data = self.data();
-        let Some(stored) = data.deliveries.get_mut(&record.delivery).filter(|stored| {
-            stored.lease != 0
-                && stored.lease == record.lease
-                && stored.delivery.state == DeliveryState::Pending
-        }) else {
+        let Some(stored) = data
+            .deliveries
+            .get_mut(&record.delivery)
+            .filter(|stored| stored.lease != 0 && stored.lease == record.lease)
+        else {
             return Ok(false);
         };
+        let attempt = Attempt {
+            attempted_at: record.attempted_at,
+            status: record.status,
+            latency_ms: record.latency_ms,
+            error: record.error.clone(),
+        };
+        if stored.delivery.state != DeliveryState::Pending {
+            // Ended while the attempt was under way (its endpoint turned off): the attempt is
+            // recorded, the delivery stays as it ended.
+            stored.delivery.attempts += 1;
+            stored.delivery.last_status = record.status;
+            stored.delivery.last_latency_ms = Some(record.latency_ms);
+            stored.lease = 0;
+            stored.attempts.push(attempt);
+            return Ok(true);
+        }
         let (state, next_attempt_at, ended_at) = match record.result {
             AttemptResult::Delivered => (DeliveryState::Delivered, None, Some(record.attempted_at)),
             AttemptResult::RetryAt(at) => (DeliveryState::Pending, Some(at), None),
@@ -1035,12 +1106,7 @@ impl WebhookRepository for MemoryStorage {
         stored.lease = 0;
         stored.lease_until = 0;
         stored.ended_at = ended_at;
-        stored.attempts.push(Attempt {
-            attempted_at: record.attempted_at,
-            status: record.status,
-            latency_ms: record.latency_ms,
-            error: record.error.clone(),
-        });
+        stored.attempts.push(attempt);
         match record.result {
             AttemptResult::Delivered => {
                 if let Some(stored) = data.webhook_endpoints.get_mut(&endpoint) {
@@ -1073,11 +1139,17 @@ impl WebhookRepository for MemoryStorage {
 
     async fn webhook_backlog(&self) -> Result<Backlog, StorageError> {
         let data = self.data();
+        let now = now();
         let pending: Vec<i64> = data
             .deliveries
             .values()
             .map(|stored| &stored.delivery)
             .filter(|delivery| delivery.state == DeliveryState::Pending)
+            .filter(|delivery| {
+                data.webhook_endpoints
+                    .get(&delivery.endpoint_id)
+                    .is_some_and(|stored| data.sendable(&stored.endpoint, now))
+            })
             .map(|delivery| delivery.created_at)
             .collect();
         Ok(Backlog {
@@ -1088,10 +1160,41 @@ impl WebhookRepository for MemoryStorage {
 
     async fn prune_webhook_deliveries(&self, before: i64) -> Result<u64, StorageError> {
         let mut data = self.data();
+        // A revoked or expired key's pending deliveries end, failed: they are never sent.
+        let now = now();
+        let stranded: Vec<i64> = data
+            .webhook_endpoints
+            .values()
+            .map(|stored| &stored.endpoint)
+            .filter(|endpoint| endpoint.owner.key().is_some())
+            .filter(|endpoint| {
+                let enabled = WebhookEndpoint {
+                    enabled: true,
+                    ..(*endpoint).clone()
+                };
+                !data.sendable(&enabled, now)
+            })
+            .map(|endpoint| endpoint.id)
+            .collect();
+        let mut ended = 0;
+        for stored in data.deliveries.values_mut().filter(|stored| {
+            stranded.contains(&stored.delivery.endpoint_id)
+                && stored.delivery.state == DeliveryState::Pending
+        }) {
+            stored.delivery.state = DeliveryState::Failed;
+            stored.delivery.next_attempt_at = None;
+            stored.delivery.last_error = Some(
+                "not sent: the API key that owns the endpoint was revoked or has expired"
+                    .to_owned(),
+            );
+            stored.lease_until = 0;
+            stored.ended_at = Some(now);
+            ended += 1;
+        }
         let count = data.deliveries.len();
         data.deliveries
             .retain(|_, stored| stored.ended_at.is_none_or(|at| at >= before));
-        Ok((count - data.deliveries.len()) as u64)
+        Ok(ended + (count - data.deliveries.len()) as u64)
     }
 }
 

@@ -28,7 +28,7 @@ async fn order(app: &TestApp, pet: i64) -> Reply {
 
 async fn cancel_as(app: &TestApp, key: &str, id: i64) -> Reply {
     app.send(with_key(
-        TestRequest::delete().uri(&format!("/v1/store/orders/{id}")),
+        TestRequest::post().uri(&format!("/v1/store/orders/{id}/cancel")),
         key,
     ))
     .await
@@ -415,7 +415,47 @@ async fn the_listing_pages_like_pets(app: TestApp) {
     );
 }
 
+/// The former cancel, `DELETE /store/orders/{orderId}`, still cancels, announcing its
+/// deprecation, its sunset and its successor on every answer; the order stays readable.
+async fn the_deprecated_delete_still_cancels_and_says_what_replaces_it(app: TestApp) {
+    let pet = app.create_pet("Rex", "available").await["id"]
+        .as_i64()
+        .expect("id");
+    let id = order(&app, pet).await.json()["id"].as_i64().expect("id");
+    let delete = |id: i64| {
+        app.send(with_key(
+            TestRequest::delete().uri(&format!("/v1/store/orders/{id}")),
+            &app.key,
+        ))
+    };
+    for reply in [delete(id).await, delete(id).await, delete(999_999).await] {
+        assert_eq!(reply.header("deprecation"), Some("@1795737600"));
+        assert_eq!(
+            reply.header("sunset"),
+            Some("Tue, 30 Nov 2027 00:00:00 GMT")
+        );
+        let link = reply.header("link").expect("a Link");
+        assert!(
+            link.contains("/v1/store/orders/")
+                && link.contains("/cancel>; rel=\"successor-version\""),
+            "{link}"
+        );
+        assert!(
+            link.contains("/docs/#/store/deleteOrder>; rel=\"deprecation\""),
+            "{link}"
+        );
+        assert!(
+            !link.contains("/v1/docs/"),
+            "the docs page is at the site's root: {link}"
+        );
+    }
+    let read = app.get(&format!("/v1/store/orders/{id}")).await;
+    assert_eq!(read.json()["status"], "cancelled");
+    delete(id).await.assert_error(409, "order_not_cancellable");
+}
+
 api_tests!(
+    the_deprecated_delete_still_cancels_and_says_what_replaces_it,
     an_order_makes_its_pet_pending_and_is_read_back,
     only_an_existing_available_pet_can_be_ordered,
     the_order_body_is_strict,

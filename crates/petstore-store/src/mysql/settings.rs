@@ -32,7 +32,7 @@ impl MysqlSettings {
             None => url.to_owned(),
         };
         let (base, query) = url.split_once('?').unwrap_or((&url, ""));
-        let (mut mode, mut ca) = ("preferred".to_owned(), None);
+        let (mut mode, mut ca) = (None, None);
         let mut rest = Vec::new();
         for pair in query.split('&').filter(|pair| !pair.is_empty()) {
             let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
@@ -46,7 +46,7 @@ impl MysqlSettings {
             };
             match name {
                 "ssl-mode" | "sslmode" | "ssl_mode" => {
-                    mode = value()?.to_ascii_lowercase().replace('-', "_");
+                    mode = Some(value()?.to_ascii_lowercase().replace('-', "_"));
                 }
                 "ssl-ca" | "sslrootcert" | "ssl_ca" => ca = Some(PathBuf::from(value()?)),
                 _ => rest.push(pair),
@@ -68,6 +68,23 @@ impl MysqlSettings {
                 ca.display()
             )));
         }
+        // A CA named means the server is to be verified with it (as PostgreSQL's `require`
+        // with `sslrootcert` verifies): with no `ssl-mode`, `verify_identity`; with a mode that
+        // would not use it, refused (MySQL's clients would verify the chain alone, which this
+        // driver cannot: `verify_ca` below).
+        let mode = match (mode, &ca) {
+            (None, Some(_)) => "verify_identity".to_owned(),
+            (None, None) => "preferred".to_owned(),
+            (Some(mode), Some(_))
+                if matches!(mode.as_str(), "disabled" | "preferred" | "required") =>
+            {
+                return Err(StoreError::Config(format!(
+                    "the database URL names `ssl-ca`, but `ssl-mode={mode}` would not verify the \
+                     server with it: use `ssl-mode=verify_identity` (or leave `ssl-mode` out)"
+                )));
+            }
+            (Some(mode), _) => mode,
+        };
         let trusted = || match &ca {
             Some(ca) => SslOpts::default()
                 .with_root_certs(vec![ca.clone().into()])
@@ -169,6 +186,35 @@ impl MysqlSettings {
     }
 
     fn connect_error(&self, error: &mysql_async::Error) -> StoreError {
-        StoreError::Connect(format!("connecting with ssl-mode={}: {error}", self.mode).into())
+        StoreError::Connect(
+            format!("connecting with ssl-mode={}: {}", self.mode, explain(error)).into(),
+        )
+    }
+}
+
+/// A connection's failure in a sentence: the server's own words and code (with what to do for
+/// a missing database or a refused login), or the network's, once (mysql_async's own text
+/// quotes unevenly and repeats its I/O prefix).
+fn explain(error: &mysql_async::Error) -> String {
+    use mysql_async::{Error, IoError};
+    match error {
+        Error::Server(server) => {
+            let hint = match server.code {
+                // ER_BAD_DB_ERROR
+                1049 => "; create it (`CREATE DATABASE name`) or name another in the URL",
+                // ER_ACCESS_DENIED_ERROR, ER_DBACCESS_DENIED_ERROR
+                1044 | 1045 => "; check the URL's user and password, and the user's grants",
+                _ => "",
+            };
+            format!(
+                "the server refused: {} (MySQL error {}, SQLSTATE {}){hint}",
+                server.message, server.code, server.state
+            )
+        }
+        Error::Io(IoError::Io(io)) => format!("cannot reach the server: {io}"),
+        Error::Io(IoError::Tls(tls)) => format!("TLS failed: {tls}"),
+        Error::Driver(driver) => format!("{driver}"),
+        Error::Url(url) => format!("the URL: {url}"),
+        Error::Other(other) => format!("{other}"),
     }
 }

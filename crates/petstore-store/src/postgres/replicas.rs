@@ -30,7 +30,9 @@ use petstore_domain::StorageErrorKind;
 use super::connections::Connections;
 use super::settings::PgSettings;
 use crate::conn::Op;
-use crate::{StoreConfig, StoreError, metrics, redact_url_password};
+use petstore_domain::redacted_url;
+
+use crate::{StoreConfig, StoreError, metrics};
 
 /// How often the standbys' lag is looked at.
 pub(crate) const TICK: Duration = Duration::from_millis(250);
@@ -84,12 +86,14 @@ impl Replicas {
                 if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
                     return Err(StoreError::Config(format!(
                         "a read URL must be a postgres:// URL: {}",
-                        redact_url_password(url)
+                        redacted_url(url)
                     )));
                 }
+                let db = Connections::open(url, &own)?;
                 Ok(Standby {
-                    name: redact_url_password(url),
-                    db: Connections::open(url, &own)?,
+                    // In metrics' labels, on a port anyone may reach: where, never who.
+                    name: db.settings.label(),
+                    db,
                     usable: AtomicBool::new(false),
                 })
             })

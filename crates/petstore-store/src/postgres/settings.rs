@@ -50,6 +50,31 @@ const UNSUPPORTED: [(&str, &str); 4] = [
 ];
 
 impl PgSettings {
+    /// The server as a metric's label may name it: each host and port, and the database
+    /// (`db1:5432,db2:5432/pets`); never a user, password or parameter.
+    pub(crate) fn label(&self) -> String {
+        let ports = self.config.get_ports();
+        let hosts: Vec<String> = self
+            .config
+            .get_hosts()
+            .iter()
+            .enumerate()
+            .map(|(n, host)| {
+                let host = match host {
+                    tokio_postgres::config::Host::Tcp(name) => name.clone(),
+                    tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+                };
+                let port = ports.get(n).or(ports.first()).copied().unwrap_or(5432);
+                format!("{host}:{port}")
+            })
+            .collect();
+        format!(
+            "{}/{}",
+            hosts.join(","),
+            self.config.get_dbname().unwrap_or_default()
+        )
+    }
+
     /// Reads `url` (a `postgres://` or `postgresql://` URL) with `store`'s timeouts.
     pub(crate) fn from_url(url: &str, store: &StoreConfig) -> Result<Self, StoreError> {
         let (base, query) = url.split_once('?').unwrap_or((url, ""));
@@ -299,9 +324,21 @@ impl PgSettings {
     }
 
     fn connect_error(&self, error: tokio_postgres::Error) -> StoreError {
+        // A database that is not there: how to make it.
+        let hint = match error.code() {
+            Some(&tokio_postgres::error::SqlState::INVALID_CATALOG_NAME) => {
+                let name = self.config.get_dbname().unwrap_or("the database");
+                format!(
+                    "; create it (`createdb {name}`, or `CREATE DATABASE {name}` as a role \
+                     allowed to), then start again: the service makes its tables, not the \
+                     database"
+                )
+            }
+            _ => String::new(),
+        };
         StoreError::Connect(
             format!(
-                "connecting with sslmode={}: {}",
+                "connecting with sslmode={}: {}{hint}",
                 self.mode.as_str(),
                 petstore_domain::error::Chain(&error)
             )

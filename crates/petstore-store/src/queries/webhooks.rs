@@ -15,18 +15,48 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Text};
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
-    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EventSet, EventType, MAX_ENDPOINTS,
-    NewEvent, SigningSecret, WebhookEndpoint,
+    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, EventSet, EventType,
+    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, take_in_turn,
 };
 use petstore_domain::{Page, PageRequest};
 
 use super::{Result, columns, overfetch, unix_now};
 use crate::StoreError;
 use crate::conn::Conn;
-use crate::schema::{api_keys, webhook_attempts, webhook_deliveries, webhook_endpoints};
+use crate::schema::{
+    api_keys, webhook_attempts, webhook_deliveries, webhook_endpoints, webhook_operator_lock,
+};
 
 /// The `owner_key_id` of the operators' endpoints (no key has id 0).
 const OPERATORS: i64 = 0;
+/// How many due deliveries a claim looks at (and locks) for each it may take: a few owners'
+/// are among them when one owner's backlog is the oldest but small; a large one fills the
+/// window, and its owner is passed over once it has its bound under way. (Each row locked is
+/// a write on PostgreSQL: a window of four times the take cost sending a tenth of its speed.)
+const CANDIDATES_PER_TAKEN: i64 = 2;
+
+/// Whether a `webhook_endpoints` row may be sent to at `$now` (Unix seconds): it is on, and
+/// it is the operators' or its key still works (neither revoked nor expired). A revoked or
+/// expired key's events are no longer recorded nor sent; its endpoints stay, for the operators
+/// to see and turn off.
+macro_rules! sendable {
+    ($now:expr) => {
+        webhook_endpoints::enabled.eq(true).and(
+            webhook_endpoints::owner_key_id
+                .eq(OPERATORS)
+                .or(diesel::dsl::exists(
+                    api_keys::table
+                        .filter(api_keys::id.eq(webhook_endpoints::owner_key_id))
+                        .filter(api_keys::revoked_at.is_null())
+                        .filter(
+                            api_keys::expires_at
+                                .is_null()
+                                .or(api_keys::expires_at.gt($now)),
+                        ),
+                )),
+        )
+    };
+}
 /// Ended deliveries deleted per round of pruning.
 pub(crate) const PRUNE_BATCH: i64 = 500;
 /// The most attempts a delivery's record shows (the latest).
@@ -65,10 +95,7 @@ impl EndpointRow {
                 .previous_secret_until
                 .filter(|until| *until > unix_now()),
             created_at: self.created_at,
-            owner: match self.owner_key_id {
-                OPERATORS => EndpointOwner::Operator,
-                key => EndpointOwner::Key(key),
-            },
+            owner: owner_of(self.owner_key_id),
         })
     }
 
@@ -188,12 +215,13 @@ pub(crate) fn random_secret() -> Result<SigningSecret> {
 }
 
 /// Records `event` in the transaction of the change that produced it: a pending delivery for
-/// each enabled endpoint subscribed to its type that is its key's or the operators'. One
-/// statement (`INSERT ... SELECT`), which writes nothing when no endpoint wants the event.
+/// each enabled endpoint subscribed to its type that is its key's (while the key works) or the
+/// operators'. One statement (`INSERT ... SELECT`), which writes nothing when no endpoint
+/// wants the event.
 pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent) -> Result<()> {
     let (id, now) = (event_id()?, unix_now());
     let endpoints = webhook_endpoints::table
-        .filter(webhook_endpoints::enabled.eq(true))
+        .filter(sendable!(now))
         .filter(webhook_endpoints::events.like(EventSet::stored_pattern(event.kind)))
         .filter(
             webhook_endpoints::owner_key_id
@@ -237,6 +265,49 @@ fn owner_id(owner: EndpointOwner) -> i64 {
     owner.key().unwrap_or(OPERATORS)
 }
 
+/// The owner a stored `owner_key_id` names.
+fn owner_of(stored: i64) -> EndpointOwner {
+    match stored {
+        OPERATORS => EndpointOwner::Operator,
+        key => EndpointOwner::Key(key),
+    }
+}
+
+/// Locks `owner`'s row for the transaction (a key's in `api_keys`, the operators' one row of
+/// `webhook_operator_lock`), so that the transactions that count or compare an owner's
+/// endpoints before they add or re-address one run one after the other.
+async fn lock_owner(conn: &mut Conn<'_>, owner: EndpointOwner) -> Result<()> {
+    match owner {
+        EndpointOwner::Key(key) => {
+            let lock = api_keys::table.find(key).select(api_keys::id);
+            let _: Option<i64> = run!(conn, locked first, lock).optional()?;
+        }
+        EndpointOwner::Operator => {
+            let lock = webhook_operator_lock::table
+                .find(OPERATORS)
+                .select(webhook_operator_lock::id);
+            let _: Option<i64> = run!(conn, locked first, lock).optional()?;
+        }
+    }
+    Ok(())
+}
+
+/// Another of `owner`'s endpoints (not `except`) at `url`, if there is one.
+async fn endpoint_at(
+    conn: &mut Conn<'_>,
+    owner: EndpointOwner,
+    url: &str,
+    except: i64,
+) -> Result<Option<i64>> {
+    let query = webhook_endpoints::table
+        .filter(webhook_endpoints::owner_key_id.eq(owner_id(owner)))
+        .filter(webhook_endpoints::deleted_at.is_null())
+        .filter(webhook_endpoints::url.eq(url))
+        .filter(webhook_endpoints::id.ne(except))
+        .select(webhook_endpoints::id);
+    Ok(run!(conn, first, query).optional()?)
+}
+
 /// Endpoint `id` if `owner`'s, its row locked for the transaction.
 async fn locked_endpoint(
     conn: &mut Conn<'_>,
@@ -274,19 +345,23 @@ async fn endpoint_row(
     Ok(run!(conn, first, query).optional()?)
 }
 
-/// Creates an endpoint unless its owner has [`MAX_ENDPOINTS`]: a key's row is locked while
-/// they are counted, so that creates at once do not pass the limit together.
+/// Creates an endpoint unless its owner has [`MAX_ENDPOINTS`] or one at the same URL: the
+/// owner's row is locked while they are counted and compared ([`lock_owner`]), so that creates
+/// at once do not pass either rule together.
 pub(crate) async fn create(
     mut conn: Conn<'_>,
     owner: EndpointOwner,
     spec: EndpointSpec,
     secret: SigningSecret,
-) -> Result<Option<(WebhookEndpoint, SigningSecret)>> {
+) -> Result<EndpointWrite<(WebhookEndpoint, SigningSecret)>> {
     conn.begin().await?;
     let created = create_in(&mut conn, owner, &spec, &secret).await;
-    conn.finish(created)
-        .await
-        .map(|endpoint| endpoint.map(|endpoint| (endpoint, secret)))
+    conn.finish(created).await.map(|written| match written {
+        EndpointWrite::Done(endpoint) => EndpointWrite::Done((endpoint, secret)),
+        EndpointWrite::NotFound => EndpointWrite::NotFound,
+        EndpointWrite::LimitReached => EndpointWrite::LimitReached,
+        EndpointWrite::UrlTaken(id) => EndpointWrite::UrlTaken(id),
+    })
 }
 
 async fn create_in(
@@ -294,18 +369,18 @@ async fn create_in(
     owner: EndpointOwner,
     spec: &EndpointSpec,
     secret: &SigningSecret,
-) -> Result<Option<WebhookEndpoint>> {
-    if let EndpointOwner::Key(key) = owner {
-        let lock = api_keys::table.find(key).select(api_keys::id);
-        let _: Option<i64> = run!(conn, locked first, lock).optional()?;
-    }
+) -> Result<EndpointWrite<WebhookEndpoint>> {
+    lock_owner(conn, owner).await?;
     let count = webhook_endpoints::table
         .filter(webhook_endpoints::owner_key_id.eq(owner_id(owner)))
         .filter(webhook_endpoints::deleted_at.is_null())
         .select(count_star());
     let existing: i64 = run!(conn, first, count)?;
     if usize::try_from(existing).unwrap_or(usize::MAX) >= MAX_ENDPOINTS {
-        return Ok(None);
+        return Ok(EndpointWrite::LimitReached);
+    }
+    if let Some(taken) = endpoint_at(conn, owner, spec.url.as_str(), 0).await? {
+        return Ok(EndpointWrite::UrlTaken(taken));
     }
     let insert = diesel::insert_into(webhook_endpoints::table).values((
         webhook_endpoints::owner_key_id.eq(owner_id(owner)),
@@ -319,7 +394,7 @@ async fn create_in(
     let row: EndpointRow = run_returning!(conn, get_result,
         insert.returning(columns::<EndpointRow>()),
         mysql(c) => mysql_inserted!(c, insert, webhook_endpoints::table, EndpointRow))?;
-    Ok(Some(row.endpoint()?))
+    Ok(EndpointWrite::Done(row.endpoint()?))
 }
 
 /// The owner's endpoints, in id order.
@@ -346,13 +421,14 @@ pub(crate) async fn find(
 }
 
 /// Applies `update` to endpoint `id` (`owner`'s). Turning it off fails its pending deliveries;
-/// turning it on clears why it was off.
+/// turning it on clears why it was off. A new URL that another of the owner's endpoints has is
+/// refused, the owner's row locked first as a create locks it (then the endpoint's: one order).
 pub(crate) async fn update(
     mut conn: Conn<'_>,
     id: i64,
     owner: EndpointOwner,
     update: EndpointUpdate,
-) -> Result<Option<WebhookEndpoint>> {
+) -> Result<EndpointWrite<WebhookEndpoint>> {
     conn.begin().await?;
     let updated = update_in(&mut conn, id, owner, &update).await;
     conn.finish(updated).await
@@ -363,11 +439,17 @@ async fn update_in(
     id: i64,
     owner: EndpointOwner,
     update: &EndpointUpdate,
-) -> Result<Option<WebhookEndpoint>> {
+) -> Result<EndpointWrite<WebhookEndpoint>> {
+    if update.url.is_some() {
+        lock_owner(conn, owner).await?;
+    }
     let Some(mut row) = locked_endpoint(conn, id, owner).await? else {
-        return Ok(None);
+        return Ok(EndpointWrite::NotFound);
     };
     if let Some(url) = &update.url {
+        if let Some(taken) = endpoint_at(conn, owner, url.as_str(), id).await? {
+            return Ok(EndpointWrite::UrlTaken(taken));
+        }
         row.url = url.as_str().to_owned();
     }
     if let Some(events) = update.events {
@@ -396,7 +478,7 @@ async fn update_in(
         webhook_endpoints::disabled_reason.eq(&row.disabled_reason),
     ));
     run!(conn, execute, write)?;
-    Ok(Some(row.endpoint()?))
+    Ok(EndpointWrite::Done(row.endpoint()?))
 }
 
 /// Ends endpoint `id`'s pending deliveries as failed, with `why`.
@@ -600,31 +682,51 @@ pub(crate) async fn claim(mut conn: Conn<'_>, claim: DeliveryClaim) -> Result<Ve
 }
 
 async fn claim_in(conn: &mut Conn<'_>, claim: &DeliveryClaim) -> Result<Vec<DueDelivery>> {
-    // Only deliveries to enabled endpoints (an endpoint turned off fails its pending ones, but
-    // one recorded as it was turned off, or redelivered then, waits for it to be on again).
-    // A subquery, not a join: the endpoints' rows are not locked.
-    let enabled = webhook_endpoints::table
-        .filter(webhook_endpoints::enabled.eq(true))
+    // Only deliveries to endpoints that may be sent to (an endpoint turned off fails its
+    // pending ones, but one recorded as it was turned off, or redelivered then, waits for it to
+    // be on again), of owners with room left. A subquery, not a join: the endpoints' rows are
+    // not locked (the writes recording events check them as foreign keys).
+    let full: Vec<i64> = claim.full_owners().map(owner_id).collect();
+    let endpoints = webhook_endpoints::table
+        .filter(sendable!(claim.now))
+        .filter(webhook_endpoints::owner_key_id.ne_all(&full))
         .select(webhook_endpoints::id);
+    let window = i64::from(claim.limit).saturating_mul(CANDIDATES_PER_TAKEN);
+    // Each with its endpoint's owner, read by a subquery in the select list: only the
+    // deliveries' rows are locked (`SKIP LOCKED`: senders on other instances take others at
+    // once), and no round trip more.
+    let owner = webhook_endpoints::table
+        .filter(webhook_endpoints::id.eq(webhook_deliveries::endpoint_id))
+        .select(webhook_endpoints::owner_key_id)
+        .single_value();
     let due = webhook_deliveries::table
         .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()))
         .filter(webhook_deliveries::next_attempt_at.le(claim.now))
         .filter(webhook_deliveries::lease_until.le(claim.now))
-        .filter(webhook_deliveries::endpoint_id.eq_any(enabled))
+        .filter(webhook_deliveries::endpoint_id.eq_any(endpoints))
         .filter(webhook_deliveries::endpoint_id.ne_all(&claim.skip_endpoints))
         .order((
             webhook_deliveries::next_attempt_at.asc(),
             webhook_deliveries::id.asc(),
         ))
-        .limit(i64::from(claim.limit))
-        .select(webhook_deliveries::id);
-    let ids: Vec<i64> = run!(
+        .limit(window)
+        .select((webhook_deliveries::id, owner));
+    let candidates: Vec<(i64, Option<i64>)> = run!(
         conn,
         load,
         sqlite: due,
         postgres: due.for_update().skip_locked(),
         mysql: due.for_update().skip_locked()
     )?;
+    if candidates.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Owners in turn (the domain's rule).
+    let candidates: Vec<(i64, EndpointOwner)> = candidates
+        .into_iter()
+        .filter_map(|(id, owner)| Some((id, owner_of(owner?))))
+        .collect();
+    let ids = take_in_turn(&candidates, claim);
     if ids.is_empty() {
         return Ok(Vec::new());
     }
@@ -659,6 +761,7 @@ async fn claim_in(conn: &mut Conn<'_>, claim: &DeliveryClaim) -> Result<Vec<DueD
                 event_id: delivery.event_id,
                 body: delivery.body,
                 endpoint_id: endpoint.id,
+                owner: owner_of(endpoint.owner_key_id),
                 url: endpoint.url,
                 tries: u32::try_from(delivery.tries).unwrap_or(0),
                 lease: claim.token,
@@ -750,21 +853,24 @@ async fn disable_after(
 /// Records the attempt; the delivery's endpoint and creation when it did.
 async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option<(i64, i64)>> {
     // Held by this claim: its token (never 0, which no claim has: a delivery no claim holds,
-    // or whose attempt was recorded, has it).
+    // or whose attempt was recorded, has it). A delivery that ended while its attempt was
+    // under way (its endpoint turned off, by another delivery's `410` say) keeps the token: the
+    // attempt was made and is recorded, and the delivery stays as it ended.
     let held = webhook_deliveries::table
         .find(record.delivery)
         .filter(webhook_deliveries::lease_token.eq(record.lease))
         .filter(webhook_deliveries::lease_token.ne(0))
-        .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()))
         .select((
             webhook_deliveries::endpoint_id,
             webhook_deliveries::created_at,
+            webhook_deliveries::state,
         ));
-    let Some((endpoint, created_at)): Option<(i64, i64)> =
+    let Some((endpoint, created_at, now_state)): Option<(i64, i64, String)> =
         run!(conn, locked first, held).optional()?
     else {
         return Ok(None);
     };
+    let ended_meanwhile = now_state != DeliveryState::Pending.as_str();
     let (state, next_attempt_at, ended_at) = match record.result {
         AttemptResult::Delivered => (DeliveryState::Delivered, 0, Some(record.attempted_at)),
         AttemptResult::RetryAt(at) => (DeliveryState::Pending, at, None),
@@ -772,6 +878,19 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option
             (DeliveryState::Failed, 0, Some(record.attempted_at))
         }
     };
+    if ended_meanwhile {
+        let status = record.status.map(i32::from);
+        let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
+        let write = diesel::update(webhook_deliveries::table.find(record.delivery)).set((
+            webhook_deliveries::attempts.eq(webhook_deliveries::attempts + 1),
+            webhook_deliveries::lease_token.eq(0),
+            webhook_deliveries::last_status.eq(status),
+            webhook_deliveries::last_latency_ms.eq(latency),
+        ));
+        run!(conn, execute, write)?;
+        insert_attempt(conn, record).await?;
+        return Ok(Some((endpoint, created_at)));
+    }
     let status = record.status.map(i32::from);
     let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
     let write = diesel::update(webhook_deliveries::table.find(record.delivery)).set((
@@ -787,21 +906,27 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option
         webhook_deliveries::ended_at.eq(ended_at),
     ));
     run!(conn, execute, write)?;
-    let attempt = diesel::insert_into(webhook_attempts::table).values((
-        webhook_attempts::delivery_id.eq(record.delivery),
-        webhook_attempts::attempted_at.eq(record.attempted_at),
-        webhook_attempts::status.eq(status),
-        webhook_attempts::latency_ms.eq(latency),
-        webhook_attempts::error.eq(&record.error),
-    ));
-    run!(conn, execute, attempt)?;
+    insert_attempt(conn, record).await?;
     Ok(Some((endpoint, created_at)))
 }
 
-/// The pending deliveries to enabled endpoints, and the oldest one's creation.
+/// The attempt's row in `webhook_attempts`.
+async fn insert_attempt(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<()> {
+    let attempt = diesel::insert_into(webhook_attempts::table).values((
+        webhook_attempts::delivery_id.eq(record.delivery),
+        webhook_attempts::attempted_at.eq(record.attempted_at),
+        webhook_attempts::status.eq(record.status.map(i32::from)),
+        webhook_attempts::latency_ms.eq(i32::try_from(record.latency_ms).unwrap_or(i32::MAX)),
+        webhook_attempts::error.eq(&record.error),
+    ));
+    run!(conn, execute, attempt)?;
+    Ok(())
+}
+
+/// The pending deliveries to endpoints that may be sent to, and the oldest one's creation.
 pub(crate) async fn backlog(mut conn: Conn<'_>) -> Result<Backlog> {
     let enabled = webhook_endpoints::table
-        .filter(webhook_endpoints::enabled.eq(true))
+        .filter(sendable!(unix_now()))
         .select(webhook_endpoints::id);
     let query = webhook_deliveries::table
         .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()))
@@ -823,9 +948,12 @@ const PURGE_AFTER: i64 = 60;
 
 /// Deletes up to [`PRUNE_BATCH`] deliveries that ended before `before`, or of an endpoint
 /// deleted more than [`PURGE_AFTER`] seconds ago, with their attempts; once a deleted
-/// endpoint has none left, its row. Returns how many deliveries.
+/// endpoint has none left, its row. First, it ends as failed up to as many pending deliveries
+/// of endpoints whose key was revoked or has expired (never to be sent). Returns how many
+/// deliveries it deleted or ended.
 pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64) -> Result<u64> {
     let conn = &mut conn;
+    let failed = fail_stranded(conn).await?;
     let deleted_endpoints = webhook_endpoints::table
         .filter(webhook_endpoints::deleted_at.lt(unix_now() - PURGE_AFTER))
         .select(webhook_endpoints::id);
@@ -837,7 +965,7 @@ pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64) -> Result<u64> 
     if !ids.is_empty() {
         let delete =
             diesel::delete(webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)));
-        return Ok(run!(conn, execute, delete)? as u64);
+        return Ok(failed + run!(conn, execute, delete)? as u64);
     }
     let ended = webhook_deliveries::table
         .filter(webhook_deliveries::ended_at.lt(before))
@@ -855,11 +983,52 @@ pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64) -> Result<u64> 
                 ))),
         );
         run!(conn, execute, gone)?;
-        return Ok(0);
+        return Ok(failed);
     }
     // Still ended (not redelivered since it was read).
     let delete =
         diesel::delete(webhook_deliveries::table.filter(webhook_deliveries::id.eq_any(&ids)))
             .filter(webhook_deliveries::ended_at.lt(before));
-    Ok(run!(conn, execute, delete)? as u64)
+    Ok(failed + run!(conn, execute, delete)? as u64)
+}
+
+/// Ends as failed up to [`PRUNE_BATCH`] pending deliveries of endpoints whose key was revoked
+/// or has expired (never to be sent: [`sendable!`]); how many.
+async fn fail_stranded(conn: &mut Conn<'_>) -> Result<u64> {
+    let now = unix_now();
+    let of_gone_keys = webhook_endpoints::table
+        .filter(webhook_endpoints::owner_key_id.ne(OPERATORS))
+        .filter(diesel::dsl::not(diesel::dsl::exists(
+            api_keys::table
+                .filter(api_keys::id.eq(webhook_endpoints::owner_key_id))
+                .filter(api_keys::revoked_at.is_null())
+                .filter(
+                    api_keys::expires_at
+                        .is_null()
+                        .or(api_keys::expires_at.gt(now)),
+                ),
+        )))
+        .select(webhook_endpoints::id);
+    let stranded = webhook_deliveries::table
+        .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()))
+        .filter(webhook_deliveries::endpoint_id.eq_any(of_gone_keys))
+        .select(webhook_deliveries::id)
+        .limit(PRUNE_BATCH);
+    let ids: Vec<i64> = run!(conn, load, stranded)?;
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let fail = diesel::update(
+        webhook_deliveries::table
+            .filter(webhook_deliveries::id.eq_any(&ids))
+            .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str())),
+    )
+    .set((
+        webhook_deliveries::state.eq(DeliveryState::Failed.as_str()),
+        webhook_deliveries::last_error
+            .eq("not sent: the API key that owns the endpoint was revoked or has expired"),
+        webhook_deliveries::lease_until.eq(0),
+        webhook_deliveries::ended_at.eq(now),
+    ));
+    Ok(run!(conn, execute, fail)? as u64)
 }

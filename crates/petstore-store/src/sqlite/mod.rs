@@ -51,6 +51,19 @@ struct Calls {
 impl Sqlite {
     /// The pool (connections open lazily, but for one kept warm) and the writer thread.
     pub(crate) fn open(path: &str, config: &StoreConfig) -> Result<Self, StoreError> {
+        // Said at once, by name: the pool would try for its whole connect timeout, and its
+        // errors name no path.
+        let file = std::path::Path::new(path);
+        if let Some(folder) = file.parent().filter(|f| !f.as_os_str().is_empty())
+            && !folder.is_dir()
+        {
+            return Err(StoreError::Config(format!(
+                "the SQLite file {path}'s folder {} does not exist: create it (`mkdir -p {}`) \
+                 or give another path",
+                folder.display(),
+                folder.display()
+            )));
+        }
         create_private(path);
         let manager = Manager {
             path: path.to_owned(),

@@ -1,7 +1,8 @@
 //! Contract tests: schemathesis (a pinned version, installed by `.ci/run` or
 //! `scripts/test-tools.sh`) against the real `petstore` binary, with the document the binary
-//! serves. Every phase but the stateful one (the document declares no links), every check, a few
-//! hundred cases per operation, with an enterprise key so that rate limiting does not interfere.
+//! serves. Every phase, the stateful one included (the document's links lead from what creates a
+//! resource to what reads, changes and deletes it), every check, a few hundred cases per
+//! operation, with an enterprise key so that rate limiting does not interfere.
 //! Skipped loudly without schemathesis, except under CI, where that fails.
 
 use std::path::PathBuf;
@@ -63,7 +64,7 @@ fn the_server_keeps_to_its_openapi_document() {
             "--checks",
             "all",
             "--phases",
-            "examples,coverage,fuzzing",
+            "examples,coverage,fuzzing,stateful",
             "--max-examples",
             "300",
             "--seed",

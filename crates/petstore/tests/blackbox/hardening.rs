@@ -335,3 +335,114 @@ fn behind_a_proxy_a_client_cannot_choose_its_address_with_a_header_the_proxy_pas
         "the access log recorded addresses the client made up"
     );
 }
+
+/// Runs `petstore` on `db` with `args` (in `dir`), with a short connect timeout: its exit code
+/// and everything it wrote.
+fn attempt(db: &str, args: &[&str], dir: &std::path::Path) -> (Option<i32>, String) {
+    let output = crate::common::petstore(db)
+        .args(args)
+        .env("PETSTORE_DB_CONNECT_TIMEOUT", "300ms")
+        .env("RUST_LOG", "info")
+        .current_dir(dir)
+        .output()
+        .expect("run petstore");
+    let mut written = String::from_utf8_lossy(&output.stdout).into_owned();
+    written.push_str(&String::from_utf8_lossy(&output.stderr));
+    (output.status.code(), written)
+}
+
+/// URLs mistyped (taken for SQLite file names before) are refused as URLs: exit 2, nothing
+/// created, and no message repeats what was given; the same for a mistyped read URL and
+/// rate-limit store.
+#[test]
+fn mistyped_urls_are_refused_without_being_shown_or_created() {
+    let dir = tempfile::tempdir().expect("folder");
+    for url in [
+        "postgres:/app:s3cret@h/x",
+        "postgresql:app:s3cret@h/x",
+        "postgres//app:s3cret@h/x",
+        "mysql:/root:s3cret@h/x",
+    ] {
+        for args in [&["serve"][..], &["migrate"], &["keys", "list"], &[]] {
+            let (code, written) = attempt(url, args, dir.path());
+            assert_eq!(code, Some(2), "{url} {args:?}: {written}");
+            assert!(!written.contains("s3cret"), "{url} {args:?}: {written}");
+        }
+    }
+    let db = dir.path().join("petstore.db");
+    let db = db.to_str().expect("a UTF-8 path");
+    for (flag, value) in [
+        ("--database-read-url", "postgres:/app:s3cret@h/x"),
+        ("--database-read-url", "mysql://root:s3cret@h/x"),
+        ("--rate-limit-store", "redis:/:s3cret@h"),
+        ("--rate-limit-store", "rediss//:s3cret@h"),
+    ] {
+        let (code, written) = attempt(db, &["serve", flag, value], dir.path());
+        assert_eq!(code, Some(2), "{flag} {value}: {written}");
+        assert!(written.contains(flag), "{written}");
+        assert!(!written.contains("s3cret"), "{flag} {value}: {written}");
+    }
+    let made: Vec<_> = std::fs::read_dir(dir.path()).expect("list").collect();
+    assert!(made.is_empty(), "files were created: {made:?}");
+}
+
+/// Passwords written where the drivers read them and the old redaction did not look: after a
+/// `?` before the `@` (tokio-postgres reads credentials to the first `@`), and as a parameter
+/// whose name is percent-encoded (`pass%77ord`, which tokio-postgres decodes). Neither reaches
+/// a log line nor `/metrics`, where a standby is named by host, port and database only.
+#[test]
+fn database_passwords_never_reach_logs_or_metrics_however_written() {
+    let dir = tempfile::tempdir().expect("folder");
+    for args in [&["migrate"][..], &["serve"]] {
+        let (code, written) = attempt("postgres://u:s3c?ret@127.0.0.1:1/db", args, dir.path());
+        assert_ne!(code, Some(0), "{args:?}: nothing listens there");
+        assert!(
+            written.contains("u:***@127.0.0.1:1/db"),
+            "{args:?}: {written}"
+        );
+        assert!(
+            !written.contains("s3c?ret") && !written.contains("?ret"),
+            "{written}"
+        );
+    }
+    let Some(primary) = petstore_store::testing::TestDatabase::postgres() else {
+        return;
+    };
+    let joiner = if primary.url().contains('?') {
+        '&'
+    } else {
+        '?'
+    };
+    let standby = format!("{}{joiner}pass%77ord=s3cretpw", primary.url());
+    let log = dir.path().join("server.log");
+    let server = TestServer::start_logging(
+        primary.url(),
+        &["--database-read-url", &standby, "--bootstrap-key=false"],
+        Some(&log),
+    );
+    // The watcher names the standby in its gauges once it has looked at it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let metrics = loop {
+        let metrics = agent()
+            .get(format!("{}/metrics", server.base.trim_end_matches("/v1")))
+            .call()
+            .expect("metrics")
+            .body_mut()
+            .read_to_string()
+            .expect("text");
+        if metrics.contains("petstore_db_replica_usable{") || Instant::now() > deadline {
+            break metrics;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    server.stop();
+    let written = std::fs::read_to_string(&log).expect("the log");
+    assert!(written.contains("pass%77ord=***"), "{written}");
+    for shown in [&written, &metrics] {
+        assert!(!shown.contains("s3cretpw"), "{shown}");
+    }
+    let database = primary.url().rsplit('/').next().expect("a database");
+    let database = database.split('?').next().expect("a name");
+    let label = format!("replica=\"127.0.0.1:5432/{database}\"");
+    assert!(metrics.contains(&label), "{label} in\n{metrics}");
+}

@@ -86,12 +86,14 @@ fn reads_from_a_standby_see_every_write_answered_and_skip_it_when_behind_or_down
     let mut standby = primary.start_standby(&["recovery_min_apply_delay=20ms"]);
     primary.wait_for_synchronous_standby();
     let url = primary.url("127.0.0.1", "");
-    let replica = standby.url("127.0.0.1", "");
+    let standby_url = standby.url("127.0.0.1", "");
+    // How the metrics name it: host, port and database, never the URL.
+    let replica = format!("127.0.0.1:{}/postgres", standby.port());
     let key = unlimited_key(&url);
     let args = [
         "--bootstrap-key=false",
         "--database-read-url",
-        &replica,
+        &standby_url,
         "--database-read-max-lag",
         "1s",
     ];

@@ -24,6 +24,10 @@ fn send(method: &str, url: &str, key: &str, body: Option<String>) -> (u16, Value
             .header("Authorization", format!("Bearer {key}"))
             .header("Content-Type", "application/json")
             .send(body.as_str()),
+        ("POST", None) => agent
+            .post(url)
+            .header("Authorization", format!("Bearer {key}"))
+            .send_empty(),
         ("DELETE", _) => agent
             .delete(url)
             .header("Authorization", format!("Bearer {key}"))
@@ -222,8 +226,12 @@ fn order_lifecycle_stays_exact(db: &TestDatabase) {
                     match random.below(4) {
                         0 | 1 => {
                             let id = orders[random.below(orders.len())];
-                            let (status, body) =
-                                send("DELETE", &format!("{base}/store/orders/{id}"), &key, None);
+                            let (status, body) = send(
+                                "POST",
+                                &format!("{base}/store/orders/{id}/cancel"),
+                                &key,
+                                None,
+                            );
                             assert!(
                                 status == 200
                                     || (status == 409 && body["code"] == "order_not_cancellable"),

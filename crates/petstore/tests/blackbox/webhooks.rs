@@ -3,281 +3,18 @@
 //! implementation (Python's `hmac`), the receiver down and then up, a sender killed midway
 //! whose delivery another instance sends, and two instances sending a thousand events once each.
 
-use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashSet;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::common::{TestServer, agent, post, run, temp_db, unlimited_key};
+use super::webhook_support::{
+    Answer, LOOPBACK, Received, Receiver, admin_base, call, create_pet, place_order,
+    python_verdicts, register,
+};
+use crate::common::{TestServer, agent, run, temp_db, unlimited_key};
 use petstore_store::testing::TestDatabase;
-
-/// The flags every server here runs with: the receiver is plain HTTP on loopback.
-const LOOPBACK: [&str; 2] = ["--webhook-allow-http", "--webhook-allow-private"];
-
-/// One delivery as the receiver got it.
-#[derive(Debug, Clone)]
-struct Received {
-    id: String,
-    timestamp: String,
-    signature: String,
-    body: String,
-}
-
-impl Received {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).expect("a JSON body")
-    }
-}
-
-/// How the receiver answers.
-#[derive(Debug, Clone, Copy)]
-enum Answer {
-    Status(u16),
-    /// Reads the request, then says nothing for a minute.
-    Silence,
-}
-
-/// A webhook receiver on a loopback port: records every request, answers as told.
-struct Receiver {
-    addr: SocketAddr,
-    received: Arc<Mutex<Vec<Received>>>,
-    answer: Arc<Mutex<Answer>>,
-    stop: Arc<AtomicBool>,
-}
-
-impl Receiver {
-    /// A free port, with no listener on it yet.
-    fn reserve() -> SocketAddr {
-        TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .expect("bind")
-            .local_addr()
-            .expect("address")
-    }
-
-    fn start() -> Self {
-        Self::start_on(Self::reserve())
-    }
-
-    fn start_on(addr: SocketAddr) -> Self {
-        let listener = TcpListener::bind(addr).expect("bind the receiver");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let receiver = Self {
-            addr,
-            received: Arc::default(),
-            answer: Arc::new(Mutex::new(Answer::Status(204))),
-            stop: Arc::default(),
-        };
-        let (received, answer, stop) = (
-            receiver.received.clone(),
-            receiver.answer.clone(),
-            receiver.stop.clone(),
-        );
-        thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                match listener.accept() {
-                    Ok((stream, _)) => {
-                        let (received, answer) = (received.clone(), answer.clone());
-                        thread::spawn(move || serve(stream, &received, &answer));
-                    }
-                    Err(_) => thread::sleep(Duration::from_millis(5)),
-                }
-            }
-        });
-        receiver
-    }
-
-    fn url(&self) -> String {
-        format!("http://{}/hooks", self.addr)
-    }
-
-    fn answer(&self, answer: Answer) {
-        *self.answer.lock().expect("lock") = answer;
-    }
-
-    fn received(&self) -> Vec<Received> {
-        self.received.lock().expect("lock").clone()
-    }
-
-    /// Waits (up to `within`) until `done` holds for what was received; returns it.
-    fn wait_for(&self, within: Duration, done: impl Fn(&[Received]) -> bool) -> Vec<Received> {
-        let deadline = Instant::now() + within;
-        loop {
-            let received = self.received();
-            if done(&received) {
-                return received;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the receiver did not get what was expected within {within:?}; it got {} \
-                 deliveries: {:#?}",
-                received.len(),
-                received.iter().map(|r| &r.body).collect::<Vec<_>>()
-            );
-            thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-}
-
-/// Reads one request from `stream`, records it, answers as told.
-fn serve(stream: TcpStream, received: &Mutex<Vec<Received>>, answer: &Mutex<Answer>) {
-    stream.set_nonblocking(false).expect("blocking");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .expect("timeout");
-    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-    let mut headers = HashMap::new();
-    let mut line = String::new();
-    if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
-    }
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
-            break;
-        }
-        if let Some((name, value)) = line.split_once(':') {
-            headers.insert(name.trim().to_ascii_lowercase(), value.trim().to_owned());
-        }
-    }
-    let length: usize = headers
-        .get("content-length")
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(0);
-    let mut body = vec![0; length];
-    if reader.read_exact(&mut body).is_err() {
-        return;
-    }
-    let header = |name: &str| headers.get(name).cloned().unwrap_or_default();
-    received.lock().expect("lock").push(Received {
-        id: header("webhook-id"),
-        timestamp: header("webhook-timestamp"),
-        signature: header("webhook-signature"),
-        body: String::from_utf8(body).expect("UTF-8 body"),
-    });
-    let mut stream = stream;
-    let answer = *answer.lock().expect("lock");
-    match answer {
-        Answer::Status(status) => {
-            let _ = write!(
-                stream,
-                "HTTP/1.1 {status} Answer\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
-            );
-        }
-        Answer::Silence => thread::sleep(Duration::from_secs(60)),
-    }
-}
-
-/// Verifies each delivery's signature with Python's `hmac`, as a receiver in another language
-/// would (Standard Webhooks v1: any `v1,` signature over `id.timestamp.body` that matches, in
-/// constant time): one verdict per delivery, in order.
-fn python_verdicts(secret: &str, deliveries: &[Received]) -> Vec<bool> {
-    const VERIFY: &str = r#"
-import base64, hashlib, hmac, json, sys
-for line in sys.stdin:
-    d = json.loads(line)
-    key = base64.b64decode(d["secret"].removeprefix("whsec_"))
-    signed = f'{d["id"]}.{d["timestamp"]}.{d["body"]}'.encode()
-    expected = base64.b64encode(hmac.new(key, signed, hashlib.sha256).digest()).decode()
-    ok = any(part.startswith("v1,") and hmac.compare_digest(part[3:], expected)
-             for part in d["signature"].split(" "))
-    print("ok" if ok else "bad", flush=True)
-"#;
-    let mut python = Command::new("python3")
-        .args(["-c", VERIFY])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    let mut input = String::new();
-    for delivery in deliveries {
-        let line = json!({
-            "secret": secret,
-            "id": delivery.id,
-            "timestamp": delivery.timestamp,
-            "signature": delivery.signature,
-            "body": delivery.body,
-        });
-        input.push_str(&line.to_string());
-        input.push('\n');
-    }
-    python
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write");
-    let output = python.wait_with_output().expect("python ran");
-    assert!(output.status.success(), "python failed");
-    String::from_utf8(output.stdout)
-        .expect("UTF-8")
-        .lines()
-        .map(|verdict| verdict == "ok")
-        .collect()
-}
-
-/// `method` `path` (under the base) with `key` and a JSON `body`.
-fn call(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> (u16, Value) {
-    let request = ureq::http::Request::builder()
-        .method(method)
-        .uri(format!("{base}{path}"))
-        .header("Authorization", format!("Bearer {key}"))
-        .header("Content-Type", "application/json");
-    let request = request
-        .body(body.map(|body| body.to_string()).unwrap_or_default())
-        .expect("request");
-    let mut response = agent().run(request).expect(method);
-    let status = response.status().as_u16();
-    let text = response.body_mut().read_to_string().expect("body");
-    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
-}
-
-/// Registers an endpoint for `events` at `url`: its id and secret.
-fn register(base: &str, key: &str, url: &str, events: &[&str]) -> (i64, String) {
-    let (status, endpoint) = call(
-        base,
-        "POST",
-        "/webhook_endpoints",
-        key,
-        Some(json!({"url": url, "events": events})),
-    );
-    assert_eq!(status, 201, "{endpoint}");
-    let secret = endpoint["secret"].as_str().expect("secret").to_owned();
-    (endpoint["id"].as_i64().expect("id"), secret)
-}
-
-fn place_order(base: &str, key: &str, pet: i64) -> i64 {
-    let (status, order) = call(
-        base,
-        "POST",
-        "/store/orders",
-        key,
-        Some(json!({"petId": pet})),
-    );
-    assert_eq!(status, 201, "{order}");
-    order["id"].as_i64().expect("order id")
-}
-
-fn create_pet(base: &str, key: &str, name: &str) -> i64 {
-    let (status, pet) = post(
-        base,
-        key,
-        &json!({"name": name, "categoryId": 1}).to_string(),
-    );
-    assert_eq!(status, 201, "{pet}");
-    pet["id"].as_i64().expect("pet id")
-}
 
 #[test]
 fn events_arrive_signed_retried_logged_and_stop_at_410() {
@@ -745,12 +482,7 @@ fn the_operators_endpoint_gets_every_keys_events_and_the_policy_holds_at_deliver
     let log = dir.path().join("server.log");
     let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
     let server = TestServer::start_logging(&db, &flags, Some(&log));
-    let admin = server
-        .stdout
-        .iter()
-        .find_map(|line| line.strip_prefix("admin on "))
-        .expect("the admin listener")
-        .to_owned();
+    let admin = admin_base(&server);
     let receiver = Receiver::start();
     let (status, issued) = call(
         &admin,
@@ -831,12 +563,7 @@ fn the_operators_endpoint_gets_every_keys_events_and_the_policy_holds_at_deliver
         &db,
         &["--webhook-allow-http", "--admin-bind", "127.0.0.1:0"],
     );
-    let admin = strict
-        .stdout
-        .iter()
-        .find_map(|line| line.strip_prefix("admin on "))
-        .expect("the admin listener")
-        .to_owned();
+    let admin = admin_base(&strict);
     create_pet(&strict.base, &alice, "Kim");
     let deadline = Instant::now() + Duration::from_secs(10);
     let newest = loop {

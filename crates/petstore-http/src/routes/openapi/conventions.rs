@@ -1,16 +1,11 @@
-//! The API's description of itself: an OpenAPI 3.1 document generated from the handlers'
-//! `#[utoipa::path]` annotations and the domain's schemas, completed by [`Conventions`] with
-//! what every operation shares (the bearer scheme, the rate-limit headers, the errors any
-//! request can meet) and what a resource's marks add (deprecation, stability). Served at
-//! `{base}/openapi.json` and printed by `petstore openapi`; a copy is kept in `docs/openapi.json`.
+//! What the annotations leave to convention, applied to every operation of a document alike
+//! ([`Conventions`]): the bearer scheme, the headers every answer carries, the errors any request
+//! can meet, what a resource's marks add (deprecation, stability), conditional reads, the `405`
+//! of other methods, and the links from what creates a resource to what reads and changes it.
 
-use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::query::{DEFAULT_LIMIT, MAX_LIMIT, MIN_LIMIT};
-use petstore_domain::{
-    Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus, Plan, RateLimitStatus,
-    WindowStatus,
-};
 use serde_json::json;
+use utoipa::Modify;
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::{Header, HeaderBuilder};
 use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
@@ -18,123 +13,10 @@ use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
     ContentBuilder, Deprecated, OpenApi as Document, Ref, RefOr, Required, Response,
-    ResponseBuilder, Server,
+    ResponseBuilder,
 };
-use utoipa::{Modify, OpenApi};
 
-use super::respond::tagged_bytes;
-use super::{orders, pets, rate_limit, webhooks};
-use crate::conditional::Caching;
-use crate::error::{ApiError, ErrorObject};
-use crate::routes::webhooks::RotateSecretRequest;
-use crate::state::AppState;
 use crate::sunset::SUNSET;
-use petstore_domain::webhook::{
-    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
-    NewEndpoint, WebhookEndpoint,
-};
-
-#[derive(OpenApi)]
-#[openapi(
-    info(
-        title = "Animal Store Service",
-        version = "1.0.0",
-        description = "A catalogue of animals offered by a store, and a store-orders area. Every \
-            operation needs an API key (`Authorization: Bearer <API_KEY>`). Every response carries \
-            the rate-limit headers; every error the Error object. Operations marked \
-            `x-stability: experimental` may change without a new version.",
-        license(name = "MIT OR Apache-2.0"),
-    ),
-    paths(
-        pets::list_pets,
-        pets::create_pet,
-        pets::get_pet,
-        orders::list_orders,
-        orders::place_order,
-        orders::get_order,
-        orders::cancel_order,
-        orders::get_inventory,
-        webhooks::list_endpoints,
-        webhooks::create_endpoint,
-        webhooks::get_endpoint,
-        webhooks::update_endpoint,
-        webhooks::delete_endpoint,
-        webhooks::rotate_secret,
-        webhooks::list_deliveries,
-        webhooks::get_delivery,
-        webhooks::redeliver,
-        rate_limit::get_rate_limit
-    ),
-    components(schemas(
-        Pet,
-        NewPet,
-        PetStatus,
-        Order,
-        OrderStatus,
-        NewOrder,
-        Inventory,
-        ErrorObject,
-        RateLimitStatus,
-        WindowStatus,
-        Plan,
-        WebhookEndpoint,
-        IssuedEndpoint,
-        NewEndpoint,
-        EndpointChanges,
-        RotateSecretRequest,
-        EventType,
-        Delivery,
-        DeliveryState,
-        DeliveryRecord,
-        Attempt
-    )),
-    tags(
-        (name = "pets", description = "The catalogue of animals."),
-        (name = "store", description = "The store-orders area (experimental)."),
-        (name = "webhooks", description = "Events pushed to your endpoints, signed (Standard \
-            Webhooks v1): `order.placed`, `order.approved`, `order.delivered`, \
-            `order.cancelled`, `pet.created` (experimental)."),
-        (name = "rate limits", description = "Your standing against your plan's limits."),
-    ),
-    modifiers(&Conventions),
-)]
-struct ApiDoc;
-
-/// The document, with `server` (the API's base address, e.g. `https://api.example.com/v1`, or
-/// just the base path) as its one server.
-pub fn document(server: &str) -> Document {
-    let mut document = ApiDoc::openapi();
-    document.servers = Some(vec![Server::new(server)]);
-    document
-}
-
-/// `GET {base}/openapi.json`: the document, naming the public base address as `Link` does.
-pub async fn openapi_json(
-    state: web::Data<AppState>,
-    req: HttpRequest,
-) -> Result<HttpResponse, ApiError> {
-    answer(
-        &req,
-        &document(&state.links.public_base(&req)),
-        Caching::Public,
-    )
-}
-
-/// `document` as the answer to a `GET` of it (the public one, the admin one), tagged by its
-/// bytes.
-pub(crate) fn answer(
-    req: &HttpRequest,
-    document: &Document,
-    caching: Caching,
-) -> Result<HttpResponse, ApiError> {
-    let body = document.to_pretty_json().map_err(ApiError::internal)?;
-    Ok(tagged_bytes(
-        req,
-        HttpResponse::Ok(),
-        body.into_bytes(),
-        caching,
-    ))
-}
 
 /// A bearer security scheme: its name in the document, the tokens' format, its description.
 pub(crate) struct Bearer {
@@ -165,7 +47,7 @@ const BEARER: Bearer = Bearer {
 };
 
 /// What the annotations leave to convention, applied to every operation alike.
-struct Conventions;
+pub(super) struct Conventions;
 
 impl Modify for Conventions {
     fn modify(&self, document: &mut Document) {
@@ -177,7 +59,7 @@ impl Modify for Conventions {
                 .headers
                 .insert(name.into(), RefOr::T(header_of(kind, description, true)));
         }
-        for (name, description) in CACHE_HEADERS {
+        for (name, description) in CACHE_HEADERS.into_iter().chain(ALWAYS_HEADERS) {
             components
                 .headers
                 .insert(name.into(), RefOr::T(header(description, true)));
@@ -199,9 +81,19 @@ impl Modify for Conventions {
                 &mut item.delete,
             ];
             for operation in operations.into_iter().flatten() {
-                operation.security = Some(security.clone());
+                let open = operation
+                    .operation_id
+                    .as_deref()
+                    .is_some_and(|id| OPEN.contains(&id));
+                // An open operation needs no key: no security requirement (`[{}]`, as
+                // annotated), and no `401`.
+                if !open {
+                    operation.security = Some(security.clone());
+                }
                 describe_limit(operation);
-                let deprecated = matches!(operation.deprecated, Some(Deprecated::True));
+                let deprecated = matches!(operation.deprecated, Some(Deprecated::True))
+                    .then(|| schedule(operation.operation_id.as_deref()))
+                    .flatten();
                 let experimental = operation
                     .extensions
                     .as_ref()
@@ -215,6 +107,9 @@ impl Modify for Conventions {
                 }
                 let responses = &mut operation.responses.responses;
                 for (status, description) in COMMON_ERRORS {
+                    if open && status == 401 {
+                        continue;
+                    }
                     responses
                         .entry(status.to_string())
                         .or_insert_with(|| RefOr::T(error_doc(description)));
@@ -223,8 +118,9 @@ impl Modify for Conventions {
                     let RefOr::T(response) = response else {
                         continue;
                     };
-                    add_headers(response, status, deprecated, experimental);
+                    add_headers(response, status, deprecated.as_ref(), experimental);
                 }
+                super::links::add_links(operation);
             }
         }
     }
@@ -269,6 +165,9 @@ const SHARED_HEADERS: [(&str, bool, &str); 7] = [
     ),
 ];
 
+/// The operations that need no key.
+const OPEN: [&str; 1] = ["getApiIndex"];
+
 /// The operations whose `200` is tagged and whose `GET` may be conditional.
 const CONDITIONAL: [&str; 9] = [
     "listPets",
@@ -298,6 +197,19 @@ const CACHE_HEADERS: [(&str, &str); 3] = [
     (
         "Vary",
         "`Authorization`: each API key's answers are its own.",
+    ),
+];
+
+/// Headers of other answers, under `components/headers`: every answer's, and errors'.
+const ALWAYS_HEADERS: [(&str, &str); 2] = [
+    (
+        "X-Content-Type-Options",
+        "`nosniff`: the body is what `Content-Type` says, nothing a browser should guess at.",
+    ),
+    (
+        "Cache-Control-No-Store",
+        "`Cache-Control: no-store`: an error (or a standing that changes with every request) is \
+         never stored by a cache.",
     ),
 ];
 
@@ -333,6 +245,11 @@ fn make_conditional(operation: &mut Operation) {
             ok.headers.insert(name.into(), shared(name));
         }
     }
+    // A `304` carries the headers its `200` would, a page's `next` link among them.
+    let link = match responses.get("200") {
+        Some(RefOr::T(ok)) => ok.headers.get("Link").cloned(),
+        _ => None,
+    };
     let mut not_modified = ResponseBuilder::new()
         .description(
             "Not modified: `If-None-Match` names the current representation's tag. No body; \
@@ -343,6 +260,9 @@ fn make_conditional(operation: &mut Operation) {
         .build();
     for (name, _) in CACHE_HEADERS {
         not_modified.headers.insert(name.into(), shared(name));
+    }
+    if let Some(link) = link {
+        not_modified.headers.insert("Link".into(), link);
     }
     responses.insert("304".into(), RefOr::T(not_modified));
 }
@@ -357,6 +277,20 @@ pub(crate) fn describe_methods(document: &mut Document, first: &str) {
         .insert("MethodNotAllowed".into(), RefOr::T(method_not_allowed()));
     for item in document.paths.paths.values_mut() {
         describe_path(item, first);
+        // Each operation points at it: the answer its path gives any other method.
+        let operations = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            operation.responses.responses.insert(
+                "405".into(),
+                RefOr::Ref(Ref::new("#/components/responses/MethodNotAllowed")),
+            );
+        }
     }
 }
 
@@ -421,7 +355,50 @@ const COMMON_ERRORS: [(u16, &str); 4] = [
     ),
 ];
 
-fn add_headers(response: &mut Response, status: &str, deprecated: bool, experimental: bool) {
+/// What a deprecated operation's answers announce.
+struct Schedule {
+    deprecated_at: &'static str,
+    sunset: &'static str,
+    successor: &'static str,
+    anchor: &'static str,
+    /// Whether its `200` carries the `Link` too (the successor link of `getPet`'s `200` is
+    /// described by the operation itself).
+    link_always: bool,
+    /// Whether admission's own answers (`401`, `429`) carry the marks too (a resource's marks,
+    /// as `getPet`'s are), or only the operation's answers (`deleteOrder`, one method of a
+    /// resource whose others are not deprecated).
+    on_admission: bool,
+}
+
+/// The deprecated operations' schedules, by operation id.
+fn schedule(operation_id: Option<&str>) -> Option<Schedule> {
+    match operation_id? {
+        "getPet" => Some(Schedule {
+            deprecated_at: "`@1767225600`, 2026-01-01",
+            sunset: SUNSET,
+            successor: "{base}/pets",
+            anchor: "pets/getPet",
+            link_always: false,
+            on_admission: true,
+        }),
+        "deleteOrder" => Some(Schedule {
+            deprecated_at: "`@1795737600`, 2026-11-27",
+            sunset: crate::sunset::DELETE_ORDER_SUNSET,
+            successor: "{base}/store/orders/{orderId}/cancel",
+            anchor: "store/deleteOrder",
+            link_always: true,
+            on_admission: false,
+        }),
+        _ => None,
+    }
+}
+
+fn add_headers(
+    response: &mut Response,
+    status: &str,
+    deprecated: Option<&Schedule>,
+    experimental: bool,
+) {
     let headers = &mut response.headers;
     for name in [
         "X-RateLimit-Limit",
@@ -435,6 +412,14 @@ fn add_headers(response: &mut Response, status: &str, deprecated: bool, experime
     }
     if status == "429" || status == "503" {
         headers.insert("Retry-After".into(), shared("Retry-After"));
+    }
+    headers.insert(
+        "X-Content-Type-Options".into(),
+        shared("X-Content-Type-Options"),
+    );
+    // Errors are never stored by a cache (a success's caching is its operation's to say).
+    if status.starts_with('4') || status.starts_with('5') {
+        headers.insert("Cache-Control".into(), shared("Cache-Control-No-Store"));
     }
     if status == "401" {
         headers.insert(
@@ -457,29 +442,37 @@ fn add_headers(response: &mut Response, status: &str, deprecated: bool, experime
             )),
         );
     }
-    if deprecated {
+    if let Some(schedule) = deprecated {
+        let required = schedule.on_admission || !matches!(status, "401" | "429");
         headers.insert(
             "Deprecation".into(),
             RefOr::T(header(
-                "When the operation was deprecated (RFC 9745): `@1767225600`, 2026-01-01.",
-                true,
+                &format!(
+                    "When the operation was deprecated (RFC 9745): {}.",
+                    schedule.deprecated_at
+                ),
+                required,
             )),
         );
         headers.insert(
             "Sunset".into(),
             RefOr::T(header(
-                &format!("When it is removed (RFC 8594): `{SUNSET}`."),
-                true,
+                &format!("When it is removed (RFC 8594): `{}`.", schedule.sunset),
+                required,
             )),
         );
-        if status != "200" {
+        if status != "200" || schedule.link_always {
             headers.insert(
                 "Link".into(),
                 RefOr::T(header(
-                    "`<{base}/pets>; rel=\"successor-version\"`, the replacement; then \
-                     `<{base}/docs/#/pets/getPet>; rel=\"deprecation\"; type=\"text/html\"` \
-                     (RFC 9745 §3) and the same target with `rel=\"sunset\"` (RFC 8594 §4), \
-                     where the deprecation and removal are documented.",
+                    &format!(
+                        "`<{}>; rel=\"successor-version\"`, the replacement; then \
+                         `<{{site}}/docs/#/{}>; rel=\"deprecation\"; type=\"text/html\"` \
+                         (RFC 9745 §3) and the same target with `rel=\"sunset\"` (RFC 8594 \
+                         §4), where the deprecation and removal are documented (`{{site}}` is \
+                         the base address without its path).",
+                        schedule.successor, schedule.anchor
+                    ),
                     false,
                 )),
             );
@@ -539,7 +532,7 @@ fn header_of(kind: Type, description: &str, required: bool) -> Header {
 }
 
 /// An Error object response, as documented.
-pub fn error_doc(description: &str) -> Response {
+pub(super) fn error_doc(description: &str) -> Response {
     ResponseBuilder::new()
         .description(description)
         .content(

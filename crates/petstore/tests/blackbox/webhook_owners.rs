@@ -1,0 +1,323 @@
+//! Webhooks between owners, through the real binary: one key's dead receivers hold back no
+//! other owner's events, a revoked key's endpoints receive nothing and the operators reach
+//! them, and the answers and logs around endpoints keep their secrets.
+
+use std::io::Read;
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::webhook_support::{
+    LOOPBACK, Receiver, admin_base, call, create_pet, place_order, register,
+};
+use crate::common::{TestServer, agent, run, temp_db, unlimited_key};
+
+/// A receiver that accepts every connection, reads what comes, and never answers: each
+/// attempt to it holds a sender's slot for the whole attempt timeout.
+struct BlackHole {
+    port: u16,
+    held: Arc<Mutex<Vec<TcpStream>>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl BlackHole {
+    fn start() -> Self {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("bind");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let hole = Self {
+            port: listener.local_addr().expect("address").port(),
+            held: Arc::default(),
+            stop: Arc::default(),
+        };
+        let (held, stop) = (hole.held.clone(), hole.stop.clone());
+        thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((mut stream, _)) => {
+                        // Read the request (so the sender is waiting for an answer), then hold.
+                        stream
+                            .set_read_timeout(Some(Duration::from_millis(200)))
+                            .expect("timeout");
+                        let _ = stream.read(&mut [0; 4096]);
+                        held.lock().expect("lock").push(stream);
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        hole
+    }
+
+    fn url(&self, n: usize) -> String {
+        format!("http://127.0.0.1:{}/hooks/{n}", self.port)
+    }
+
+    fn connections(&self) -> usize {
+        self.held.lock().expect("lock").len()
+    }
+}
+
+impl Drop for BlackHole {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `/v1` of `base` with `key`: the raw answer (status, headers, body).
+fn raw(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> RawAnswer {
+    let request = ureq::http::Request::builder()
+        .method(method)
+        .uri(format!("{base}{path}"))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .body(body.map(|body| body.to_string()).unwrap_or_default())
+        .expect("request");
+    let mut response = agent().run(request).expect(method);
+    RawAnswer {
+        status: response.status().as_u16(),
+        cache_control: response
+            .headers()
+            .get("cache-control")
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned),
+        body: serde_json::from_str(&response.body_mut().read_to_string().expect("body"))
+            .unwrap_or(Value::Null),
+    }
+}
+
+struct RawAnswer {
+    status: u16,
+    cache_control: Option<String>,
+    body: Value,
+}
+
+/// The situation of the review: a key registers 20 endpoints at a receiver that accepts and
+/// never answers, and creates 20 pets (400 deliveries, each holding a slot for the 15 s
+/// timeout). Another key's event, and the operators', made 2 s later, arrive within seconds,
+/// not after the 400 (about six minutes before owners were taken in turn).
+#[test]
+fn one_keys_dead_receivers_hold_back_no_other_owners_events() {
+    let (_dir, db) = temp_db();
+    let (flooder, other) = (unlimited_key(&db), unlimited_key(&db));
+    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
+    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
+    let server = TestServer::start(&db, &flags);
+    let (base, admin) = (&server.base, admin_base(&server));
+    let hole = BlackHole::start();
+    for n in 0..20 {
+        register(base, &flooder, &hole.url(n), &["pet.created"]);
+    }
+    for n in 0..20 {
+        create_pet(base, &flooder, &format!("flood {n}"));
+    }
+    // The sender is busy with them (it holds at most half its 32 slots for one owner).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while hole.connections() < 8 {
+        assert!(
+            Instant::now() < deadline,
+            "the sender never reached the dead receivers"
+        );
+        thread::sleep(Duration::from_millis(50));
+    }
+    let (theirs, ops) = (Receiver::start(), Receiver::start());
+    register(base, &other, &theirs.url(), &["pet.created"]);
+    let (status, created) = call(
+        &admin,
+        "POST",
+        "/webhook_endpoints",
+        token.trim(),
+        Some(json!({"url": ops.url(), "events": ["pet.created"]})),
+    );
+    assert_eq!(status, 201, "{created}");
+    thread::sleep(Duration::from_secs(2));
+    let made = Instant::now();
+    create_pet(base, &other, "Rex");
+    // Well within the 15 s an attempt to a dead receiver takes: no slot had to come free.
+    let got = theirs.wait_for(Duration::from_secs(10), |got| !got.is_empty());
+    assert_eq!(got[0].json()["data"]["name"], "Rex");
+    ops.wait_for(Duration::from_secs(10), |got| !got.is_empty());
+    eprintln!(
+        "another owner's event arrived {} ms after it was made, with 400 deliveries to dead \
+         receivers under way ({} connections held)",
+        made.elapsed().as_millis(),
+        hole.connections()
+    );
+    server.stop();
+}
+
+/// A revoked key's events are no longer recorded for its endpoints (an operator moving its
+/// order on sends nothing to them), while the operators' endpoint still gets them; the admin
+/// API lists the key's endpoints and turns one off, audited.
+#[test]
+fn a_revoked_keys_endpoints_receive_nothing_and_the_operators_reach_them() {
+    let (dir, db) = temp_db();
+    let key = unlimited_key(&db);
+    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
+    let token = token.trim();
+    let log = dir.path().join("server.log");
+    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
+    let server = TestServer::start_logging(&db, &flags, Some(&log));
+    let (base, admin) = (&server.base, admin_base(&server));
+    let (mine, ops) = (Receiver::start(), Receiver::start());
+    let events = ["order.placed", "order.approved", "order.cancelled"];
+    let (endpoint, _) = register(base, &key, &mine.url(), &events);
+    let (status, _) = call(
+        &admin,
+        "POST",
+        "/webhook_endpoints",
+        token,
+        Some(json!({"url": ops.url(), "events": events})),
+    );
+    assert_eq!(status, 201);
+    let (_, shown) = call(
+        base,
+        "GET",
+        &format!("/webhook_endpoints/{endpoint}"),
+        &key,
+        None,
+    );
+    let key_id = shown["ownerKeyId"].as_i64().expect("the key's id");
+    let pet = create_pet(base, &key, "Rex");
+    let order = place_order(base, &key, pet);
+    mine.wait_for(Duration::from_secs(10), |got| got.len() == 1);
+
+    let (status, _) = call(
+        &admin,
+        "POST",
+        &format!("/keys/{key_id}/revoke"),
+        token,
+        None,
+    );
+    assert_eq!(status, 200);
+    let (status, approved) = call(
+        &admin,
+        "POST",
+        &format!("/orders/{order}/approve"),
+        token,
+        None,
+    );
+    assert_eq!(status, 200, "{approved}");
+    ops.wait_for(Duration::from_secs(10), |got| got.len() == 2);
+    thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        mine.received().len(),
+        1,
+        "nothing more for a revoked key's endpoint"
+    );
+
+    let (status, listed) = call(
+        &admin,
+        "GET",
+        &format!("/keys/{key_id}/webhook_endpoints"),
+        token,
+        None,
+    );
+    assert_eq!(status, 200, "{listed}");
+    assert_eq!(listed[0]["id"], endpoint, "{listed}");
+    let (status, off) = call(
+        &admin,
+        "PATCH",
+        &format!("/keys/{key_id}/webhook_endpoints/{endpoint}"),
+        token,
+        Some(json!({"enabled": false})),
+    );
+    assert_eq!((status, &off["enabled"]), (200, &json!(false)), "{off}");
+    let (status, missing) = call(&admin, "GET", "/keys/999999/webhook_endpoints", token, None);
+    assert_eq!((status, &missing["code"]), (404, &json!("key_not_found")));
+    server.stop();
+    let audit = std::fs::read_to_string(&log).expect("the log");
+    assert!(
+        audit.contains(&format!(
+            "updated webhook endpoint {endpoint} of key {key_id}"
+        )),
+        "{audit}"
+    );
+}
+
+/// Answers that show a signing secret are never stored by a cache; one owner registers a URL
+/// once; a description may not reorder its text; the audit log leaves an endpoint's query out;
+/// a bad delivery cursor and `HEAD /docs/` are answered as they should be.
+#[test]
+fn endpoints_keep_their_secrets_out_of_caches_logs_and_duplicates() {
+    let (dir, db) = temp_db();
+    let key = unlimited_key(&db);
+    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
+    let token = token.trim();
+    let log = dir.path().join("server.log");
+    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
+    let server = TestServer::start_logging(&db, &flags, Some(&log));
+    let (base, admin) = (&server.base, admin_base(&server));
+    let receiver = Receiver::start();
+    let url = format!("{}?token=s3cret-receiver-token", receiver.url());
+    for (at, secret) in [(base.as_str(), key.as_str()), (admin.as_str(), token)] {
+        let body = json!({"url": url, "events": ["pet.created"]});
+        let created = raw(at, "POST", "/webhook_endpoints", secret, Some(body.clone()));
+        assert_eq!(created.status, 201, "{}", created.body);
+        assert_eq!(created.cache_control.as_deref(), Some("no-store"), "{at}");
+        let id = created.body["id"].as_i64().expect("id");
+        let rotated = raw(
+            at,
+            "POST",
+            &format!("/webhook_endpoints/{id}/rotate_secret"),
+            secret,
+            Some(json!({})),
+        );
+        assert_eq!(rotated.status, 200, "{}", rotated.body);
+        assert_eq!(rotated.cache_control.as_deref(), Some("no-store"), "{at}");
+        let again = raw(at, "POST", "/webhook_endpoints", secret, Some(body));
+        assert_eq!(again.status, 409, "{}", again.body);
+        assert_eq!(again.body["code"], "webhook_endpoint_url_taken");
+        assert!(
+            again.body["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&id.to_string()))
+        );
+        let listed = raw(at, "GET", "/webhook_endpoints", secret, None);
+        assert_eq!(
+            listed.body.as_array().map(Vec::len),
+            Some(1),
+            "registered once"
+        );
+
+        let cursor = raw(
+            at,
+            "GET",
+            &format!("/webhook_endpoints/{id}/deliveries?after=-5"),
+            secret,
+            None,
+        );
+        assert_eq!(cursor.status, 400);
+        let message = cursor.body["message"].as_str().expect("a message");
+        assert!(
+            message.contains("after") && !message.contains("pet"),
+            "{message}"
+        );
+    }
+    let spoofed = raw(
+        base,
+        "POST",
+        "/webhook_endpoints",
+        &key,
+        Some(json!({
+            "url": format!("{}/other", receiver.url()),
+            "events": ["pet.created"],
+            "description": "invoice \u{202E}fdp.exe",
+        })),
+    );
+    assert_eq!(spoofed.status, 400, "{}", spoofed.body);
+    assert_eq!(spoofed.body["code"], "invalid_field");
+
+    let head = agent()
+        .head(format!("{}/docs/", base.trim_end_matches("/v1")))
+        .call()
+        .expect("HEAD /docs/");
+    assert_eq!(head.status(), 200);
+    server.stop();
+    let written = std::fs::read_to_string(&log).expect("the log");
+    assert!(written.contains("created webhook endpoint"), "{written}");
+    assert!(!written.contains("s3cret-receiver-token"), "{written}");
+}

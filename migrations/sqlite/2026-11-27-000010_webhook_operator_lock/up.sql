@@ -1,0 +1,9 @@
+-- Kept in lockstep with migrations/postgres and migrations/mysql.
+-- One row, locked by the transaction that creates (or re-addresses) one of the operators'
+-- webhook endpoints, as a key's row is for a key's: so that creates at once never pass the
+-- operators' limit of endpoints, nor register one URL twice, together. (SQLite serialises its
+-- writers anyway; the table is here so that every backend has the same schema.)
+CREATE TABLE webhook_operator_lock (
+    id BIGINT PRIMARY KEY NOT NULL
+);
+INSERT INTO webhook_operator_lock (id) VALUES (0);
