@@ -242,18 +242,51 @@ impl EndpointUrl {
     }
 }
 
-/// An endpoint's URL as it may be logged: scheme, host, port and path, without the query (a
-/// receiver's token often rides in it) or anything else. A text that is no URL shows as
+/// Whether two endpoint URLs reach the same receiver: the same scheme, host (a trailing dot
+/// aside), port and path, whatever their queries. An owner has one endpoint per receiver, so
+/// that no owner multiplies each event towards a third party (`?1`, `?2`, ... would).
+pub fn same_receiver(a: &str, b: &str) -> bool {
+    let target = |text: &str| {
+        let url = url::Url::parse(text).ok()?;
+        let host = url.host_str()?.trim_end_matches('.').to_ascii_lowercase();
+        Some((
+            url.scheme().to_owned(),
+            host,
+            url.port_or_known_default(),
+            url.path().trim_end_matches('/').to_owned(),
+        ))
+    };
+    match (target(a), target(b)) {
+        (Some(a), Some(b)) => a == b,
+        _ => a == b,
+    }
+}
+
+/// An endpoint's URL as it may be logged: scheme, host and port, and the path's first segment
+/// (`https://hooks.example.com/services/…`), nothing more: receivers often carry a token in the
+/// query or in the path (Slack's `/services/T/B/<token>`). A text that is no URL shows as
 /// `(not a URL)`.
 pub fn loggable_url(text: &str) -> String {
     let Ok(url) = url::Url::parse(text) else {
         return "(not a URL)".to_owned();
     };
     let host = url.host_str().unwrap_or_default();
-    match url.port() {
-        Some(port) => format!("{}://{host}:{port}{}", url.scheme(), url.path()),
-        None => format!("{}://{host}{}", url.scheme(), url.path()),
-    }
+    let port = url
+        .port()
+        .map(|port| format!(":{port}"))
+        .unwrap_or_default();
+    let path = url.path();
+    let first = path
+        .trim_start_matches('/')
+        .split('/')
+        .next()
+        .unwrap_or_default();
+    let rest = if path.trim_start_matches('/').len() > first.len() {
+        "/…"
+    } else {
+        ""
+    };
+    format!("{}://{host}{port}/{first}{rest}", url.scheme())
 }
 
 fn checked_ip(ip: IpAddr, policy: UrlPolicy) -> Result<String, EndpointError> {
@@ -1073,11 +1106,46 @@ mod tests {
     }
 
     #[test]
+    fn one_receiver_whatever_its_query() {
+        for (a, b) in [
+            (
+                "https://hooks.example.com/h",
+                "https://hooks.example.com/h?1",
+            ),
+            (
+                "https://hooks.example.com/h",
+                "https://hooks.example.com./h/",
+            ),
+            (
+                "https://hooks.example.com/h",
+                "https://hooks.example.com:443/h",
+            ),
+        ] {
+            assert!(same_receiver(a, b), "{a} {b}");
+        }
+        for (a, b) in [
+            ("https://hooks.example.com/h", "https://hooks.example.com/g"),
+            (
+                "https://hooks.example.com/h",
+                "https://hooks.example.com:8443/h",
+            ),
+            ("https://hooks.example.com/h", "http://hooks.example.com/h"),
+        ] {
+            assert!(!same_receiver(a, b), "{a} {b}");
+        }
+    }
+
+    #[test]
     fn logged_urls_leave_the_query_out() {
         assert_eq!(
             loggable_url("https://hooks.example.com:8443/in?token=s3cret#x"),
             "https://hooks.example.com:8443/in"
         );
+        assert_eq!(
+            loggable_url("https://hooks.slack.com/services/T000/B000/s3cret"),
+            "https://hooks.slack.com/services/…"
+        );
+        assert_eq!(loggable_url("https://example.com"), "https://example.com/");
         assert_eq!(
             loggable_url("https://u:pw@example.com/h?t=1"),
             "https://example.com/h"

@@ -67,6 +67,12 @@ impl SenderConfig {
     pub fn per_owner(&self) -> usize {
         (self.concurrency / 2).max(1)
     }
+
+    /// Slots only an owner with no attempt under way may take: an eighth (4 of the default
+    /// 32), none below 8 slots.
+    pub fn reserve(&self) -> usize {
+        self.concurrency / 8
+    }
 }
 
 /// Most attempts under way to one endpoint that a claim may add to (a claim takes at most
@@ -187,7 +193,8 @@ impl Sender {
         let Ok(first) = self.slots.clone().acquire_owned().await else {
             return false;
         };
-        let free = (1 + self.slots.available_permits()).min(PER_ENDPOINT);
+        let free_slots = 1 + self.slots.available_permits();
+        let free = free_slots.min(PER_ENDPOINT);
         let now = unix_now();
         let claim = DeliveryClaim {
             now,
@@ -196,7 +203,7 @@ impl Sender {
             token: fastrand::i64(1..),
             skip_endpoints: self.skipped(),
             per_owner: u32::try_from(self.config.per_owner()).unwrap_or(u32::MAX),
-            owner_room: self.owner_room(),
+            owner_room: self.owner_room(free_slots),
         };
         let due = match self
             .call(self.storage.claim_webhook_deliveries(&claim))
@@ -249,13 +256,17 @@ impl Sender {
             .collect()
     }
 
-    /// How many more deliveries of each owner with attempts under way the next claim may take.
-    fn owner_room(&self) -> Vec<(EndpointOwner, u32)> {
+    /// How many more deliveries of each owner with attempts under way the next claim may take,
+    /// `free` slots being free: up to its bound, and never the last [`SenderConfig::reserve`]
+    /// slots, which are kept for owners with nothing under way (so that owners whose receivers
+    /// are all dead cannot, together, take every slot).
+    fn owner_room(&self, free: usize) -> Vec<(EndpointOwner, u32)> {
         let per_owner = self.config.per_owner();
+        let spare = free.saturating_sub(self.config.reserve());
         self.owners()
             .iter()
             .map(|(owner, under_way)| {
-                let room = per_owner.saturating_sub(*under_way);
+                let room = per_owner.saturating_sub(*under_way).min(spare);
                 (*owner, u32::try_from(room).unwrap_or(u32::MAX))
             })
             .collect()

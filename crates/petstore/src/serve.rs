@@ -186,10 +186,13 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
         // In whole seconds: rounded up, so that requests get at least the time asked for.
         .shutdown_timeout(config.shutdown_timeout.as_secs_f64().ceil() as u64)
         .worker_max_blocking_threads(blocking_threads)
-        .workers(workers)
-        .listen(listeners.api)?;
+        .workers(workers);
+    let server = listeners
+        .api
+        .into_iter()
+        .try_fold(server, HttpServer::listen)?;
     let metrics_server = match (&exporter, listeners.metrics) {
-        (Some(exporter), Some(listener)) => Some(metrics_server(exporter.clone(), listener)?),
+        (Some(exporter), Some(listeners)) => Some(metrics_server(exporter.clone(), listeners)?),
         _ => None,
     };
     let admin_server = match listeners.admin {
@@ -302,11 +305,12 @@ fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
 }
 
 /// The listeners, opened before anything else is: the API's, and the admin and metrics
-/// listeners when they have addresses of their own.
+/// listeners when they have addresses of their own. Each on every address its name resolves
+/// to, as actix binds one (`localhost`: `::1` and `127.0.0.1`).
 struct Listeners {
-    api: TcpListener,
-    admin: Option<TcpListener>,
-    metrics: Option<TcpListener>,
+    api: Vec<TcpListener>,
+    admin: Option<Vec<TcpListener>>,
+    metrics: Option<Vec<TcpListener>>,
 }
 
 impl Listeners {
@@ -328,10 +332,13 @@ impl Listeners {
     }
 }
 
-/// A listener on `addr`, or why not in words naming the setting (`flag`, `variable`) and the
-/// address.
-fn listen(flag: &str, variable: &str, addr: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr).map_err(|error| {
+/// The backlog of pending connections, actix's own default.
+const BACKLOG: i32 = 1024;
+
+/// Listeners on every address `addr` resolves to, or why not in words naming the setting
+/// (`flag`, `variable`) and the address.
+fn listen(flag: &str, variable: &str, addr: &str) -> Result<Vec<TcpListener>, String> {
+    let refused = |error: std::io::Error| {
         let why = match error.kind() {
             std::io::ErrorKind::AddrInUse => "the address is in use: another process listens \
                 there (stop it, or choose another port)"
@@ -345,7 +352,25 @@ fn listen(flag: &str, variable: &str, addr: &str) -> Result<TcpListener, String>
             _ => format!("cannot listen there: {error}"),
         };
         format!("{flag} ({variable}) {addr}: {why}")
-    })
+    };
+    let addrs: Vec<std::net::SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(addr)
+        .map_err(refused)?
+        .collect();
+    addrs
+        .into_iter()
+        .map(|addr| {
+            let socket = socket2::Socket::new(
+                socket2::Domain::for_address(addr),
+                socket2::Type::STREAM,
+                Some(socket2::Protocol::TCP),
+            )?;
+            socket.set_reuse_address(true)?;
+            socket.bind(&addr.into())?;
+            socket.listen(BACKLOG)?;
+            Ok(TcpListener::from(socket))
+        })
+        .collect::<Result<Vec<_>, std::io::Error>>()
+        .map_err(refused)
 }
 
 /// The docs page's address: at the site of the public base URL, or on the first address
@@ -369,12 +394,12 @@ fn docs_page(config: &ServeConfig, addrs: &[std::net::SocketAddr]) -> String {
 /// Serves `/metrics` alone on `listener` (one worker), and says where on stdout.
 fn metrics_server(
     exporter: Exporter,
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
 ) -> Result<ServerHandle, Box<dyn Error>> {
     let server = HttpServer::new(move || metrics_app(exporter.clone()))
         .workers(1)
-        .disable_signals()
-        .listen(listener)?;
+        .disable_signals();
+    let server = listeners.into_iter().try_fold(server, HttpServer::listen)?;
     for addr in server.addrs() {
         println!("metrics on http://{addr}/metrics");
         log::info!("metrics on http://{addr}/metrics");
@@ -423,13 +448,13 @@ async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> 
 fn admin_server(
     state: web::Data<AppState>,
     metrics: Option<Exporter>,
-    listener: TcpListener,
+    listeners: Vec<TcpListener>,
 ) -> Result<ServerHandle, Box<dyn Error>> {
     let server = HttpServer::new(move || admin_app(state.clone(), metrics.clone()))
         .on_connect(Connection::record)
         .workers(1)
-        .disable_signals()
-        .listen(listener)?;
+        .disable_signals();
+    let server = listeners.into_iter().try_fold(server, HttpServer::listen)?;
     for addr in server.addrs() {
         println!("admin on http://{addr}{}", petstore_http::admin::ADMIN_BASE);
         log::info!(

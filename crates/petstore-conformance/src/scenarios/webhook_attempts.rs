@@ -1,7 +1,9 @@
 //! Webhook attempts made together: every attempt a sender made is recorded, even when its
 //! delivery ended while it was under way.
 
-use petstore_domain::webhook::{AttemptResult, DeliveryState, EndpointOwner, EventType};
+use petstore_domain::webhook::{
+    AttemptResult, DeliveryState, EndpointOwner, EndpointUpdate, EventType,
+};
 use petstore_domain::{PetStatus, Storage};
 
 use super::support::add;
@@ -10,6 +12,7 @@ use super::webhooks::{attempt, claim, claim_at, delivery, endpoint, only, record
 /// Three deliveries of one endpoint sent at once, each answered `410`: the first recorded
 /// turns the endpoint off and fails the others, whose attempts were made all the same and are
 /// recorded (an attempt each, with its status) when they end, the deliveries staying failed.
+/// They decide nothing more: the endpoint, turned on again meanwhile, stays on.
 pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(storage: &dyn Storage) {
     let hook = endpoint(
         storage,
@@ -24,14 +27,36 @@ pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(stora
     let now = unix_now() + 1;
     let claimed = claim(storage, claim_at(now, 3, 11)).await;
     assert_eq!(claimed.len(), 3);
-    for due in &claimed {
+    for (n, due) in claimed.iter().enumerate() {
         let record = attempt(due.id, due.lease, now, Some(410), AttemptResult::Gone);
         assert!(
             recorded(storage, &record).await,
             "delivery {}'s attempt was made: it is recorded",
             due.id
         );
+        if n == 0 {
+            let on = EndpointUpdate {
+                enabled: Some(true),
+                ..EndpointUpdate::default()
+            };
+            let turned_on = storage
+                .update_webhook_endpoint(hook.id, hook.owner, &on)
+                .await
+                .expect("update")
+                .done()
+                .expect("found");
+            assert!(turned_on.enabled, "on again");
+        }
     }
+    let after = storage
+        .find_webhook_endpoint(hook.id, hook.owner)
+        .await
+        .expect("find")
+        .expect("found");
+    assert!(
+        after.enabled,
+        "an attempt of a delivery ended before turned it off again"
+    );
     for due in &claimed {
         let (sent, attempts) = delivery(storage, &hook, due.id).await;
         assert_eq!(sent.state, DeliveryState::Failed, "{sent:?}");

@@ -92,8 +92,9 @@ pub async fn claims_take_owners_in_turn_within_their_room(storage: &dyn Storage)
     assert!(claimed.iter().all(|due| due.owner == busy));
 }
 
-/// An owner has one endpoint per URL (as stored, normalised): a second create, or a change of
-/// URL onto another of its endpoints', is refused naming the one that has it; another owner
+/// An owner has one endpoint per receiver (its URL normalised, the query aside): a second
+/// create, or a change of URL onto another of its endpoints', is refused naming the one that
+/// has it; another owner
 /// may use the URL, and a deleted endpoint frees it.
 pub async fn an_owner_has_one_endpoint_per_url(storage: &dyn Storage) {
     let (mine, theirs) = (
@@ -111,6 +112,11 @@ pub async fn an_owner_has_one_endpoint_per_url(storage: &dyn Storage) {
         create(mine, "https://HOOKS.example.com/a").await,
         EndpointWrite::UrlTaken(first.id),
         "the same URL once normalised"
+    );
+    assert_eq!(
+        create(mine, "https://hooks.example.com/a?copy=2").await,
+        EndpointWrite::UrlTaken(first.id),
+        "the same receiver, whatever the query"
     );
     assert!(
         create(theirs, "https://hooks.example.com/a")

@@ -234,7 +234,6 @@ pub async fn delete_order(
     // Taken as results, so that a refusal of its input is answered with the marks too.
     caller: Result<Caller<Write>, ApiError>,
     id: Result<OrderId, ApiError>,
-    query: Result<NoQuery, ApiError>,
 ) -> HttpResponse {
     let shown = id
         .as_ref()
@@ -245,9 +244,10 @@ pub async fn delete_order(
             replacement: "POST /store/orders/{orderId}/cancel",
         })
     } else {
-        match (caller, id, query) {
-            (Ok(caller), Ok(OrderId(id)), Ok(_)) => cancel(&state, &caller, id).await,
-            (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => Err(error),
+        // (A query string is ignored, as it was before the operation was deprecated.)
+        match (caller, id) {
+            (Ok(caller), Ok(OrderId(id))) => cancel(&state, &caller, id).await,
+            (Err(error), _) | (_, Err(error)) => Err(error),
         }
     };
     let mut response = answered.unwrap_or_else(|error| error.error_response());

@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
     DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, EventType,
-    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, take_in_turn,
+    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, same_receiver, take_in_turn,
 };
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
@@ -726,7 +726,9 @@ impl Data {
             .values()
             .map(|stored| &stored.endpoint)
             .find(|endpoint| {
-                endpoint.owner == owner && endpoint.url == url && endpoint.id != except
+                endpoint.owner == owner
+                    && endpoint.id != except
+                    && same_receiver(&endpoint.url, url)
             })
             .map(|endpoint| endpoint.id)
     }

@@ -1,8 +1,9 @@
 //! A `mysql://` (or `mariadb://`) URL as MySQL's clients read it, turned into mysql_async's
-//! options: TLS by rustls from `ssl-mode` (`disabled`, `preferred` (the default, as in MySQL's
-//! clients), `required`, `verify_identity`; `sslmode` and `ssl_mode` are taken too;
-//! `verify_ca` is refused, see below) and `ssl-ca` (a PEM file of the CAs to trust; `sslrootcert` and `ssl_ca` too). Other
-//! parameters are mysql_async's; one it does not know is refused.
+//! options: TLS by rustls from `ssl-mode` (`disabled`, `preferred` (the default without
+//! `ssl-ca`, as in MySQL's clients), `required`, `verify_identity` (the default with `ssl-ca`);
+//! `sslmode` and `ssl_mode` are taken too; `verify_ca` is refused, see below) and `ssl-ca` (a
+//! PEM file of the CAs to trust; `sslrootcert` and `ssl_ca` too), which only `verify_identity`
+//! may come with. Other parameters are mysql_async's; one it does not know is refused.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -112,8 +113,8 @@ impl MysqlSettings {
             "verify_ca" => {
                 return Err(StoreError::Config(
                     "the database URL's `ssl-mode=verify_ca` is not supported (the driver cannot \
-                     check the CA without the server's name): use `verify_identity` with \
-                     `ssl-ca`, or `required`"
+                     check the CA without the server's name): use `verify_identity` (with \
+                     `ssl-ca`, or the built-in roots without it)"
                         .into(),
                 ));
             }

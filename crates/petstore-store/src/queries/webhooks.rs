@@ -16,7 +16,7 @@ use diesel::sql_types::{BigInt, Text};
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
     DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, EventSet, EventType,
-    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, take_in_turn,
+    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, same_receiver, take_in_turn,
 };
 use petstore_domain::{Page, PageRequest};
 
@@ -292,7 +292,9 @@ async fn lock_owner(conn: &mut Conn<'_>, owner: EndpointOwner) -> Result<()> {
     Ok(())
 }
 
-/// Another of `owner`'s endpoints (not `except`) at `url`, if there is one.
+/// Another of `owner`'s endpoints (not `except`) that reaches the receiver `url` does
+/// ([`same_receiver`]: its query aside), if there is one. An owner has at most
+/// [`MAX_ENDPOINTS`]: they are read and compared here.
 async fn endpoint_at(
     conn: &mut Conn<'_>,
     owner: EndpointOwner,
@@ -302,10 +304,13 @@ async fn endpoint_at(
     let query = webhook_endpoints::table
         .filter(webhook_endpoints::owner_key_id.eq(owner_id(owner)))
         .filter(webhook_endpoints::deleted_at.is_null())
-        .filter(webhook_endpoints::url.eq(url))
         .filter(webhook_endpoints::id.ne(except))
-        .select(webhook_endpoints::id);
-    Ok(run!(conn, first, query).optional()?)
+        .select((webhook_endpoints::id, webhook_endpoints::url));
+    let theirs: Vec<(i64, String)> = run!(conn, load, query)?;
+    Ok(theirs
+        .into_iter()
+        .find(|(_, theirs)| same_receiver(theirs, url))
+        .map(|(id, _)| id))
 }
 
 /// Endpoint `id` if `owner`'s, its row locked for the transaction.
@@ -793,8 +798,15 @@ async fn claim_in(conn: &mut Conn<'_>, claim: &DeliveryClaim) -> Result<Vec<DueD
 pub(crate) async fn record_attempt(mut conn: Conn<'_>, record: AttemptRecord) -> Result<bool> {
     conn.begin().await?;
     let recorded = record_in(&mut conn, &record).await;
-    let Some((endpoint, created_at)) = conn.finish(recorded).await? else {
-        return Ok(false);
+    let (endpoint, created_at) = match conn.finish(recorded).await? {
+        Recorded::Not => return Ok(false),
+        // Its delivery ended while it was under way (the endpoint turned off): it decides
+        // nothing more (the endpoint may have been turned on again since).
+        Recorded::AfterItEnded => return Ok(true),
+        Recorded::Pending {
+            endpoint,
+            created_at,
+        } => (endpoint, created_at),
     };
     let why = match (record.result, &record.error, record.status) {
         (AttemptResult::Gone, _, _) => "it answered 410 Gone".to_owned(),
@@ -851,7 +863,17 @@ async fn disable_after(
 }
 
 /// Records the attempt; the delivery's endpoint and creation when it did.
-async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option<(i64, i64)>> {
+/// What [`record_in`] did.
+enum Recorded {
+    /// Nothing: the claim no longer holds the delivery.
+    Not,
+    /// The attempt, on a delivery that ended while it was under way; the delivery as it was.
+    AfterItEnded,
+    /// The attempt and what becomes of the delivery, of `endpoint`, made at `created_at`.
+    Pending { endpoint: i64, created_at: i64 },
+}
+
+async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Recorded> {
     // Held by this claim: its token (never 0, which no claim has: a delivery no claim holds,
     // or whose attempt was recorded, has it). A delivery that ended while its attempt was
     // under way (its endpoint turned off, by another delivery's `410` say) keeps the token: the
@@ -868,7 +890,7 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option
     let Some((endpoint, created_at, now_state)): Option<(i64, i64, String)> =
         run!(conn, locked first, held).optional()?
     else {
-        return Ok(None);
+        return Ok(Recorded::Not);
     };
     let ended_meanwhile = now_state != DeliveryState::Pending.as_str();
     let (state, next_attempt_at, ended_at) = match record.result {
@@ -889,7 +911,7 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option
         ));
         run!(conn, execute, write)?;
         insert_attempt(conn, record).await?;
-        return Ok(Some((endpoint, created_at)));
+        return Ok(Recorded::AfterItEnded);
     }
     let status = record.status.map(i32::from);
     let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
@@ -907,7 +929,10 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Option
     ));
     run!(conn, execute, write)?;
     insert_attempt(conn, record).await?;
-    Ok(Some((endpoint, created_at)))
+    Ok(Recorded::Pending {
+        endpoint,
+        created_at,
+    })
 }
 
 /// The attempt's row in `webhook_attempts`.
