@@ -4,8 +4,9 @@
 # (the container image test), systemd-analyze (the unit's check) and PgBouncer (the tests
 # through a transaction pooler start their own); playwright-core (npm,
 # pinned by tests/browser/package-lock.json; it never downloads a browser of its own);
-# schemathesis and openapi-spec-validator (PyPI, pinned, each in a virtualenv under
-# target/tools); cargo-deny and cargo-about
+# openapi-typescript, typescript and @redocly/cli (npm, pinned by tests/clients/package-lock.json);
+# schemathesis, openapi-spec-validator and openapi-python-client with mypy (PyPI, pinned, each
+# in a virtualenv under target/tools); cargo-deny and cargo-about
 # (crates.io, pinned; the licence checks of .ci/run). `.ci/run` runs it; so can a developer,
 # once. Without these tools the tests that need them skip loudly, except under CI, where they
 # fail.
@@ -13,6 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SCHEMATHESIS_VERSION=4.32.5
+OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
+MYPY_VERSION=2.4.1
+RUFF_VERSION=0.17.6
 OPENAPI_SPEC_VALIDATOR_VERSION=0.7.2
 CARGO_DENY_VERSION=0.20.2
 CARGO_ABOUT_VERSION=0.9.3
@@ -36,6 +40,22 @@ browser=crates/petstore/tests/browser
 if ! [ -d "$browser/node_modules/playwright-core" ]; then
   echo "test-tools: installing playwright-core"
   (cd "$browser" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+clients=crates/petstore/tests/clients
+if ! [ -d "$clients/node_modules/openapi-typescript" ]; then
+  echo "test-tools: installing openapi-typescript, typescript and @redocly/cli"
+  (cd "$clients" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The Python client generator as the README shows it (ruff formats what it writes), and mypy.
+venv=target/tools/openapi-python-client
+if ! "$venv/bin/openapi-python-client" --version 2>/dev/null | grep -q "$OPENAPI_PYTHON_CLIENT_VERSION"; then
+  echo "test-tools: installing openapi-python-client $OPENAPI_PYTHON_CLIENT_VERSION, mypy and ruff"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "openapi-python-client==$OPENAPI_PYTHON_CLIENT_VERSION" "mypy==$MYPY_VERSION" \
+    "ruff==$RUFF_VERSION"
 fi
 
 venv=target/tools/schemathesis

@@ -14,7 +14,7 @@ use petstore_store::testing::{in_ci, loud_skip};
 /// The command `name` that `scripts/test-tools.sh` installs in a virtualenv of its own under
 /// `target/tools` (or the path in the variable `override_with`), if it is there; if not, the
 /// test is skipped loudly, except under CI, where that fails.
-fn installed_tool(name: &str, override_with: Option<&str>) -> Option<PathBuf> {
+pub(crate) fn installed_tool(name: &str, override_with: Option<&str>) -> Option<PathBuf> {
     let path = override_with.and_then(std::env::var_os).map_or_else(
         || {
             PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -8,6 +8,7 @@ mod common;
 
 mod binary;
 mod client;
+mod clients;
 mod container;
 mod contract;
 mod docs_page;
