@@ -85,4 +85,31 @@ mod tests {
         };
         assert_eq!(allowed_addresses(&found, lax), found);
     }
+
+    /// A name that does not resolve and one that resolves only to forbidden addresses fail
+    /// with the same words (with the name itself in them), so that a delivery's log tells a
+    /// receiver's owner nothing of which names exist inside the service's network.
+    #[test]
+    fn no_answer_and_a_forbidden_answer_read_alike() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let resolver = GuardedResolver::new(UrlPolicy::default());
+        let error = |text: &'static str| {
+            let name: Name = text.parse().expect("a name");
+            let resolving = resolver.resolve(name);
+            match runtime.block_on(resolving) {
+                Ok(_) => panic!("{text} resolved to an allowed address"),
+                Err(error) => error.to_string(),
+            }
+        };
+        let private = error("localhost");
+        let nowhere = error("no-such-host.invalid");
+        assert_eq!(
+            private.replace("localhost", "NAME"),
+            nowhere.replace("no-such-host.invalid", "NAME")
+        );
+        assert!(private.contains("does not resolve to an address deliveries may go to"));
+    }
 }

@@ -435,6 +435,41 @@ async fn openapi_json_is_served_without_a_key_naming_the_public_base_url() {
     );
 }
 
+/// The servers an operator names (`--openapi-servers`: a production and a staging one, as the
+/// interface lists them) are the served document's, each with its name.
+#[actix_web::test]
+async fn openapi_json_lists_the_servers_the_operator_named() {
+    let servers: petstore_http::config::NamedServers =
+        "Production=https://api.example.com/v1, Staging=https://staging.example.com/v1/"
+            .parse()
+            .expect("two servers");
+    let app = TestApp::with_settings(
+        HttpSettings::new("/v1", Some("https://api.example.com/v1".into())).with_servers(servers),
+    )
+    .await;
+    let doc = app
+        .send(TestRequest::get().uri("/v1/openapi.json"))
+        .await
+        .json();
+    assert_eq!(
+        doc["servers"],
+        serde_json::json!([
+            {"url": "https://api.example.com/v1", "description": "Production"},
+            {"url": "https://staging.example.com/v1", "description": "Staging"},
+        ])
+    );
+    for bad in [
+        "https://api.example.com/v1",
+        "Production=ftp://x/v1",
+        "=https://x/v1",
+    ] {
+        assert!(
+            bad.parse::<petstore_http::config::NamedServers>().is_err(),
+            "{bad} accepted"
+        );
+    }
+}
+
 #[actix_web::test]
 async fn openapi_json_derives_its_server_from_the_request_without_a_public_base_url() {
     let app = TestApp::with_settings(HttpSettings::new("/api/v1", None)).await;
