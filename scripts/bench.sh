@@ -734,12 +734,11 @@ if [ -n "$POST_AGAINST" ]; then
   exit 0
 fi
 
-# Orders with a webhook endpoint subscribed and without, alternating, per backend.
-if [ "$WEBHOOKS_COST" = 1 ]; then
-  # Enough available pets for every order of every run (each order takes one).
-  ORDER_PETS=400000
+# start_receiver [wrapper...] -> sets receiver_port: a webhook receiver on loopback (Python),
+# answering 204 at once to every POST, stopped at exit; run through `wrapper` (taskset) if given.
+start_receiver() {
   receiver_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  python3 - "$receiver_port" >"$WORK/receiver.log" 2>&1 <<'PY' &
+  "$@" python3 - "$receiver_port" >"$WORK/receiver.log" 2>&1 <<'PY' &
 import http.server, sys
 class Hook(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -755,6 +754,13 @@ PY
   RECEIVER_PID=$!
   trap 'kill "$RECEIVER_PID" 2>/dev/null; cleanup' EXIT
   for _ in $(seq 1 100); do reachable "$receiver_port" && break; sleep 0.05; done
+}
+
+# Orders with a webhook endpoint subscribed and without, alternating, per backend.
+if [ "$WEBHOOKS_COST" = 1 ]; then
+  # Enough available pets for every order of every run (each order takes one).
+  ORDER_PETS=400000
+  start_receiver
   OUT=${OUT%/*}/webhooks-cost.md
   {
     echo "POST /v1/store/orders, each for another available pet ($ORDER_PETS seeded), 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; three servers of the same build, each on a database of its own: no endpoint; an endpoint subscribed to order.placed with the server not sending (--webhook-sender=false: the outbox write alone); the same with the server sending to a receiver on loopback; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
@@ -861,23 +867,7 @@ fi
 
 # How fast one instance sends to healthy receivers, per shape of endpoints and owners.
 if [ "$WEBHOOKS_THROUGHPUT" = 1 ]; then
-  receiver_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-  taskset -c "$LOAD_CPU" python3 - "$receiver_port" >"$WORK/receiver.log" 2>&1 <<'PY' &
-import http.server, sys
-class Hook(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(204)
-        self.send_header("content-length", "0")
-        self.end_headers()
-    def log_message(self, *args):
-        pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Hook).serve_forever()
-PY
-  RECEIVER_PID=$!
-  trap 'kill "$RECEIVER_PID" 2>/dev/null; cleanup' EXIT
-  for _ in $(seq 1 100); do reachable "$receiver_port" && break; sleep 0.05; done
+  start_receiver taskset -c "$LOAD_CPU"
   builds=("$BIN")
   [ -n "$AGAINST" ] && builds+=("$AGAINST")
   OUT=${OUT%/*}/webhooks-throughput.md

@@ -66,42 +66,16 @@ pub fn redacted_url(text: &str) -> String {
     shown
 }
 
-/// Whether a query parameter's name, as written, names a password once decoded.
+/// Whether a query parameter's name, as written, names a password once decoded (percent
+/// escapes, and `+` as a space, as the URL standard's form decoding reads it).
 fn is_secret_name(name: &str) -> bool {
-    let decoded = decode(name);
+    let decoded: String = url::form_urlencoded::parse(name.as_bytes())
+        .next()
+        .map(|(name, _)| name.into_owned())
+        .unwrap_or_default();
     SECRET_PARAMETERS
         .iter()
         .any(|secret| decoded.trim().eq_ignore_ascii_case(secret))
-}
-
-/// `text` percent-decoded (`+` as a space, as form-encoded names are read); an escape that is
-/// not one stays as it is.
-fn decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let escaped = (bytes[at] == b'%')
-            .then(|| bytes.get(at + 1..at + 3))
-            .flatten()
-            .and_then(|hex| std::str::from_utf8(hex).ok())
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match (escaped, bytes[at]) {
-            (Some(byte), _) => {
-                out.push(byte);
-                at += 3;
-            }
-            (None, b'+') => {
-                out.push(b' ');
-                at += 1;
-            }
-            (None, byte) => {
-                out.push(byte);
-                at += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -435,6 +435,44 @@ async fn openapi_json_is_served_without_a_key_naming_the_public_base_url() {
     );
 }
 
+/// What every answer carries is described on every response: `X-Content-Type-Options`, an
+/// error's `Cache-Control: no-store`, `/rate_limit`'s too, and a page's `Link` on its `304`.
+#[test]
+fn the_headers_every_answer_carries_are_described() {
+    let doc = generated();
+    for (path, item) in doc["paths"].as_object().expect("paths") {
+        for (method, op) in item.as_object().expect("item") {
+            let Some(responses) = op["responses"].as_object() else {
+                continue;
+            };
+            for (status, response) in responses {
+                if response.get("$ref").is_some() {
+                    continue;
+                }
+                let headers = &response["headers"];
+                assert!(
+                    headers["X-Content-Type-Options"].is_object(),
+                    "{method} {path} {status}"
+                );
+                if status.starts_with('4') || status.starts_with('5') {
+                    assert_eq!(
+                        headers["Cache-Control"]["$ref"],
+                        "#/components/headers/Cache-Control-No-Store",
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+        }
+    }
+    let list = &doc["paths"]["/pets"]["get"]["responses"];
+    assert!(
+        list["304"]["headers"]["Link"].is_object(),
+        "a page's 304 keeps its Link"
+    );
+    let standing = &doc["paths"]["/rate_limit"]["get"]["responses"]["200"]["headers"];
+    assert!(standing["Cache-Control"].is_object());
+}
+
 /// The servers an operator names (`--openapi-servers`: a production and a staging one, as the
 /// interface lists them) are the served document's, each with its name.
 #[actix_web::test]

@@ -67,6 +67,16 @@ impl Drop for BlackHole {
     }
 }
 
+/// A server on `db` for loopback receivers with an admin listener (its log in `log`): the
+/// server, the admin API's base address and an admin token.
+fn with_admin(db: &str, log: Option<&std::path::Path>) -> (TestServer, String, String) {
+    let token = run(db, &["admin-tokens", "create", "--label", "ops"]);
+    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
+    let server = TestServer::start_logging(db, &flags, log);
+    let admin = admin_base(&server);
+    (server, admin, token.trim().to_owned())
+}
+
 /// `/v1` of `base` with `key`: the raw answer (status, headers, body).
 fn raw(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> RawAnswer {
     let request = ureq::http::Request::builder()
@@ -103,10 +113,8 @@ struct RawAnswer {
 fn one_keys_dead_receivers_hold_back_no_other_owners_events() {
     let (_dir, db) = temp_db();
     let (flooder, other) = (unlimited_key(&db), unlimited_key(&db));
-    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
-    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
-    let server = TestServer::start(&db, &flags);
-    let (base, admin) = (&server.base, admin_base(&server));
+    let (server, admin, token) = with_admin(&db, None);
+    let base = &server.base;
     let hole = BlackHole::start();
     for n in 0..20 {
         register(base, &flooder, &hole.url(n), &["pet.created"]);
@@ -156,12 +164,9 @@ fn one_keys_dead_receivers_hold_back_no_other_owners_events() {
 fn a_revoked_keys_endpoints_receive_nothing_and_the_operators_reach_them() {
     let (dir, db) = temp_db();
     let key = unlimited_key(&db);
-    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
-    let token = token.trim();
     let log = dir.path().join("server.log");
-    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
-    let server = TestServer::start_logging(&db, &flags, Some(&log));
-    let (base, admin) = (&server.base, admin_base(&server));
+    let (server, admin, token) = with_admin(&db, Some(&log));
+    let (base, token) = (&server.base, token.as_str());
     let (mine, ops) = (Receiver::start(), Receiver::start());
     let events = ["order.placed", "order.approved", "order.cancelled"];
     let (endpoint, _) = register(base, &key, &mine.url(), &events);
@@ -245,12 +250,9 @@ fn a_revoked_keys_endpoints_receive_nothing_and_the_operators_reach_them() {
 fn endpoints_keep_their_secrets_out_of_caches_logs_and_duplicates() {
     let (dir, db) = temp_db();
     let key = unlimited_key(&db);
-    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
-    let token = token.trim();
     let log = dir.path().join("server.log");
-    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
-    let server = TestServer::start_logging(&db, &flags, Some(&log));
-    let (base, admin) = (&server.base, admin_base(&server));
+    let (server, admin, token) = with_admin(&db, Some(&log));
+    let (base, token) = (&server.base, token.as_str());
     let receiver = Receiver::start();
     let url = format!("{}?token=s3cret-receiver-token", receiver.url());
     for (at, secret) in [(base.as_str(), key.as_str()), (admin.as_str(), token)] {
