@@ -9,8 +9,8 @@
 //! backend must agree on are pure functions here: [`order::lifecycle`] and
 //! [`idempotency::decide_claim`]. What operators do to API keys, over the storage interface, is
 //! [`key_admin`] (the `petstore keys` commands and the admin API share it), and what they do to
-//! orders [`order_admin`] (`petstore orders` and the admin API). No module imports one that
-//! imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
+//! orders [`order_admin`] (`petstore orders` and the admin API). The one clock every crate reads is
+//! [`clock`]'s. No module imports one that imports it back: `clock`, `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
 //! `idempotency`, `order`, `query`, `webhook`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
@@ -18,6 +18,7 @@
 mod string_enum;
 
 pub mod admin;
+pub mod clock;
 pub mod error;
 pub mod error_code;
 pub mod idempotency;
@@ -32,11 +33,13 @@ pub mod redact;
 pub mod repository;
 pub mod secret;
 pub mod webhook;
+pub mod webhook_target;
 
 pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenKind, AdminTokenSecret, AdminTokenSpec};
 /// The attribute the storage traits are declared with, for backends implementing them
 /// (`#[petstore_domain::async_trait]`): the same crate, so that the futures match.
 pub use async_trait::async_trait;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{StorageError, StorageErrorKind, ValidationError};
 pub use error_code::ErrorCode;
 pub use idempotency::{

@@ -6,7 +6,7 @@
 //! The crate talks to storage only through the domain's interface, `Arc<dyn Storage>`, wrapped
 //! in [`db::Database`]; it never names a backend. Modules depend one way, from the bottom up:
 //!
-//! - [`clock`], [`conditional`] (entity tags), [`connection`], [`encode`], [`sunset`]: leaves; then [`telemetry`]
+//! - [`conditional`] (entity tags), [`connection`], [`encode`], [`sunset`]: leaves; then [`telemetry`]
 //!   (logging, request ids, metric names and the Prometheus recorder).
 //! - [`ratelimit`]: the limiter's headers and the client address behind proxies; knows no keys
 //!   and no storage.
@@ -25,7 +25,6 @@
 pub mod admin;
 pub mod app;
 pub mod auth;
-pub mod clock;
 pub mod conditional;
 pub mod config;
 pub mod connection;
@@ -43,7 +42,6 @@ pub mod sunset;
 pub mod telemetry;
 
 pub use app::{admin_app, app, metrics_app};
-pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{Config, HttpSettings, RateLimitConfig};
 pub use error::{ApiError, ErrorCode};
 pub use state::AppState;

@@ -1,21 +1,21 @@
 //! [`AppState`]: everything the handlers and middleware share, built by one constructor that
-//! the server and every test use.
+//! the server and every test use. It opens nothing, reads no file and starts no thread: what
+//! needs set-up (the storage, a limiter counting in Redis, the resolver checking webhook URLs)
+//! is built by the program and handed over.
 
-use std::error::Error;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use petstore_domain::Storage;
 use petstore_domain::webhook::UrlPolicy;
+use petstore_domain::webhook_target::ReceiverCheck;
+use petstore_domain::{Clock, Storage, SystemClock};
 
 use crate::auth::Authenticator;
-use crate::clock::{Clock, SystemClock};
-use crate::config::{Config, CorsOrigins, IdempotencySettings, RateLimitConfig};
+use crate::config::{Config, CorsOrigins, IdempotencySettings};
 use crate::db::Database;
-use crate::error::Chain;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
-use crate::ratelimit::{HeaderCache, Limiter, RedisCounters, TrustedProxies};
+use crate::ratelimit::{HeaderCache, Limiter, TrustedProxies};
 use crate::telemetry::metric::{Exporter, RequestMetrics};
 
 /// How many valid keys the key cache holds at most (and as many tokens known not to be keys).
@@ -55,19 +55,26 @@ pub struct AppState {
     pub request_metrics: RequestMetrics,
     /// What a webhook endpoint's URL may be.
     pub webhook_policy: UrlPolicy,
+    /// Where a webhook endpoint's host leads, checked when it is registered or changed.
+    pub receivers: Arc<dyn ReceiverCheck>,
 }
 
 impl AppState {
-    /// The state a server runs with: the limiter, key cache and links that `config` describes,
-    /// over `storage`, on the system clock. Must run inside the async runtime (a Redis client
-    /// lives there).
-    pub fn new(config: &Config, storage: Arc<dyn Storage>) -> Result<Self, Box<dyn Error>> {
-        Ok(Self {
+    /// The state a server runs with: the key cache and links that `config` describes, over
+    /// `storage`, counting with `limiter` (built by the program: in this process, or in Redis)
+    /// and checking webhook URLs with `receivers`, on the system clock.
+    pub fn new(
+        config: &Config,
+        storage: Arc<dyn Storage>,
+        limiter: Limiter,
+        receivers: Arc<dyn ReceiverCheck>,
+    ) -> Self {
+        Self {
             db: Database::new(storage),
             clock: Arc::new(SystemClock),
             auth: Authenticator::new(config.key_cache_ttl, KEY_CACHE_CAPACITY),
             links: Links::new(config.http.clone()),
-            limiter: limiter(&config.rate_limit)?,
+            limiter,
             limit_headers: HeaderCache::default(),
             trusted_proxies: config.rate_limit.trusted_proxies.clone(),
             body_timeout: BodyTimeout(config.client_body_timeout),
@@ -80,7 +87,8 @@ impl AppState {
             metrics: None,
             request_metrics: RequestMetrics::default(),
             webhook_policy: config.webhook_policy,
-        })
+            receivers,
+        }
     }
 
     /// The same state on another clock (tests move time).
@@ -95,58 +103,4 @@ impl AppState {
             ..self
         }
     }
-
-    /// The same state with another limiter (tests count in a store of their own).
-    pub fn with_limiter(self, limiter: Limiter) -> Self {
-        Self { limiter, ..self }
-    }
-}
-
-/// The limiter `config` describes: counters in this process, or in Redis.
-pub fn limiter(config: &RateLimitConfig) -> Result<Limiter, Box<dyn Error>> {
-    let anonymous = config.anonymous_limits();
-    Ok(match &config.redis_url {
-        None => Limiter::in_memory(config.bans, anonymous, config.addresses),
-        Some(url) => Limiter::shared(
-            Box::new(
-                RedisCounters::with_ca(
-                    url,
-                    ca_pem(config)?,
-                    &config.prefix,
-                    config.timeout,
-                    config.bans.forgive_after_seconds,
-                )
-                .map_err(|error| {
-                    // Named, as an operator wrote it, without its password.
-                    let shown = petstore_domain::redacted_url(url);
-                    format!("--rate-limit-store {shown:?}: {}", Chain(&error))
-                })?,
-            ),
-            config.on_failure,
-            config.bans,
-            anonymous,
-            config.addresses,
-        ),
-    })
-}
-
-/// The certificate authority `--rate-limit-ca-file` names, read once at start-up.
-fn ca_pem(config: &RateLimitConfig) -> Result<Option<Vec<u8>>, Box<dyn Error>> {
-    let Some(path) = &config.ca_file else {
-        return Ok(None);
-    };
-    let pem = std::fs::read(path).map_err(|error| {
-        format!(
-            "cannot read --rate-limit-ca-file {}: {error}",
-            path.display()
-        )
-    })?;
-    if !pem.windows(27).any(|w| w == b"-----BEGIN CERTIFICATE-----") {
-        return Err(format!(
-            "--rate-limit-ca-file {} holds no PEM certificate",
-            path.display()
-        )
-        .into());
-    }
-    Ok(Some(pem))
 }

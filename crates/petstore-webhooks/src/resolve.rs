@@ -1,32 +1,114 @@
-//! Where a delivery may go: a resolver for the HTTP client that refuses addresses of the
-//! service's own networks ([`forbidden_address`]) unless allowed, so that the check holds for
-//! the address actually connected to (a name that resolved to a public address when the
-//! endpoint was registered may resolve elsewhere now), and [`check_url`] for what no resolver
-//! sees (a URL naming an address).
+//! The service's one resolver, and where a delivery may go. [`Resolver`] looks names up with
+//! the system's resolver on threads of its own (a bounded number at once, within a time
+//! limit), never on the async runtime's blocking threads, which the storage needs. It checks a
+//! URL when it is registered ([`ReceiverCheck`], called by the HTTP layer) and, as
+//! [`GuardedResolver`], where the sender connects: addresses of the service's own networks
+//! ([`forbidden_address`]) are dropped unless allowed, so that the check holds for the address
+//! actually connected to (a name that resolved to a public address when the endpoint was
+//! registered may resolve elsewhere now). [`check_url`] covers what no resolver sees (a URL
+//! naming an address).
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
 
 use petstore_domain::webhook::{EndpointUrl, UrlPolicy, forbidden_address};
+use petstore_domain::webhook_target::{ReceiverCheck, ReceiverRefused};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use tokio::sync::Semaphore;
 
-/// Resolves with the system's resolver, keeping only the addresses `policy` allows; a name with
-/// none left fails to resolve, with the reason.
-#[derive(Debug, Clone, Copy)]
+/// Looks names up on threads of its own: at most so many at once, each within a time limit.
+#[derive(Debug, Clone)]
+pub struct Resolver {
+    lookups: Arc<Semaphore>,
+    within: Duration,
+}
+
+impl Resolver {
+    /// A resolver running at most `at_once` lookups, each answered within `within` (a lookup
+    /// the system's resolver takes longer over holds its thread until it ends, but its caller
+    /// is answered).
+    pub fn new(at_once: usize, within: Duration) -> Self {
+        Self {
+            lookups: Arc::new(Semaphore::new(at_once.max(1))),
+            within,
+        }
+    }
+
+    /// The resolver that checks endpoints' hosts when they are registered or changed: at most
+    /// 8 lookups at once (registrations are rare, and a resolver that stops answering holds a
+    /// lookup's thread for as long as the system's resolver tries), each answered within 5 s.
+    pub fn for_registration() -> Self {
+        Self::new(8, Duration::from_secs(5))
+    }
+
+    /// The addresses of `host` (empty when it has none): [`ReceiverRefused::Busy`] when no
+    /// lookup could start in time, [`ReceiverRefused::TooSlow`] when it did not end in time.
+    pub async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ReceiverRefused> {
+        let deadline = tokio::time::Instant::now() + self.within;
+        let busy = || ReceiverRefused::Busy(self.within);
+        let permit = tokio::time::timeout_at(deadline, self.lookups.clone().acquire_owned())
+            .await
+            .map_err(|_| busy())?
+            .map_err(|_| busy())?;
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let owned = host.to_owned();
+        std::thread::Builder::new()
+            .name("petstore-lookup".into())
+            .spawn(move || {
+                let found = (owned.as_str(), port)
+                    .to_socket_addrs()
+                    .map(Iterator::collect)
+                    .unwrap_or_default();
+                let _ = answer.send(found);
+                drop(permit);
+            })
+            .map_err(|error| ReceiverRefused::Failed(error.to_string()))?;
+        match tokio::time::timeout_at(deadline, answered).await {
+            Ok(Ok(found)) => Ok(found),
+            Ok(Err(_)) => Err(ReceiverRefused::Failed(
+                "its thread ended without an answer".to_owned(),
+            )),
+            Err(_) => Err(ReceiverRefused::TooSlow(self.within)),
+        }
+    }
+}
+
+#[petstore_domain::async_trait]
+impl ReceiverCheck for Resolver {
+    async fn check(&self, url: &EndpointUrl, policy: UrlPolicy) -> Result<(), ReceiverRefused> {
+        if policy.allow_private || url.ip().is_some() {
+            return Ok(());
+        }
+        let found = self.lookup(url.host(), url.port()).await?;
+        // One answer whether the name does not resolve or resolves to a forbidden address
+        // (a name of the service's own networks is refused whatever else it resolves to).
+        if found.is_empty() || found.iter().any(|addr| forbidden_address(addr.ip())) {
+            return Err(ReceiverRefused::NotPublic);
+        }
+        Ok(())
+    }
+}
+
+/// The sender's resolver: [`Resolver`]'s answers, keeping only the addresses `policy` allows;
+/// a name with none left fails to resolve, with the reason.
+#[derive(Debug, Clone)]
 pub struct GuardedResolver {
+    resolver: Resolver,
     policy: UrlPolicy,
 }
 
 impl GuardedResolver {
-    /// A resolver applying `policy`.
-    pub fn new(policy: UrlPolicy) -> Self {
-        Self { policy }
+    /// `resolver`'s answers under `policy`.
+    pub fn new(resolver: Resolver, policy: UrlPolicy) -> Self {
+        Self { resolver, policy }
     }
 }
 
 impl Resolve for GuardedResolver {
     fn resolve(&self, name: Name) -> Resolving {
-        let policy = self.policy;
+        let Self { resolver, policy } = self.clone();
         Box::pin(async move {
             let host = name.as_str().to_owned();
             // One error whether the name does not resolve or resolves only to forbidden
@@ -38,9 +120,16 @@ impl Resolve for GuardedResolver {
                     format!("{host} does not resolve to an address deliveries may go to"),
                 )
             };
-            let found: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), 0)).await {
-                Ok(found) => found.collect(),
-                Err(_) => return Err(refused().into()),
+            let found = match resolver.lookup(&host, 0).await {
+                Ok(found) => found,
+                Err(ReceiverRefused::NotPublic) => return Err(refused().into()),
+                Err(other) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("{host}: {other}"),
+                    )
+                    .into());
+                }
             };
             let allowed = allowed_addresses(&found, policy);
             if allowed.is_empty() {
@@ -95,7 +184,10 @@ mod tests {
             .enable_all()
             .build()
             .expect("a runtime");
-        let resolver = GuardedResolver::new(UrlPolicy::default());
+        let resolver = GuardedResolver::new(
+            Resolver::new(2, Duration::from_secs(5)),
+            UrlPolicy::default(),
+        );
         let error = |text: &'static str| {
             let name: Name = text.parse().expect("a name");
             let resolving = resolver.resolve(name);
@@ -111,5 +203,37 @@ mod tests {
             nowhere.replace("no-such-host.invalid", "NAME")
         );
         assert!(private.contains("does not resolve to an address deliveries may go to"));
+    }
+
+    /// At registration: a name resolving to this machine is refused unless private networks
+    /// are allowed, and a name that does not resolve reads the same (no name's existence is
+    /// told).
+    #[tokio::test]
+    async fn a_name_resolving_to_this_machine_is_refused_unless_allowed() {
+        let lax = UrlPolicy {
+            allow_http: true,
+            allow_private: true,
+        };
+        let strict = UrlPolicy {
+            allow_private: false,
+            ..lax
+        };
+        let resolver = Resolver::new(2, Duration::from_secs(5));
+        // Parsed leniently (the name itself is refused by `EndpointUrl::parse`), resolved
+        // strictly: its loopback addresses are what refuse it here.
+        let url = EndpointUrl::parse("http://localhost:9/hook", lax).expect("allowed");
+        let refused = resolver
+            .check(&url, strict)
+            .await
+            .expect_err("loopback refused");
+        assert!(matches!(refused, ReceiverRefused::NotPublic), "{refused}");
+        assert!(resolver.check(&url, lax).await.is_ok());
+        let nowhere =
+            EndpointUrl::parse("https://no-such-host.invalid/hook", strict).expect("a URL");
+        let refused = resolver
+            .check(&nowhere, strict)
+            .await
+            .expect_err("unresolvable");
+        assert!(matches!(refused, ReceiverRefused::NotPublic), "{refused}");
     }
 }

@@ -20,7 +20,7 @@ use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::metric;
-use crate::resolve::{GuardedResolver, check_url};
+use crate::resolve::{GuardedResolver, Resolver, check_url};
 use crate::sign::signature_header;
 
 /// How the sender works.
@@ -129,7 +129,10 @@ impl Sender {
             .no_proxy()
             .timeout(config.timeout)
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))
-            .dns_resolver(Arc::new(GuardedResolver::new(config.policy)))
+            .dns_resolver(Arc::new(GuardedResolver::new(
+                Resolver::new(config.concurrency, config.timeout),
+                config.policy,
+            )))
             .user_agent(concat!("petstore-webhooks/", env!("CARGO_PKG_VERSION")))
             .pool_idle_timeout(Duration::from_secs(30))
             .build()?;

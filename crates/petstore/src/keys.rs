@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use crate::cli::{Format, KeysCommand};
 use crate::timestamp;
 use petstore_domain::key_admin::{self as admin, IssuedKey, KeyChange, KeyView, NewKey};
-use petstore_http::clock::{Clock, SystemClock};
+use petstore_domain::{Clock, SystemClock};
 
 /// `keys verify`'s exit status when no active key has the secret.
 const UNKNOWN: u8 = 3;
@@ -25,7 +25,7 @@ const TABLE_WIDTH: u16 = 100;
 /// Runs a `keys` command against `storage`, through the operations the admin API runs too.
 pub async fn keys(storage: &dyn Storage, command: KeysCommand) -> Result<ExitCode, Box<dyn Error>> {
     let mut out = std::io::stdout().lock();
-    let now = i64::try_from(SystemClock.unix_seconds()).unwrap_or(i64::MAX);
+    let now = SystemClock.unix_now();
     match command {
         KeysCommand::Create {
             plan,

@@ -11,6 +11,7 @@
 
 mod admin_tokens;
 pub mod cli;
+mod counters;
 mod keys;
 pub mod logging;
 mod orders;

@@ -13,13 +13,14 @@ use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
 use petstore_store::{Backend, Store, StoreConfig};
 
-use crate::open_store;
+use crate::{counters, open_store};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use petstore_http::app::{admin_app, app, metrics_app};
 use petstore_http::config::Config;
 use petstore_http::connection::Connection;
 use petstore_http::state::AppState;
 use petstore_http::telemetry::metric::{self, Exporter};
+use petstore_webhooks::resolve::Resolver;
 use petstore_webhooks::{Sender, SenderConfig};
 
 /// What `petstore serve` runs with: the application's settings, and the listeners around it.
@@ -166,12 +167,14 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     if config.bootstrap_key {
         bootstrap_key(storage.as_ref(), &config).await?;
     }
-    let mut state = AppState::new(&config.app, storage.clone())?;
+    let limiter = counters::limiter(&config.app.rate_limit)?;
+    let receivers = Arc::new(Resolver::for_registration());
+    let mut state = AppState::new(&config.app, storage.clone(), limiter, receivers);
     if let (Some(exporter), MetricsEndpoint::Main) = (&exporter, &config.metrics) {
         state = state.with_metrics(exporter.clone());
     }
     match &config.app.rate_limit.redis_url {
-        Some(url) => check_redis(&state, url).await?,
+        Some(url) => counters::check_redis(&state.limiter, url).await?,
         None => log::info!("rate limits counted in this process"),
     }
     // A worker needs no more blocking threads than the storage runs calls on at once. Without
@@ -408,39 +411,6 @@ fn metrics_server(
     let handle = server.handle();
     actix_web::rt::spawn(server);
     Ok(handle)
-}
-
-/// Asks the shared counters for a `PING` at start-up: a certificate Redis presents and this
-/// instance refuses (a wrong CA, a name the certificate lacks) is a configuration that can never
-/// work, and stops the start with the reason; Redis merely unreachable is only a warning (the
-/// failure policy applies until it is back).
-async fn check_redis(state: &AppState, url: &str) -> Result<(), Box<dyn Error>> {
-    let shown = petstore_domain::redacted_url(url);
-    match state.limiter.ping().await {
-        Ok(()) => {
-            log::info!("rate limits counted in Redis at {shown} (shared by every instance)");
-            Ok(())
-        }
-        Err(error) => {
-            let reason = petstore_http::error::Chain(&error).to_string();
-            // Told by its words: `redis`'s cluster client keeps only the text of a node's
-            // error, so rustls's typed error is not there to match for a cluster.
-            let lower = reason.to_ascii_lowercase();
-            if lower.contains("certificate") || lower.contains("tls") || lower.contains("handshake")
-            {
-                return Err(format!(
-                    "Redis at {shown} refused: its TLS certificate is not trusted ({reason}); \
-                     check --rate-limit-ca-file and the host name in --rate-limit-store"
-                )
-                .into());
-            }
-            log::warn!(
-                "Redis at {shown} is not ready yet ({reason}); rate limits follow \
-                 --rate-limit-on-failure while it fails"
-            );
-            Ok(())
-        }
-    }
 }
 
 /// Serves the admin API (and `metrics`, when given) on `addr` (one worker), and says where on

@@ -85,10 +85,6 @@ pub struct KeyPage {
     next_after: Option<i64>,
 }
 
-fn now(state: &AppState) -> i64 {
-    i64::try_from(state.clock.unix_seconds()).unwrap_or(i64::MAX)
-}
-
 /// `GET /keys`'s parameters; a key's state is judged at the time of the request (the app's
 /// clock).
 impl FromQuery for KeyListQuery {
@@ -96,7 +92,7 @@ impl FromQuery for KeyListQuery {
         let state = req
             .app_data::<web::Data<AppState>>()
             .ok_or_else(|| ApiError::internal("the admin API runs without its state"))?;
-        Ok(Self::from_pairs(as_strs(pairs), now(state))?)
+        Ok(Self::from_pairs(as_strs(pairs), state.clock.unix_now())?)
     }
 }
 
@@ -175,7 +171,7 @@ pub async fn create_key(
             .map(|at| parse_time("expiresAt", at))
             .transpose()?,
     };
-    let now = now(&state);
+    let now = state.clock.unix_now();
     let (key, secret) = state
         .db
         .call("create_key", |storage| {
@@ -254,7 +250,10 @@ pub async fn get_key(
         .db
         .call("find_key", |storage| Box::pin(keys::get(storage, id)))
         .await?;
-    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+    Ok(answer(
+        HttpResponse::Ok(),
+        &KeyView::of(&key, state.clock.unix_now()),
+    ))
 }
 
 /// `updateKey`.
@@ -297,7 +296,10 @@ pub async fn update_key(
         })
         .await?;
     audit(&admin, "updated", &key);
-    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(&state))))
+    Ok(answer(
+        HttpResponse::Ok(),
+        &KeyView::of(&key, state.clock.unix_now()),
+    ))
 }
 
 /// `rotateKey`.
@@ -331,7 +333,7 @@ pub async fn rotate_key(
         .0
         .grace_seconds
         .map_or(DEFAULT_GRACE, Duration::from_secs);
-    let now = now(&state);
+    let now = state.clock.unix_now();
     let (key, secret) = state
         .db
         .call("rotate_key", |storage| {
@@ -430,5 +432,8 @@ where
         .call(operation, |storage| change(storage, id))
         .await?;
     audit(admin, action, &key);
-    Ok(answer(HttpResponse::Ok(), &KeyView::of(&key, now(state))))
+    Ok(answer(
+        HttpResponse::Ok(),
+        &KeyView::of(&key, state.clock.unix_now()),
+    ))
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use petstore_domain::{BanPolicy, Plan, RateLimits};
 
-use crate::ratelimit::{AddressPolicy, FailurePolicy, TrustedProxies};
+use crate::ratelimit::{AddressPolicy, FailurePolicy, Limiter, TrustedProxies};
 
 /// Everything the application needs but its storage. Where it listens, with how many workers,
 /// and how it starts and stops are the program's (`petstore`'s `ServeConfig`).
@@ -240,6 +240,12 @@ impl RateLimitConfig {
         Plan::Free
             .standard_limits()
             .expect("BUG: the free plan has standard limits")
+    }
+
+    /// A limiter counting in this process with these bans and address policy (the program
+    /// builds the one counting in Redis when `redis_url` is set).
+    pub fn in_memory_limiter(&self) -> Limiter {
+        Limiter::in_memory(self.bans, self.anonymous_limits(), self.addresses)
     }
 }
 

@@ -5,22 +5,17 @@
 //! The operations are written once for any owner (`create`, `list`, ..., below the handlers'
 //! shared helpers) and served here for a key's own endpoints and by the admin API for the
 //! operators', which receive every event. Each parses and checks its input, makes one storage
-//! call and maps the answer; an endpoint's URL is checked against the service's policy, its
-//! host resolved and every address checked (no request forgery towards the service's own
-//! networks; the sender checks again where it connects).
-
-use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
-
-use tokio::sync::Semaphore;
+//! call and maps the answer; an endpoint's URL is checked against the service's policy and where
+//! its host leads by the resolver the program hands over (`AppState::receivers`: no request
+//! forgery towards the service's own networks; the sender checks again where it connects).
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, EndpointUrl, EndpointWrite,
-    IssuedEndpoint, MAX_ENDPOINTS, NewEndpoint, UrlPolicy, WebhookEndpoint, forbidden_address,
+    IssuedEndpoint, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint,
 };
+use petstore_domain::webhook_target::ReceiverRefused;
 use petstore_domain::{PageRequest, ValidationError};
 use serde::Deserialize;
 
@@ -315,8 +310,6 @@ pub async fn redeliver(
     Ok(response)
 }
 
-/// How long an endpoint's host may take to resolve when it is registered.
-const RESOLVE_WITHIN: Duration = Duration::from_secs(5);
 /// How long a rotated-out secret keeps signing when the request does not say: a day.
 const DEFAULT_GRACE: u64 = 24 * 3600;
 /// The longest grace a rotation may give: a week.
@@ -347,70 +340,19 @@ fn whole_seconds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, 
     }
 }
 
-fn now(state: &AppState) -> i64 {
-    i64::try_from(state.clock.unix_seconds()).unwrap_or(i64::MAX)
-}
-
-/// Most host lookups running at once (each on a thread of its own, never on a worker's
-/// blocking threads, which the storage needs): registrations are rare, and a resolver that
-/// stops answering holds a lookup's thread for as long as the system's resolver tries.
-const MAX_LOOKUPS: usize = 8;
-
-/// Checks that `url`'s host resolves, within [`RESOLVE_WITHIN`], and only to addresses the
-/// policy allows (a name of the service's own networks is refused whatever else it resolves
-/// to). A URL that gives an address was checked when it was parsed. The refusal does not say
-/// which address a name has (no key holder learns the service's own network from it).
-pub async fn check_target(url: &EndpointUrl, policy: UrlPolicy) -> Result<(), ApiError> {
-    if policy.allow_private || url.ip().is_some() {
-        return Ok(());
-    }
-    let found = resolve(url.host(), url.port()).await?;
-    // One answer whether the name does not resolve or resolves to a forbidden address: which
-    // names exist inside the service's network is not for a key holder to learn.
-    if found.is_empty() || found.iter().any(|addr| forbidden_address(addr.ip())) {
-        return Err(ApiError::WebhookUrlRefused(
-            "its host does not resolve to a public address".to_owned(),
-        ));
-    }
-    Ok(())
-}
-
-/// The addresses of `host`, looked up with the system's resolver on a thread of its own (at
-/// most [`MAX_LOOKUPS`] at once): empty when it has none. A lookup that does not end within
-/// [`RESOLVE_WITHIN`] refuses the URL (its target cannot be checked); `503` when no lookup
-/// could even start in that time (every thread busy).
-async fn resolve(host: &str, port: u16) -> Result<Vec<SocketAddr>, ApiError> {
-    static LOOKUPS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    let lookups = LOOKUPS.get_or_init(|| Arc::new(Semaphore::new(MAX_LOOKUPS)));
-    let deadline = tokio::time::Instant::now() + RESOLVE_WITHIN;
-    let busy = || ApiError::ResolverUnavailable(RESOLVE_WITHIN);
-    let permit = tokio::time::timeout_at(deadline, lookups.clone().acquire_owned())
+/// Checks where `url`'s host leads (the program's resolver; see `ReceiverCheck`).
+async fn check_target(state: &AppState, url: &EndpointUrl) -> Result<(), ApiError> {
+    state
+        .receivers
+        .check(url, state.webhook_policy)
         .await
-        .map_err(|_| busy())?
-        .map_err(|_| busy())?;
-    let (answer, answered) = tokio::sync::oneshot::channel();
-    let owned = host.to_owned();
-    std::thread::Builder::new()
-        .name("petstore-lookup".into())
-        .spawn(move || {
-            let found = (owned.as_str(), port)
-                .to_socket_addrs()
-                .map(Iterator::collect)
-                .unwrap_or_default();
-            let _ = answer.send(found);
-            drop(permit);
+        .map_err(|refused| match refused {
+            ReceiverRefused::NotPublic | ReceiverRefused::TooSlow(_) => {
+                ApiError::WebhookUrlRefused(refused.to_string())
+            }
+            ReceiverRefused::Busy(within) => ApiError::ResolverUnavailable(within),
+            ReceiverRefused::Failed(reason) => ApiError::internal(reason),
         })
-        .map_err(ApiError::internal)?;
-    match tokio::time::timeout_at(deadline, answered).await {
-        Ok(Ok(found)) => Ok(found),
-        Ok(Err(_)) => Err(ApiError::internal(
-            "a host lookup's thread ended without an answer",
-        )),
-        Err(_) => Err(ApiError::WebhookUrlRefused(format!(
-            "its host did not resolve within {} s",
-            RESOLVE_WITHIN.as_secs()
-        ))),
-    }
 }
 
 /// `value` as JSON, tagged by its bytes (a `304` when `If-None-Match` names them): these
@@ -435,7 +377,7 @@ pub(crate) async fn create(
 ) -> Result<(WebhookEndpoint, HttpResponse), ApiError> {
     let policy = state.webhook_policy;
     let spec = body.validate(policy)?;
-    check_target(&spec.url, policy).await?;
+    check_target(state, &spec.url).await?;
     let written = state
         .db
         .call("create_webhook_endpoint", |storage| {
@@ -510,7 +452,7 @@ pub(crate) async fn update(
     let policy = state.webhook_policy;
     let update = body.validate(policy)?;
     if let Some(url) = &update.url {
-        check_target(url, policy).await?;
+        check_target(state, url).await?;
     }
     let written = state
         .db
@@ -556,7 +498,10 @@ pub(crate) async fn rotate(
         }
         .into());
     }
-    let grace_until = now(state).saturating_add(i64::try_from(grace).unwrap_or(i64::MAX));
+    let grace_until = state
+        .clock
+        .unix_now()
+        .saturating_add(i64::try_from(grace).unwrap_or(i64::MAX));
     let (endpoint, secret) = state
         .db
         .call("rotate_webhook_secret", |storage| {
@@ -628,7 +573,7 @@ pub(crate) async fn send_again(
     if !find(state, owner, endpoint).await?.enabled {
         return Err(ApiError::WebhookEndpointDisabled(endpoint));
     }
-    let now = now(state);
+    let now = state.clock.unix_now();
     let redelivered = state
         .db
         .call("redeliver_webhook", |storage| {
@@ -638,47 +583,4 @@ pub(crate) async fn send_again(
         .ok_or(ApiError::WebhookDeliveryNotFound { endpoint, delivery })?;
     let response = json_body(HttpResponse::Accepted(), &redelivered, 1);
     Ok((redelivered, response))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[actix_web::test]
-    async fn a_name_resolving_to_this_machine_is_refused_unless_allowed() {
-        let lax = UrlPolicy {
-            allow_http: true,
-            allow_private: true,
-        };
-        let strict = UrlPolicy {
-            allow_private: false,
-            ..lax
-        };
-        // Parsed leniently (the name itself is refused by `EndpointUrl::parse`), resolved
-        // strictly: its loopback addresses are what refuse it here.
-        let url = EndpointUrl::parse("http://localhost:9/hook", lax).expect("allowed");
-        let refused = check_target(&url, strict)
-            .await
-            .expect_err("loopback refused");
-        assert!(
-            refused
-                .to_string()
-                .contains("does not resolve to a public address"),
-            "{refused}"
-        );
-        assert!(check_target(&url, lax).await.is_ok());
-        let nowhere =
-            EndpointUrl::parse("https://no-such-host.invalid/hook", strict).expect("a URL");
-        let refused = check_target(&nowhere, strict)
-            .await
-            .expect_err("unresolvable");
-        assert_eq!(
-            refused.to_string(),
-            check_target(&url, strict)
-                .await
-                .expect_err("loopback")
-                .to_string(),
-            "no name's existence is told"
-        );
-    }
 }

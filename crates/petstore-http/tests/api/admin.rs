@@ -276,7 +276,7 @@ async fn listing_filters_and_pages(app: TestApp) {
     let revoked = admin_get(&app, &token, "/admin/v1/keys?state=revoked&plan=pro").await;
     assert_eq!(ids(&revoked), vec![3]);
     // An expiring key is active until it expires, then listed as expired.
-    let at = petstore_http::Clock::unix_seconds(app.clock.as_ref()) + 3600;
+    let at = petstore_domain::Clock::unix_seconds(app.clock.as_ref()) + 3600;
     let expires = petstore_domain::key_admin::rfc3339(Some(at as i64)).expect("time");
     let expiring = admin_send(
         &app,

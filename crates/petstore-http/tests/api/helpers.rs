@@ -9,11 +9,13 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::test as atest;
 use actix_web::web::{self, Bytes};
+use petstore_domain::ManualClock;
 use petstore_domain::{KeySpec, Plan, RateLimits, Storage};
 use petstore_http::ratelimit::Limiter;
-use petstore_http::{AppState, Config, HttpSettings, ManualClock, admin_app, app};
+use petstore_http::{AppState, Config, HttpSettings, admin_app, app};
 use petstore_store::testing::{TestBackend, TestDatabase};
 use petstore_store::{Store, StoreConfig};
+use petstore_webhooks::resolve::Resolver;
 use serde_json::Value;
 
 pub struct TestApp {
@@ -191,12 +193,10 @@ impl TestApp {
         config.key_cache_ttl = Duration::ZERO;
         config.http = settings;
         change(&mut config);
-        let mut state = AppState::new(&config, store.clone())
-            .expect("an in-memory limiter always builds")
-            .with_clock(clock.clone());
-        if let Some(limiter) = limiter {
-            state = state.with_limiter(limiter);
-        }
+        let limiter = limiter.unwrap_or_else(|| config.rate_limit.in_memory_limiter());
+        let receivers = Arc::new(Resolver::for_registration());
+        let state =
+            AppState::new(&config, store.clone(), limiter, receivers).with_clock(clock.clone());
         Self {
             db,
             redis: None,

@@ -10,7 +10,7 @@ use petstore_domain::{
     PetDraft, PetStatus, Plan, StorageErrorKind, StoredResponse,
 };
 
-use petstore_http::Clock;
+use petstore_domain::Clock;
 
 use crate::api_tests;
 use crate::helpers::{Reply, TestApp};

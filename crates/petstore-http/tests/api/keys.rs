@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use actix_web::http::header;
 use actix_web::test::TestRequest;
+use petstore_domain::Clock;
 use petstore_domain::{ApiKey, KeySpec, Plan, RateLimits, Scope};
-use petstore_http::Clock;
 
 use crate::api_tests;
 use crate::helpers::TestApp;

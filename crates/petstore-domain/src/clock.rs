@@ -1,4 +1,6 @@
-//! Wall-clock time behind a trait, so tests can move time (e.g. past the sunset of `getPet`).
+//! Wall-clock time behind a trait: the one clock every crate of the service reads, so that a
+//! test can set it (past a sunset, past a grace period, to a delivery's next attempt) wherever
+//! time decides something.
 
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -8,11 +10,16 @@ pub trait Clock: Send + Sync + 'static {
     /// Now.
     fn now(&self) -> SystemTime;
 
-    /// Now, in whole Unix seconds.
+    /// Now, in whole Unix seconds (0 before 1970).
     fn unix_seconds(&self) -> u64 {
         self.now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs())
+    }
+
+    /// Now, in whole Unix seconds, as the storage keeps times (`i64`, saturating).
+    fn unix_now(&self) -> i64 {
+        i64::try_from(self.unix_seconds()).unwrap_or(i64::MAX)
     }
 }
 
@@ -51,5 +58,20 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> SystemTime {
         *self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_manual_clock_moves_only_when_told() {
+        let clock = ManualClock::at(1_000);
+        assert_eq!(clock.unix_now(), 1_000);
+        clock.advance(Duration::from_secs(5));
+        assert_eq!(clock.unix_seconds(), 1_005);
+        clock.set(7);
+        assert_eq!(clock.unix_now(), 7);
     }
 }
