@@ -1,29 +1,192 @@
-//! Webhook attempts made together: every attempt a sender made is recorded, even when its
-//! delivery ended while it was under way.
+//! Webhook attempts: what an attempt makes of its delivery and endpoint (delivered, retried,
+//! given up on, gone), and every attempt a sender made recorded, even when its delivery ended
+//! while it was under way.
 
-use petstore_domain::webhook::{
-    AttemptResult, DeliveryState, EndpointOwner, EndpointUpdate, EventType,
+use petstore_domain::Storage;
+use petstore_domain::webhook::{Attempt, AttemptRecord, AttemptResult, DeliveryState, EventType};
+
+use super::webhook_support::{
+    attempt, catch_all, claim, claim_at, claimed_ids, deliveries, delivery, endpoint, ids,
+    new_delivery, new_key, only, order_for, pets_created, record_all, recorded, refreshed,
+    set_enabled, unix_now,
 };
-use petstore_domain::{PetStatus, Storage};
 
-use super::support::add;
-use super::webhooks::{attempt, claim, claim_at, delivery, endpoint, only, recorded, unix_now};
+/// What an attempt makes of its delivery and endpoint: delivered (one attempt shown, with its
+/// status and latency; recorded again, refused); retried at a time (pending, not claimed before
+/// it); given up on (failed; the endpoint turned off if nothing was delivered to it since the
+/// event, kept on if something was); gone (failed, the endpoint off and its other pending
+/// deliveries failed).
+pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage: &dyn Storage) {
+    let key = new_key(storage, "customer").await;
+    let hook = catch_all(storage, key, "https://customer.example.com/hooks").await;
+
+    // Delivered.
+    let (d1, t) = new_delivery(storage, &hook).await;
+    assert_eq!(claimed_ids(storage, t + 1, 71).await, vec![d1]);
+    let ok = AttemptRecord {
+        latency_ms: 123,
+        ..attempt(d1, 71, t + 1, Some(200), AttemptResult::Delivered)
+    };
+    assert!(recorded(storage, &ok).await);
+    let (sent, attempts) = delivery(storage, &hook, d1).await;
+    assert_eq!(
+        (
+            sent.state,
+            sent.attempts,
+            sent.next_attempt_at,
+            sent.last_status,
+            sent.last_latency_ms
+        ),
+        (DeliveryState::Delivered, 1, None, Some(200), Some(123))
+    );
+    assert_eq!(
+        attempts,
+        vec![Attempt {
+            attempted_at: t + 1,
+            status: Some(200),
+            latency_ms: 123,
+            error: None,
+        }]
+    );
+    assert!(
+        !recorded(storage, &ok).await,
+        "a delivered delivery is no claim's any more"
+    );
+    assert_eq!(delivery(storage, &hook, d1).await.1.len(), 1, "one attempt");
+
+    // Retried at a time.
+    let (d2, t2) = new_delivery(storage, &hook).await;
+    assert_eq!(claimed_ids(storage, t2 + 1, 72).await, vec![d2]);
+    let retry_at = t2 + 100;
+    let retry = attempt(d2, 72, t2 + 1, Some(503), AttemptResult::RetryAt(retry_at));
+    assert!(recorded(storage, &retry).await);
+    let (waiting, attempts) = delivery(storage, &hook, d2).await;
+    assert_eq!(
+        (
+            waiting.state,
+            waiting.attempts,
+            waiting.next_attempt_at,
+            waiting.last_status
+        ),
+        (DeliveryState::Pending, 1, Some(retry_at), Some(503))
+    );
+    assert_eq!(attempts.len(), 1);
+    assert!(
+        claimed_ids(storage, retry_at - 1, 73).await.is_empty(),
+        "not due before its retry"
+    );
+    let retried = claim(storage, claim_at(retry_at, 10, 73)).await;
+    assert_eq!(ids(&retried), vec![d2], "due at its retry");
+    assert_eq!(retried[0].tries, 1, "one attempt made");
+
+    // Given up on, something delivered to the endpoint since its event: the endpoint stays on.
+    let (d3, _) = new_delivery(storage, &hook).await;
+    assert_eq!(
+        claimed_ids(storage, retry_at, 74).await,
+        vec![d3],
+        "the retried one is leased"
+    );
+    let records = [
+        attempt(d3, 74, retry_at, Some(204), AttemptResult::Delivered),
+        attempt(d2, 73, retry_at + 1, Some(500), AttemptResult::GaveUp),
+    ];
+    record_all(storage, &records).await;
+    let (failed, attempts) = delivery(storage, &hook, d2).await;
+    assert_eq!(
+        (failed.state, failed.attempts, failed.next_attempt_at),
+        (DeliveryState::Failed, 2, None)
+    );
+    assert_eq!(
+        attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
+        vec![Some(503), Some(500)],
+        "the attempts in order"
+    );
+    let still = refreshed(storage, &hook).await;
+    assert!(
+        still.enabled && still.disabled_reason.is_none(),
+        "delivered to since the event: kept on, {still:?}"
+    );
+
+    // Given up on, nothing ever delivered: the endpoint is turned off.
+    let other = new_key(storage, "unreachable").await;
+    let broken = endpoint(
+        storage,
+        other,
+        "https://unreachable.example.com/hooks",
+        only(&[EventType::OrderPlaced]),
+    )
+    .await;
+    let (d4, t4) = new_delivery(storage, &broken).await;
+    assert_eq!(claimed_ids(storage, t4 + 1, 75).await, vec![d4]);
+    let gave_up = AttemptRecord {
+        error: Some("connection refused".to_owned()),
+        ..attempt(d4, 75, t4 + 1, None, AttemptResult::GaveUp)
+    };
+    assert!(recorded(storage, &gave_up).await);
+    let (failed, _) = delivery(storage, &broken, d4).await;
+    assert_eq!(
+        (
+            failed.state,
+            failed.last_status,
+            failed.last_error.as_deref()
+        ),
+        (DeliveryState::Failed, None, Some("connection refused"))
+    );
+    let off = refreshed(storage, &broken).await;
+    assert!(
+        !off.enabled && off.disabled_reason.is_some(),
+        "failing throughout: turned off, {off:?}"
+    );
+
+    // Gone.
+    let third = new_key(storage, "gone").await;
+    let gone = catch_all(storage, third, "https://gone.example.com/hooks").await;
+    order_for(storage, third).await;
+    order_for(storage, third).await;
+    let t5 = unix_now();
+    let taken = claim(storage, claim_at(t5 + 1, 1, 76)).await;
+    assert_eq!(taken.len(), 1);
+    let answered = taken[0].id;
+    let left = deliveries(storage, &gone)
+        .await
+        .into_iter()
+        .find(|sent| sent.id != answered)
+        .expect("the other delivery")
+        .id;
+    let gone_away = attempt(answered, 76, t5 + 1, Some(410), AttemptResult::Gone);
+    assert!(recorded(storage, &gone_away).await);
+    let (failed, _) = delivery(storage, &gone, answered).await;
+    assert_eq!(
+        (failed.state, failed.last_status),
+        (DeliveryState::Failed, Some(410))
+    );
+    let off = refreshed(storage, &gone).await;
+    assert!(
+        !off.enabled && off.disabled_reason.is_some(),
+        "gone: turned off, {off:?}"
+    );
+    let (other_one, _) = delivery(storage, &gone, left).await;
+    assert_eq!(
+        (other_one.state, other_one.next_attempt_at),
+        (DeliveryState::Failed, None),
+        "its other pending delivery fails"
+    );
+    assert!(
+        claim(storage, claim_at(t5 + 1, 10, 77)).await.is_empty(),
+        "nothing left to send"
+    );
+    assert!(
+        refreshed(storage, &hook).await.enabled,
+        "another key's endpoint is untouched"
+    );
+}
 
 /// Three deliveries of one endpoint sent at once, each answered `410`: the first recorded
 /// turns the endpoint off and fails the others, whose attempts were made all the same and are
 /// recorded (an attempt each, with its status) when they end, the deliveries staying failed.
 /// They decide nothing more: the endpoint, turned on again meanwhile, stays on.
 pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(storage: &dyn Storage) {
-    let hook = endpoint(
-        storage,
-        EndpointOwner::Operator,
-        "https://gone.example.com/h",
-        only(&[EventType::PetCreated]),
-    )
-    .await;
-    for n in 0..3 {
-        add(storage, &format!("pet {n}"), PetStatus::Available).await;
-    }
+    let hook = pets_created(storage, "https://gone.example.com/h", 3).await;
     let now = unix_now() + 1;
     let claimed = claim(storage, claim_at(now, 3, 11)).await;
     assert_eq!(claimed.len(), 3);
@@ -35,24 +198,11 @@ pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(stora
             due.id
         );
         if n == 0 {
-            let on = EndpointUpdate {
-                enabled: Some(true),
-                ..EndpointUpdate::default()
-            };
-            let turned_on = storage
-                .update_webhook_endpoint(hook.id, hook.owner, &on)
-                .await
-                .expect("update")
-                .done()
-                .expect("found");
+            let turned_on = set_enabled(storage, &hook, true).await;
             assert!(turned_on.enabled, "on again");
         }
     }
-    let after = storage
-        .find_webhook_endpoint(hook.id, hook.owner)
-        .await
-        .expect("find")
-        .expect("found");
+    let after = refreshed(storage, &hook).await;
     assert!(
         after.enabled,
         "an attempt of a delivery ended before turned it off again"

@@ -8,9 +8,9 @@ use petstore_domain::webhook::{
 };
 use petstore_domain::{KeySpec, Plan, Storage};
 
-use super::webhooks::{
-    backlog, claim, claim_at, deliveries, endpoint, found, listed, new_key, only, order_for, spec,
-    unix_now, url,
+use super::webhook_support::{
+    backlog, catch_all, changed, claim, claim_at, deleted, deliveries, delivery_ids, endpoint,
+    found, listed, new_key, only, order_for, set_enabled, spec, unix_now, url,
 };
 
 /// One owner's deliveries are the oldest, yet a claim takes the next delivery of each other
@@ -101,7 +101,7 @@ pub async fn an_owner_has_one_endpoint_per_url(storage: &dyn Storage) {
         new_key(storage, "mine").await,
         new_key(storage, "theirs").await,
     );
-    let first = endpoint(storage, mine, "https://hooks.example.com/a", EventSet::ALL).await;
+    let first = catch_all(storage, mine, "https://hooks.example.com/a").await;
     let create = async |owner, text: &str| {
         storage
             .create_webhook_endpoint(owner, &spec(text, EventSet::ALL))
@@ -140,10 +140,7 @@ pub async fn an_owner_has_one_endpoint_per_url(storage: &dyn Storage) {
         ..EndpointUpdate::default()
     };
     assert_eq!(
-        storage
-            .update_webhook_endpoint(second.id, mine, &onto_first)
-            .await
-            .expect("update"),
+        changed(storage, second.id, mine, &onto_first).await,
         EndpointWrite::UrlTaken(first.id)
     );
     assert_eq!(
@@ -157,18 +154,10 @@ pub async fn an_owner_has_one_endpoint_per_url(storage: &dyn Storage) {
         ..EndpointUpdate::default()
     };
     assert_eq!(
-        storage
-            .update_webhook_endpoint(second.id, mine, &same)
-            .await
-            .expect("update"),
+        changed(storage, second.id, mine, &same).await,
         EndpointWrite::Done(second.clone())
     );
-    assert!(
-        storage
-            .delete_webhook_endpoint(first.id, mine)
-            .await
-            .expect("delete")
-    );
+    assert!(deleted(storage, first.id, mine).await);
     assert!(
         create(mine, "https://hooks.example.com/a")
             .await
@@ -312,27 +301,7 @@ pub async fn a_revoked_or_expired_keys_events_are_not_sent(storage: &dyn Storage
             1,
             "{owner:?}: still listed"
         );
-        let off = EndpointUpdate {
-            enabled: Some(false),
-            ..EndpointUpdate::default()
-        };
-        let turned_off = storage
-            .update_webhook_endpoint(hook.id, *owner, &off)
-            .await
-            .expect("update")
-            .done()
-            .expect("found");
+        let turned_off = set_enabled(storage, hook, false).await;
         assert!(!turned_off.enabled);
     }
-}
-
-async fn delivery_ids(
-    storage: &dyn Storage,
-    hook: &petstore_domain::webhook::WebhookEndpoint,
-) -> Vec<i64> {
-    deliveries(storage, hook)
-        .await
-        .iter()
-        .map(|d| d.id)
-        .collect()
 }
