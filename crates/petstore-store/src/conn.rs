@@ -1,10 +1,10 @@
-//! One connection over both backends, [`Conn`], and the [`run!`] macro that runs a Diesel query
+//! One connection over the three backends, [`Conn`], and the [`run!`] macro that runs a Diesel query
 //! on it: every query of the store is written once, in an async function over a `Conn`.
 //!
 //! On SQLite a query runs synchronously (sync Diesel) and the function never waits, so a SQLite
-//! call completes in one poll ([`complete_now`]); on PostgreSQL each query is awaited (diesel-async
-//! over tokio-postgres). A query built once is run on the concrete connection, so Diesel keeps
-//! each static query prepared on both.
+//! call completes in one poll ([`complete_now`]); on PostgreSQL and MariaDB/MySQL each query is awaited
+//! (diesel-async over tokio-postgres or mysql_async). A query built once is run on the concrete
+//! connection, so Diesel keeps each static query prepared on each.
 
 use diesel::QueryResult;
 #[cfg(feature = "sqlite")]
@@ -17,7 +17,7 @@ use futures_util::future::BoxFuture;
 
 use crate::StoreError;
 
-/// A connection to either backend, borrowed for one call.
+/// A connection to one of the backends, borrowed for one call.
 pub(crate) enum Conn<'a> {
     /// SQLite, the embedded default: statements run synchronously.
     #[cfg(feature = "sqlite")]

@@ -14,8 +14,8 @@
 //! domain types come out. Calls must be made inside a tokio runtime.
 //!
 //! Modules depend one way: `schema`, `error`, `metrics`, `config` at the bottom; `conn` (the
-//! connection over both backends and its `run!` macro); `queries`; `migrations`; the backends
-//! `sqlite` and `postgres`; then `store`, which implements the traits.
+//! connection over the three backends and its `run!` macro); `queries`; `migrations`; the
+//! backends `sqlite`, `postgres` and `mysql`; then `store`, which implements the traits.
 //!
 //! Each backend is a feature, both on by default: `default-features = false, features =
 //! ["sqlite"]` builds no PostgreSQL code (no diesel-async, tokio-postgres or rustls), and
@@ -36,6 +36,8 @@ pub mod metrics;
 mod migrations;
 #[cfg(feature = "mysql")]
 mod mysql;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod per_thread;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod queries;

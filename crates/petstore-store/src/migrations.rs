@@ -141,7 +141,7 @@ pub struct MigrationStatus {
 }
 
 /// The embedded migrations this database has and has not applied. Read with plain queries
-/// (diesel's harness is synchronous), the same on both backends.
+/// (diesel's harness is synchronous), the same on every backend.
 pub(crate) async fn status(mut conn: Conn<'_>) -> Result<MigrationStatus, StoreError> {
     let conn = &mut conn;
     let (table_query, embedded) = match conn {

@@ -29,7 +29,7 @@ use crate::queries::{admin_tokens, idempotency, keys, orders, pets, webhooks};
 use crate::sqlite::Sqlite;
 use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
 
-/// The database behind the service: SQLite or PostgreSQL, with its pool. Cloning is cheap and
+/// The database behind the service: SQLite, PostgreSQL or MariaDB/MySQL, with its pool. Cloning is cheap and
 /// shares it. Calls must be made inside a tokio runtime.
 #[derive(Clone)]
 pub struct Store {
@@ -79,7 +79,7 @@ impl Store {
             Backend::Postgres(url) => Db::Postgres(Postgres::open(&url, config)?),
             #[cfg(feature = "mysql")]
             Backend::Mysql(url) => Db::Mysql(Mysql::open(&url, config)?),
-            #[allow(unreachable_patterns)] // with both backends built, every URL is served
+            #[allow(unreachable_patterns)] // with every backend built, every URL is served
             backend => {
                 return Err(StoreError::Config(format!(
                     "this build has no {} support (petstore-store's `{}` feature is off)",

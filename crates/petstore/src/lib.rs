@@ -222,7 +222,7 @@ async fn migration_status(store: &Store) -> Result<(), Box<dyn Error>> {
     .into())
 }
 
-/// Opens the storage `config` names: today the Diesel store (SQLite or PostgreSQL, by URL). A
+/// Opens the storage `config` names: today the Diesel store (SQLite, PostgreSQL or MariaDB/MySQL, by URL). A
 /// backend of another kind is chosen here, and only here.
 fn open_store(config: &StoreConfig, keep_warm: bool) -> Result<Store, Box<dyn Error>> {
     let config = StoreConfig {

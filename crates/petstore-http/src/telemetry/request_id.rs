@@ -47,7 +47,10 @@ impl RequestId {
         let id = uuid::Builder::from_unix_timestamp_millis(millis, &rand).into_uuid();
         let mut text = [0; uuid::fmt::Hyphenated::LENGTH];
         let text = id.hyphenated().encode_lower(&mut text);
-        Self(HeaderValue::from_str(text).expect("a UUID is a valid header value"))
+        Self(
+            HeaderValue::from_str(text)
+                .expect("BUG: a hyphenated UUID is ASCII, a valid header value"),
+        )
     }
 
     /// The header value.

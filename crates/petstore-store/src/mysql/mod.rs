@@ -11,26 +11,24 @@
 
 mod settings;
 
-use std::collections::HashMap;
-use std::sync::{Arc, PoisonError, RwLock};
-use std::thread::{self, ThreadId};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use deadpool::Runtime;
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use diesel_async::AsyncMysqlConnection;
 use diesel_async::pooled_connection::PoolableConnection;
 use petstore_domain::{Capacity, StorageErrorKind};
 
 use crate::conn::{Conn, Op};
+use crate::per_thread::{self, PerThread};
 use crate::{StoreConfig, StoreError, metrics, migrations};
 use settings::MysqlSettings;
 
 /// The MariaDB or MySQL database behind a store.
 pub(crate) struct Mysql {
     settings: Arc<MysqlSettings>,
-    /// This store's pools, by the thread that uses them; `None` once closed.
-    workers: RwLock<Option<HashMap<ThreadId, Pool>>>,
+    /// This store's pools, by the thread that uses them.
+    workers: PerThread<Pool>,
     per_thread: usize,
     max_calls: u32,
     wait: Duration,
@@ -62,7 +60,7 @@ impl Mysql {
         );
         Ok(Self {
             settings: Arc::new(MysqlSettings::from_url(url, session)?),
-            workers: RwLock::new(Some(HashMap::new())),
+            workers: PerThread::new(),
             per_thread: (config.pool_size / config.workers.max(1)).max(1) as usize,
             max_calls: config.pool_size,
             wait: config.connect_timeout,
@@ -73,29 +71,13 @@ impl Mysql {
 
     /// This thread's pool, set up on first use.
     fn pool(&self) -> Result<Pool, StoreError> {
-        let me = thread::current().id();
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner)
-            && let Some(pool) = workers.get(&me)
-        {
-            return Ok(pool.clone());
-        }
-        let mut workers = self.workers.write().unwrap_or_else(PoisonError::into_inner);
-        let workers = workers.as_mut().ok_or(StoreError::Closed)?;
-        if let Some(pool) = workers.get(&me) {
-            return Ok(pool.clone());
-        }
-        let pool = Pool::builder(Manager {
-            settings: self.settings.clone(),
-            statement_timeout: self.statement_timeout,
+        self.workers.get(|| {
+            let manager = Manager {
+                settings: self.settings.clone(),
+                statement_timeout: self.statement_timeout,
+            };
+            per_thread::pool(manager, self.per_thread, self.wait)
         })
-        .max_size(self.per_thread)
-        .wait_timeout(Some(self.wait))
-        .create_timeout(Some(self.wait))
-        .runtime(Runtime::Tokio1)
-        .build()
-        .map_err(|error| StoreError::Config(format!("connection pool: {error}")))?;
-        workers.insert(me, pool.clone());
-        Ok(pool)
     }
 
     /// Runs a read: on a pooled connection, as every call.
@@ -106,14 +88,7 @@ impl Mysql {
     /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable,
     /// outlived its deadline, or was given up on midway closes its connection ([`InCall`]).
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
-        let pool = self.pool()?;
-        let checkout = Instant::now();
-        let pooled = pool
-            .get()
-            .await
-            .map_err(|error| metrics::checkout_error(error, self.wait, "mysql"))?;
-        ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "mysql")
-            .record(checkout.elapsed().as_secs_f64());
+        let pooled = per_thread::checkout(&self.pool()?, self.wait, "mysql").await?;
         let mut in_call = InCall {
             pooled: Some(pooled),
             ended: false,
@@ -121,7 +96,7 @@ impl Mysql {
         let pooled = in_call
             .pooled
             .as_mut()
-            .expect("a call's connection, until it is dropped");
+            .expect("BUG: the connection was put in just above; only `drop` takes it out");
         pooled.broken = true;
         let started = Instant::now();
         let result = op(Conn::Mysql(&mut pooled.connection)).await;
@@ -165,26 +140,19 @@ impl Mysql {
     /// Sets the pool gauges: every thread's pool, summed.
     pub(crate) fn record_pool_state(&self) {
         let (mut open, mut idle, mut max) = (0, 0, 0);
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
-            for pool in workers.values() {
-                let status = pool.status();
-                open += status.size;
-                idle += status.available;
-                max += status.max_size;
-            }
-        }
+        self.workers.each(|pool| {
+            let status = pool.status();
+            open += status.size;
+            idle += status.available;
+            max += status.max_size;
+        });
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         metrics::pool_state("mysql", count(open), count(idle), count(max));
     }
 
     /// Closes every pool: idle connections now, the others as their calls return them.
     pub(crate) fn close(&self) {
-        let workers = self
-            .workers
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        for pool in workers.into_iter().flat_map(HashMap::into_values) {
+        for pool in self.workers.close() {
             pool.close();
         }
     }

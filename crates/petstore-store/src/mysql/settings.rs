@@ -155,7 +155,10 @@ impl MysqlSettings {
             Err(mysql_async::Error::Driver(
                 mysql_async::DriverError::NoClientSslFlagFromServer,
             )) if self.plain_fallback.is_some() => {
-                let plain = self.plain_fallback.clone().expect("checked");
+                let plain = self
+                    .plain_fallback
+                    .clone()
+                    .expect("BUG: the match guard checked `plain_fallback.is_some()`");
                 mysql_async::Conn::new(plain)
                     .await
                     .map_err(|error| self.connect_error(&error))?

@@ -3,13 +3,10 @@
 //! on (`read`, `call`), opened and driven by that thread's runtime. The primary's and each read
 //! standby's (`super::replicas`) are one of these each.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
-use std::thread::{self, ThreadId};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use deadpool::Runtime;
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::PoolableConnection;
@@ -17,13 +14,14 @@ use petstore_domain::{Capacity, StorageErrorKind};
 
 use super::settings::PgSettings;
 use crate::conn::{Conn, Op};
+use crate::per_thread::{self, PerThread};
 use crate::{StoreConfig, StoreError, metrics};
 
 /// One database's connections, by the thread that uses them.
 pub(crate) struct Connections {
     pub(super) settings: Arc<PgSettings>,
-    /// This store's connections, by the thread that uses them; `None` once closed.
-    workers: RwLock<Option<HashMap<ThreadId, Arc<Worker>>>>,
+    /// This store's connections, by the thread that uses them.
+    workers: PerThread<Arc<Worker>>,
     per_thread: usize,
     /// Most calls at once: the pools' connections, and [`READS_IN_FLIGHT`] reads per worker on
     /// their shared connections.
@@ -55,7 +53,7 @@ impl Connections {
         };
         Ok(Self {
             settings,
-            workers: RwLock::new(Some(HashMap::new())),
+            workers: PerThread::new(),
             per_thread,
             max_calls: config
                 .pool_size
@@ -68,33 +66,16 @@ impl Connections {
 
     /// This thread's connections, set up on first use.
     fn worker(&self) -> Result<Arc<Worker>, StoreError> {
-        let me = thread::current().id();
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner)
-            && let Some(worker) = workers.get(&me)
-        {
-            return Ok(worker.clone());
-        }
-        let mut workers = self.workers.write().unwrap_or_else(PoisonError::into_inner);
-        let workers = workers.as_mut().ok_or(StoreError::Closed)?;
-        if let Some(worker) = workers.get(&me) {
-            return Ok(worker.clone());
-        }
-        let pool = Pool::builder(Manager {
-            settings: self.settings.clone(),
+        self.workers.get(|| {
+            let manager = Manager {
+                settings: self.settings.clone(),
+            };
+            Ok(Arc::new(Worker {
+                pool: per_thread::pool(manager, self.per_thread, self.wait)?,
+                shared: Mutex::new(None),
+                opening: tokio::sync::Mutex::new(()),
+            }))
         })
-        .max_size(self.per_thread)
-        .wait_timeout(Some(self.wait))
-        .create_timeout(Some(self.wait))
-        .runtime(Runtime::Tokio1)
-        .build()
-        .map_err(|error| StoreError::Config(format!("connection pool: {error}")))?;
-        let worker = Arc::new(Worker {
-            pool,
-            shared: Mutex::new(None),
-            opening: tokio::sync::Mutex::new(()),
-        });
-        workers.insert(me, worker.clone());
-        Ok(worker)
     }
 
     /// Runs `op`, which starts no transaction, on this thread's shared connection, where calls
@@ -138,13 +119,7 @@ impl Connections {
     /// in flight, a transaction open), closes its connection ([`InCall`]).
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
         let pool = self.worker()?.pool.clone();
-        let checkout = Instant::now();
-        let pooled = pool
-            .get()
-            .await
-            .map_err(|error| metrics::checkout_error(error, self.wait, "postgres"))?;
-        ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => "postgres")
-            .record(checkout.elapsed().as_secs_f64());
+        let pooled = per_thread::checkout(&pool, self.wait, "postgres").await?;
         let mut in_call = InCall {
             pooled: Some(pooled),
             ended: false,
@@ -153,7 +128,7 @@ impl Connections {
         let pooled = in_call
             .pooled
             .as_mut()
-            .expect("a call's connection, until it is dropped");
+            .expect("BUG: the connection was put in just above; only `drop` takes it out");
         // Until the call has ended: dropped midway, the connection is not trusted again.
         pooled.broken = true;
         let started = Instant::now();
@@ -196,19 +171,17 @@ impl Connections {
     /// connection is open and never idle: reads pipeline on it).
     pub(crate) fn record_pool_state(&self) {
         let (mut open, mut idle, mut max) = (0, 0, 0);
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
-            for worker in workers.values() {
-                let status = worker.pool.status();
-                let shared = worker
-                    .shared
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .is_some();
-                open += status.size + usize::from(shared);
-                idle += status.available;
-                max += status.max_size + usize::from(self.settings.per_transaction.is_none());
-            }
-        }
+        self.workers.each(|worker| {
+            let status = worker.pool.status();
+            let shared = worker
+                .shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .is_some();
+            open += status.size + usize::from(shared);
+            idle += status.available;
+            max += status.max_size + usize::from(self.settings.per_transaction.is_none());
+        });
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         metrics::pool_state("postgres", count(open), count(idle), count(max));
     }
@@ -217,33 +190,18 @@ impl Connections {
     /// when their server is known to be gone: the next calls open new ones rather than each
     /// failing once on a dead one.
     pub(crate) fn forget_connections(&self) {
-        if let Some(workers) = &*self.workers.read().unwrap_or_else(PoisonError::into_inner) {
-            for worker in workers.values() {
-                worker.pool.retain(|_, _| false);
-                worker
-                    .shared
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-            }
-        }
+        self.workers.each(|worker| {
+            worker.pool.retain(|_, _| false);
+            worker.forget_shared();
+        });
     }
 
     /// Closes every pool: idle connections now, the others as their calls return them; later
     /// calls fail as unavailable.
     pub(crate) fn close(&self) {
-        let workers = self
-            .workers
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
-        for worker in workers.into_iter().flat_map(HashMap::into_values) {
+        for worker in self.workers.close() {
             worker.pool.close();
-            worker
-                .shared
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
+            worker.forget_shared();
         }
     }
 }
@@ -334,6 +292,14 @@ struct Worker {
 }
 
 impl Worker {
+    /// Drops the shared connection (the next read opens another).
+    fn forget_shared(&self) {
+        self.shared
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
     /// The shared connection, unless there is none or its server has closed it (then it is
     /// forgotten now, before a read fails on it).
     fn current(&self) -> Option<Arc<AsyncPgConnection>> {
