@@ -1,6 +1,9 @@
 //! The client's own rules, without a server.
 
+use reqwest::header::{self, HeaderMap, HeaderValue};
+
 use super::*;
+use crate::request::next_link;
 
 #[test]
 fn the_next_link_is_found_among_others() {
