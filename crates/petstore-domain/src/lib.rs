@@ -33,6 +33,7 @@ pub mod redact;
 pub mod repository;
 pub mod secret;
 pub mod webhook;
+pub mod webhook_signature;
 pub mod webhook_target;
 
 pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenKind, AdminTokenSecret, AdminTokenSpec};

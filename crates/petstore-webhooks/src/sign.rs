@@ -1,23 +1,13 @@
-//! Standard Webhooks signatures: `v1,` + base64 of HMAC-SHA256 over `id.timestamp.body`, one
-//! per secret (space-separated, while a rotated-out secret's grace lasts).
+//! A delivery attempt's `webhook-signature`: the domain's Standard Webhooks signature
+//! (`petstore_domain::webhook_signature`), one per secret (space-separated, while a
+//! rotated-out secret's grace lasts).
 
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
-use hmac::{Hmac, KeyInit, Mac};
 use petstore_domain::webhook::SigningSecret;
-use sha2::Sha256;
+use petstore_domain::webhook_signature::signature;
 
 /// The signature of one delivery attempt with one secret: `v1,<base64>`.
 pub fn sign(secret: &SigningSecret, id: &str, timestamp: u64, body: &[u8]) -> String {
-    // HMAC takes a key of any length: `new_from_slice` cannot fail for it.
-    let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(secret.key())
-        .unwrap_or_else(|_| unreachable!("HMAC accepts keys of any length"));
-    mac.update(id.as_bytes());
-    mac.update(b".");
-    mac.update(timestamp.to_string().as_bytes());
-    mac.update(b".");
-    mac.update(body);
-    format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()))
+    signature(secret.key(), id, &timestamp.to_string(), body)
 }
 
 /// `webhook-signature`: the signature with each secret, space-separated.
