@@ -6,10 +6,13 @@
 //! Start with [`pet`] (the `Pet`/`NewPet` wire types and their validation), then [`query`]
 //! (list parameters and keyset paging) and [`repository`] (the asynchronous traits a storage
 //! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
-//! backend must agree on are pure functions here: [`order::lifecycle`] and
-//! [`idempotency::decide_claim`]. What operators do to API keys, over the storage interface, is
-//! [`key_admin`] (the `petstore keys` commands and the admin API share it), and what they do to
-//! orders [`order_admin`] (`petstore orders` and the admin API). No module imports one that
+//! backend must agree on are pure functions here: [`order::lifecycle`],
+//! [`idempotency::decide_claim`], and the webhooks' (which event a change emits,
+//! [`webhook::NewEvent::order_changed`]; what an attempt's answer means, [`webhook::decide`];
+//! when an endpoint is turned off, [`webhook::turns_endpoint_off`]). What operators do to API
+//! keys, over the storage interface, is [`key_admin`] (the `petstore keys` commands and the
+//! admin API share it), and what they do to orders [`order_admin`] (`petstore orders` and the
+//! admin API). No module imports one that
 //! imports it back: `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
 //! `idempotency`, `order`, `query`, `webhook`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
