@@ -23,7 +23,7 @@ use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use petstore_domain::webhook_signature::{signature, signed_by};
+use petstore_domain::webhook::{signature, signed_by};
 use petstore_domain::{Clock, SystemClock};
 use reqwest::header::HeaderMap;
 

@@ -6,11 +6,14 @@
 //! Start with [`pet`] (the `Pet`/`NewPet` wire types and their validation), then [`query`]
 //! (list parameters and keyset paging) and [`repository`] (the asynchronous traits a storage
 //! backend implements, and [`Storage`], the one interface the HTTP layer calls). The rules every
-//! backend must agree on are pure functions here: [`order::lifecycle`] and
-//! [`idempotency::decide_claim`]. What operators do to API keys, over the storage interface, is
-//! [`key_admin`] (the `petstore keys` commands and the admin API share it), and what they do to
-//! orders [`order_admin`] (`petstore orders` and the admin API). The one clock every crate reads is
-//! [`clock`]'s. No module imports one that imports it back: `clock`, `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
+//! backend must agree on are pure functions here: [`order::lifecycle`],
+//! [`idempotency::decide_claim`], and the webhooks' (which event a change emits,
+//! [`webhook::NewEvent::order_changed`]; what an attempt's answer means, [`webhook::decide`];
+//! when an endpoint is turned off, [`webhook::turns_endpoint_off`]). What operators do to API
+//! keys, over the storage interface, is [`key_admin`] (the `petstore keys` commands and the
+//! admin API share it), and what they do to orders [`order_admin`] (`petstore orders` and the
+//! admin API). The one clock every crate reads is [`clock`]'s. No module imports one that
+//! imports it back: `clock`, `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
 //! `idempotency`, `order`, `query`, `webhook`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
@@ -33,8 +36,6 @@ pub mod redact;
 pub mod repository;
 pub mod secret;
 pub mod webhook;
-pub mod webhook_signature;
-pub mod webhook_target;
 
 pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenKind, AdminTokenSecret, AdminTokenSpec};
 /// The attribute the storage traits are declared with, for backends implementing them

@@ -6,8 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
+use petstore_domain::webhook::ReceiverCheck;
 use petstore_domain::webhook::UrlPolicy;
-use petstore_domain::webhook_target::ReceiverCheck;
 use petstore_domain::{Clock, Storage, SystemClock};
 
 use crate::auth::Authenticator;

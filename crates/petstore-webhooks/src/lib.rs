@@ -3,9 +3,10 @@
 //! crate sends them: [`Sender::run`] claims due deliveries under a lease (so that one instance
 //! at a time sends each), signs each as the Standard Webhooks specification (v1) says
 //! ([`sign`]), posts it with a timeout, never following a redirect and never to an address of
-//! the service's own networks ([`resolve`]), and records what happened: delivered, retried
-//! later on the schedule of `petstore_domain::webhook::retry_delay` (or after the receiver's
-//! `Retry-After`), given up on, or the endpoint gone (`410`).
+//! the service's own networks ([`resolve`]), and records what happened, as the domain's
+//! `petstore_domain::webhook::decide` reads the answer: delivered, retried later on the
+//! schedule of `retry_delay` (or after the receiver's `Retry-After`), given up on, or the
+//! endpoint gone (`410`).
 //!
 //! Modules depend one way: `sign`, `metric` and `resolve`, then `sender`.
 #![deny(missing_docs)]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use petstore_domain::webhook::{EndpointUrl, UrlPolicy, forbidden_address};
-use petstore_domain::webhook_target::{ReceiverCheck, ReceiverRefused};
+use petstore_domain::webhook::{ReceiverCheck, ReceiverRefused};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::sync::Semaphore;
 

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::Storage;
 use petstore_domain::webhook::{
-    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, UrlPolicy, retry_delay,
+    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, UrlPolicy, decide,
+    retry_after,
 };
-use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
+use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
 use crate::metric;
@@ -93,8 +94,6 @@ const MAX_SKIPPED: usize = 1000;
 const BACKLOG_EVERY: Duration = Duration::from_secs(10);
 /// How often ended deliveries past their retention are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
-/// The longest `Retry-After` honoured (a day): longer waits are cut to it.
-const MAX_RETRY_AFTER: u64 = 24 * 3600;
 /// The most of an error's text kept in the log.
 const MAX_ERROR_TEXT: usize = 500;
 
@@ -327,7 +326,13 @@ impl Sender {
                 state.rest_until = Some(Instant::now() + rest);
             });
         }
-        let result = decide(status, retry_after, delivery.tries + 1, attempted_at);
+        let result = decide(
+            status,
+            retry_after,
+            delivery.tries + 1,
+            attempted_at,
+            fastrand::f64(),
+        );
         let label = match result {
             AttemptResult::Delivered => "delivered",
             AttemptResult::RetryAt(_) => "retry",
@@ -403,7 +408,12 @@ impl Sender {
             // and shown in the delivery log.
             .map_err(|error| describe(&error.without_url()))?;
         let status = response.status().as_u16();
-        Ok((status, retry_after(response.headers())))
+        let header = response.headers().get(RETRY_AFTER);
+        let wait = retry_after(
+            header.and_then(|value| value.to_str().ok()),
+            SystemTime::now(),
+        );
+        Ok((status, wait))
     }
 
     /// Sets the backlog's gauges.
@@ -447,46 +457,6 @@ impl Sender {
     }
 }
 
-/// What becomes of a delivery after its `tries`-th attempt (1 for the first) at `now`, which
-/// got `status` (none: no answer) and `retry_after`: delivered on `2xx`, the endpoint gone on
-/// `410`, else retried on the schedule (not before a `429`'s or `503`'s `Retry-After`), or
-/// given up on when the schedule has run out.
-pub fn decide(
-    status: Option<u16>,
-    retry_after: Option<u64>,
-    tries: u32,
-    now: i64,
-) -> AttemptResult {
-    match status {
-        Some(200..=299) => AttemptResult::Delivered,
-        Some(410) => AttemptResult::Gone,
-        _ => match retry_delay(tries, fastrand::f64()) {
-            None => AttemptResult::GaveUp,
-            Some(delay) => {
-                let mut wait = delay.as_secs().max(1);
-                if let (Some(429 | 503), Some(after)) = (status, retry_after) {
-                    wait = wait.max(after.min(MAX_RETRY_AFTER));
-                }
-                AttemptResult::RetryAt(now.saturating_add(i64::try_from(wait).unwrap_or(i64::MAX)))
-            }
-        },
-    }
-}
-
-/// `Retry-After` in seconds: a number of seconds, or an HTTP date (seconds from now to it; 0
-/// when it is past).
-fn retry_after(headers: &HeaderMap) -> Option<u64> {
-    let value = headers.get(RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(seconds) = value.parse() {
-        return Some(seconds);
-    }
-    let at = httpdate::parse_http_date(value).ok()?;
-    Some(
-        at.duration_since(SystemTime::now())
-            .map_or(0, |wait| wait.as_secs()),
-    )
-}
-
 /// An error with its causes, on one line, cut to [`MAX_ERROR_TEXT`].
 fn describe(error: &dyn Error) -> String {
     let mut text = error.to_string();
@@ -521,62 +491,6 @@ fn unix_now() -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn answers_decide_the_delivery() {
-        assert_eq!(decide(Some(204), None, 1, 100), AttemptResult::Delivered);
-        assert_eq!(decide(Some(410), None, 1, 100), AttemptResult::Gone);
-        let AttemptResult::RetryAt(at) = decide(Some(500), None, 1, 100) else {
-            panic!("a first failure is retried");
-        };
-        assert!((104..=106).contains(&at), "{at}");
-        let AttemptResult::RetryAt(at) = decide(None, None, 1, 100) else {
-            panic!("no answer is retried");
-        };
-        assert!((104..=106).contains(&at), "{at}");
-        // A 429's Retry-After is honoured when it is longer than the schedule's wait...
-        assert_eq!(
-            decide(Some(429), Some(60), 1, 100),
-            AttemptResult::RetryAt(160)
-        );
-        assert_eq!(
-            decide(Some(503), Some(10 * 86_400), 1, 0),
-            AttemptResult::RetryAt(86_400)
-        );
-        // ...and ignored on another status.
-        assert!(
-            matches!(decide(Some(500), Some(60), 1, 100), AttemptResult::RetryAt(at) if at < 110)
-        );
-        // Redirects are not followed: a failure like any other.
-        assert!(matches!(
-            decide(Some(302), None, 1, 100),
-            AttemptResult::RetryAt(_)
-        ));
-        let last = petstore_domain::webhook::RETRY_SCHEDULE.len() as u32 + 1;
-        assert_eq!(decide(Some(500), None, last, 100), AttemptResult::GaveUp);
-    }
-
-    #[test]
-    fn retry_after_is_read_in_seconds_or_as_a_date() {
-        let mut headers = HeaderMap::new();
-        assert_eq!(retry_after(&headers), None);
-        headers.insert(RETRY_AFTER, "120".parse().expect("a value"));
-        assert_eq!(retry_after(&headers), Some(120));
-        let later = SystemTime::now() + Duration::from_secs(600);
-        headers.insert(
-            RETRY_AFTER,
-            httpdate::fmt_http_date(later).parse().expect("a value"),
-        );
-        let wait = retry_after(&headers).expect("a date");
-        assert!((595..=600).contains(&wait), "{wait}");
-        headers.insert(
-            RETRY_AFTER,
-            "Wed, 21 Oct 2015 07:28:00 GMT".parse().expect("a value"),
-        );
-        assert_eq!(retry_after(&headers), Some(0), "past");
-        headers.insert(RETRY_AFTER, "soon".parse().expect("a value"));
-        assert_eq!(retry_after(&headers), None);
-    }
 
     #[test]
     fn long_errors_are_cut_on_a_character() {

@@ -1,9 +1,9 @@
 //! A delivery attempt's `webhook-signature`: the domain's Standard Webhooks signature
-//! (`petstore_domain::webhook_signature`), one per secret (space-separated, while a
+//! (`petstore_domain::webhook::signature`), one per secret (space-separated, while a
 //! rotated-out secret's grace lasts).
 
 use petstore_domain::webhook::SigningSecret;
-use petstore_domain::webhook_signature::signature;
+use petstore_domain::webhook::signature;
 
 /// The signature of one delivery attempt with one secret: `v1,<base64>`.
 pub fn sign(secret: &SigningSecret, id: &str, timestamp: u64, body: &[u8]) -> String {

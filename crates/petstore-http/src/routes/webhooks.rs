@@ -11,11 +11,11 @@
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
+use petstore_domain::webhook::ReceiverRefused;
 use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, EndpointUrl, EndpointWrite,
     IssuedEndpoint, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint,
 };
-use petstore_domain::webhook_target::ReceiverRefused;
 use petstore_domain::{PageRequest, ValidationError};
 use serde::Deserialize;
 

@@ -1,8 +1,9 @@
 //! Store orders. Every action reads the order and its pet, applies the domain's [`lifecycle`]
 //! and writes both, in one transaction that holds them: SQLite's `BEGIN IMMEDIATE` (the write
 //! lock from the start, so concurrent writers queue on it instead of failing to upgrade a read),
-//! PostgreSQL's `SELECT ... FOR UPDATE` of both rows. Each change records its event
-//! (`order.placed`, `order.approved`, ...) in the same transaction (`webhooks::record`).
+//! PostgreSQL's `SELECT ... FOR UPDATE` of both rows. Each change records the event the domain
+//! says it emits (`NewEvent::order_changed`: `order.placed`, `order.approved`, ...) in the same
+//! transaction (`webhooks::record`).
 //!
 //! An action's outcome is `Ok(Err(refusal))` when the rules refuse it (nothing written, the
 //! client told why) and `Err` when the store failed.
@@ -13,7 +14,7 @@ use petstore_domain::{
     PlaceOrder, StoredResponse, lifecycle,
 };
 
-use petstore_domain::webhook::{EventType, NewEvent};
+use petstore_domain::webhook::NewEvent;
 
 use super::pets::UnknownStatus;
 use super::{Result, columns, overfetch, unix_now};
@@ -127,7 +128,7 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
     let row: OrderRow = run_returning!(conn, get_result, insert.returning(columns::<OrderRow>()),
         mysql(c) => mysql_inserted!(c, insert, orders::table, OrderRow))?;
     let placed = Order::try_from(row)?;
-    let event = NewEvent::now(EventType::OrderPlaced, placed.owner, &placed);
+    let event = NewEvent::order_changed(OrderAction::Place, &placed);
     super::webhooks::record(conn, &event).await?;
     if let Some(completion) = &order.completion {
         let response = StoredResponse::created(&placed, &completion.base);
@@ -165,13 +166,7 @@ async fn change_in(
         set_pet_status(conn, order.pet_id, pet_after).await?;
     }
     let changed = Order { status, ..order };
-    let kind = match action {
-        OrderAction::Place => EventType::OrderPlaced,
-        OrderAction::Approve => EventType::OrderApproved,
-        OrderAction::Deliver => EventType::OrderDelivered,
-        OrderAction::Cancel => EventType::OrderCancelled,
-    };
-    super::webhooks::record(conn, &NewEvent::now(kind, changed.owner, &changed)).await?;
+    super::webhooks::record(conn, &NewEvent::order_changed(action, &changed)).await?;
     Ok(changed)
 }
 

@@ -9,7 +9,7 @@ use diesel::result::Error as DieselError;
 use diesel::sql_types::{BigInt, Text};
 #[cfg(feature = "sqlite")]
 use diesel::sqlite::{Sqlite, SqliteValue};
-use petstore_domain::webhook::{EventType, NewEvent};
+use petstore_domain::webhook::NewEvent;
 use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus, StoredResponse};
 
 use super::{Result, columns, overfetch, unix_now};
@@ -141,7 +141,7 @@ fn read_error(error: DieselError) -> StoreError {
 /// caller runs this in a transaction or savepoint).
 pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Result<Pet> {
     let created = insert_pet(&mut conn, &pet.draft).await?;
-    let event = NewEvent::now(EventType::PetCreated, pet.creator, &created);
+    let event = NewEvent::pet_created(&created, pet.creator);
     super::webhooks::record(&mut conn, &event).await?;
     if let Some(completion) = &pet.completion {
         let response = StoredResponse::created(&created, &completion.base);

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::webhook::{EndpointUrl, UrlPolicy};
+use super::url_policy::{EndpointUrl, UrlPolicy};
 
 /// Checks that a URL's host leads only where `policy` lets deliveries go.
 #[async_trait::async_trait]

@@ -1,0 +1,221 @@
+//! What happened: the event types ([`EventType`]), the set an endpoint subscribes to
+//! ([`EventSet`]), and the event a change emits ([`NewEvent`], its body [`event_body`]): which
+//! type an order's change emits ([`EventType::of_order`]) and whose the event is.
+
+use std::borrow::Cow;
+use std::time::SystemTime;
+
+use serde::ser::SerializeSeq;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::ValidationError;
+use crate::order::{Order, OrderAction};
+use crate::pet::Pet;
+
+string_enum! {
+    /// What happened. The strings are a stable contract with receivers.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+    pub enum EventType in "events" {
+        /// An order was placed (`POST /store/orders`).
+        #[serde(rename = "order.placed")]
+        OrderPlaced = "order.placed",
+        /// An operator approved an order.
+        #[serde(rename = "order.approved")]
+        OrderApproved = "order.approved",
+        /// An operator delivered an order.
+        #[serde(rename = "order.delivered")]
+        OrderDelivered = "order.delivered",
+        /// An order was cancelled (by its key or an operator).
+        #[serde(rename = "order.cancelled")]
+        OrderCancelled = "order.cancelled",
+        /// A pet was created (`POST /pets`).
+        #[serde(rename = "pet.created")]
+        PetCreated = "pet.created",
+    }
+}
+
+impl EventType {
+    /// The event an order's change by `action` emits: `order.placed`, `order.approved`,
+    /// `order.delivered` or `order.cancelled`.
+    pub fn of_order(action: OrderAction) -> Self {
+        match action {
+            OrderAction::Place => Self::OrderPlaced,
+            OrderAction::Approve => Self::OrderApproved,
+            OrderAction::Deliver => Self::OrderDelivered,
+            OrderAction::Cancel => Self::OrderCancelled,
+        }
+    }
+}
+
+/// The events an endpoint subscribes to: a non-empty set of [`EventType`]s, sent as a list in
+/// declaration order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct EventSet(u8);
+
+impl EventSet {
+    /// Every event type.
+    pub const ALL: Self = Self((1 << EventType::ALL.len()) - 1);
+
+    /// The set of `types` (repeats ignored); refused when empty.
+    pub fn new(types: impl IntoIterator<Item = EventType>) -> Result<Self, ValidationError> {
+        let set = types.into_iter().fold(0, |set, kind| set | Self::bit(kind));
+        if set == 0 {
+            return Err(ValidationError::invalid(
+                "events",
+                "must name at least one event type",
+            ));
+        }
+        Ok(Self(set))
+    }
+
+    fn bit(kind: EventType) -> u8 {
+        let index = EventType::ALL
+            .iter()
+            .position(|candidate| *candidate == kind)
+            .unwrap_or(0);
+        1 << index
+    }
+
+    /// Whether the set holds `kind`.
+    pub fn contains(self, kind: EventType) -> bool {
+        self.0 & Self::bit(kind) != 0
+    }
+
+    /// The types in the set, in declaration order.
+    pub fn iter(self) -> impl Iterator<Item = EventType> {
+        EventType::ALL
+            .into_iter()
+            .filter(move |kind| self.contains(*kind))
+    }
+}
+
+impl Serialize for EventSet {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(None)?;
+        for kind in self.iter() {
+            seq.serialize_element(kind.as_str())?;
+        }
+        seq.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for EventSet {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let names = Vec::<Cow<'de, str>>::deserialize(d)?;
+        let kinds = names
+            .iter()
+            .map(|name| name.parse::<EventType>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(serde::de::Error::custom)?;
+        Self::new(kinds).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Builds an event's body: `{"type", "timestamp", "data"}`, `data` the resource as the API
+/// returns it, `timestamp` when it happened (RFC 3339).
+pub fn event_body(kind: EventType, at: SystemTime, data: &impl Serialize) -> String {
+    #[derive(Serialize)]
+    struct Body<'a, T> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        timestamp: String,
+        data: &'a T,
+    }
+    let body = Body {
+        kind: kind.as_str(),
+        timestamp: humantime::format_rfc3339_millis(at).to_string(),
+        data,
+    };
+    // The service's resources always serialise (no map with non-string keys, no failing
+    // serialiser); an empty object would still be a valid body.
+    serde_json::to_string(&body).unwrap_or_else(|_| String::from("{}"))
+}
+
+/// An event to record with the change that produces it (in its transaction): the body, its
+/// type, and the key whose it is (`None`: no key's; only the operators' endpoints get it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewEvent {
+    /// What happened.
+    pub kind: EventType,
+    /// Whose it is.
+    pub owner: Option<i64>,
+    /// The body to send.
+    pub body: String,
+}
+
+impl NewEvent {
+    /// The event of `kind` about `data` (a resource), owned by `owner`, happening now.
+    pub fn now(kind: EventType, owner: Option<i64>, data: &impl Serialize) -> Self {
+        Self {
+            kind,
+            owner,
+            body: event_body(kind, SystemTime::now(), data),
+        }
+    }
+
+    /// The event of `order`'s change by `action` ([`EventType::of_order`]), about the order as
+    /// the change left it, owned by the key that placed it.
+    pub fn order_changed(action: OrderAction, order: &Order) -> Self {
+        Self::now(EventType::of_order(action), order.owner, order)
+    }
+
+    /// The `pet.created` event of `pet`, owned by `creator`, the key that created it (`None`:
+    /// no key's).
+    pub fn pet_created(pet: &Pet, creator: Option<i64>) -> Self {
+        Self::now(EventType::PetCreated, creator, pet)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    #[test]
+    fn event_sets_round_trip_through_json() {
+        let set = EventSet::new([EventType::PetCreated, EventType::OrderPlaced]).expect("valid");
+        assert_eq!(
+            serde_json::to_string(&set).expect("valid"),
+            r#"["order.placed","pet.created"]"#
+        );
+        let back: EventSet =
+            serde_json::from_str(r#"["pet.created","order.placed","pet.created"]"#).expect("valid");
+        assert_eq!(back, set);
+        assert!(serde_json::from_str::<EventSet>("[]").is_err());
+        assert!(serde_json::from_str::<EventSet>(r#"["order.shipped"]"#).is_err());
+        assert_eq!(EventSet::ALL.iter().count(), EventType::ALL.len());
+        assert!(set.contains(EventType::OrderPlaced) && !set.contains(EventType::OrderApproved));
+    }
+
+    #[test]
+    fn each_order_action_emits_its_own_event() {
+        let emitted: Vec<&str> = OrderAction::ALL
+            .into_iter()
+            .map(|action| EventType::of_order(action).as_str())
+            .collect();
+        assert_eq!(
+            emitted,
+            [
+                "order.placed",
+                "order.approved",
+                "order.delivered",
+                "order.cancelled"
+            ]
+        );
+    }
+
+    #[test]
+    fn bodies_carry_type_timestamp_and_data() {
+        let body = event_body(
+            EventType::OrderPlaced,
+            UNIX_EPOCH + Duration::from_millis(1_700_000_000_123),
+            &serde_json::json!({"id": 1}),
+        );
+        assert_eq!(
+            body,
+            r#"{"type":"order.placed","timestamp":"2023-11-14T22:13:20.123Z","data":{"id":1}}"#
+        );
+    }
+}
