@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use std::error::Error;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use petstore_domain::Storage;
 use petstore_domain::webhook::{
     AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, UrlPolicy, decide,
     retry_after,
 };
+use petstore_domain::{Clock, Storage, SystemClock};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 
@@ -109,6 +109,8 @@ pub struct Sender {
     owners: Arc<Mutex<HashMap<EndpointOwner, usize>>>,
     /// Told when an attempt ends: a claim that skipped its endpoint may take more now.
     ended: Arc<Notify>,
+    /// The time deliveries are claimed, signed and recorded at.
+    clock: Arc<dyn Clock>,
 }
 
 /// What this instance knows of an endpoint: its attempts under way, and until when it rests.
@@ -143,7 +145,13 @@ impl Sender {
             endpoints: Arc::default(),
             owners: Arc::default(),
             ended: Arc::default(),
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same sender on another clock (tests move time).
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        Self { clock, ..self }
     }
 
     /// Sends until `stop` resolves, then waits (up to the attempt's timeout) for the attempts
@@ -197,7 +205,7 @@ impl Sender {
         };
         let free_slots = 1 + self.slots.available_permits();
         let free = free_slots.min(PER_ENDPOINT);
-        let now = unix_now();
+        let now = self.clock.unix_now();
         let claim = DeliveryClaim {
             now,
             lease_until: now + i64::try_from(self.config.lease().as_secs()).unwrap_or(i64::MAX),
@@ -306,7 +314,7 @@ impl Sender {
     }
 
     async fn attempt(&self, delivery: &DueDelivery) {
-        let attempted_at = unix_now();
+        let attempted_at = self.clock.unix_now();
         let started = Instant::now();
         let answer = self.send(delivery, attempted_at).await;
         let elapsed = started.elapsed();
@@ -411,7 +419,7 @@ impl Sender {
         let header = response.headers().get(RETRY_AFTER);
         let wait = retry_after(
             header.and_then(|value| value.to_str().ok()),
-            SystemTime::now(),
+            self.clock.now(),
         );
         Ok((status, wait))
     }
@@ -421,9 +429,9 @@ impl Sender {
         match self.call(self.storage.webhook_backlog()).await {
             Ok(backlog) => {
                 metrics::gauge!(metric::PENDING).set(backlog.pending as f64);
-                let age = backlog
-                    .oldest_created_at
-                    .map_or(0, |created| unix_now().saturating_sub(created).max(0));
+                let age = backlog.oldest_created_at.map_or(0, |created| {
+                    self.clock.unix_now().saturating_sub(created).max(0)
+                });
                 metrics::gauge!(metric::OLDEST_PENDING).set(age as f64);
             }
             Err(error) => log::warn!("could not read the webhook backlog: {error}"),
@@ -433,7 +441,7 @@ impl Sender {
     /// Deletes ended deliveries older than the retention.
     async fn prune(&self) {
         let retention = i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX);
-        let before = unix_now().saturating_sub(retention);
+        let before = self.clock.unix_now().saturating_sub(retention);
         match self
             .call(self.storage.prune_webhook_deliveries(before))
             .await
@@ -478,14 +486,6 @@ fn describe(error: &dyn Error) -> String {
         text.push('…');
     }
     text
-}
-
-fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
-        })
 }
 
 #[cfg(test)]
