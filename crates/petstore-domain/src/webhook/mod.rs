@@ -6,7 +6,8 @@
 //! emits ([`EventType::of_order`], [`NewEvent`], its body [`event_body`]); `url_policy`, the
 //! rules an endpoint's URL must follow ([`EndpointUrl`], [`forbidden_address`]: no request
 //! forgery towards the service's own network; [`same_receiver`], [`loggable_url`]); `secret`,
-//! the signing secret's form ([`SigningSecret`], `whsec_` + base64); `endpoint`, the wire shapes
+//! the signing secret's form ([`SigningSecret`], `whsec_` + base64) and a rotation's grace
+//! ([`grace_until`]); `endpoint`, the wire shapes
 //! of an endpoint and what a write of one checks; `delivery`, the delivery log; `claim`, which
 //! due deliveries a sender's claim takes ([`take_in_turn`]); `attempt`, what an attempt's
 //! answer means ([`decide`], [`retry_after`], the schedule [`retry_delay`]) and when it turns
@@ -40,7 +41,7 @@ pub use endpoint::{
     MAX_DESCRIPTION, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint,
 };
 pub use events::{EventSet, EventType, NewEvent, event_body};
-pub use secret::SigningSecret;
+pub use secret::{DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, SigningSecret, grace_until};
 pub use signing::{signature, signed_by};
 pub use target::{ReceiverCheck, ReceiverRefused};
 pub use url_policy::{

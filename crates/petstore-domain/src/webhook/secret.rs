@@ -1,10 +1,32 @@
 //! The signing secret ([`SigningSecret`]): shown once as `whsec_` + base64, kept and read as
-//! base64 of the key (the form the Standard Webhooks specification's examples give too).
+//! base64 of the key (the form the Standard Webhooks specification's examples give too); and how
+//! long a rotated-out secret keeps signing ([`grace_until`]).
 
 use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+
+use crate::ValidationError;
+
+/// How long a rotated-out secret keeps signing when a rotation does not say: a day.
+pub const DEFAULT_GRACE_SECONDS: u64 = 24 * 3600;
+/// The longest grace a rotation may give: a week.
+pub const MAX_GRACE_SECONDS: u64 = 7 * 24 * 3600;
+
+/// Until when (Unix seconds) the secret a rotation at `now` replaces keeps signing, for the
+/// grace asked (`None`: [`DEFAULT_GRACE_SECONDS`]; 0: not at all, after a leak); more than
+/// [`MAX_GRACE_SECONDS`] is refused, naming `graceSeconds`.
+pub fn grace_until(now: i64, asked: Option<u64>) -> Result<i64, ValidationError> {
+    let grace = asked.unwrap_or(DEFAULT_GRACE_SECONDS);
+    if grace > MAX_GRACE_SECONDS {
+        return Err(ValidationError::InvalidField {
+            field: "graceSeconds".into(),
+            reason: format!("must be at most {MAX_GRACE_SECONDS} (a week)"),
+        });
+    }
+    Ok(now.saturating_add(i64::try_from(grace).unwrap_or(i64::MAX)))
+}
 
 /// A webhook signing secret: 32 random bytes, shown once as `whsec_` + base64 (standard
 /// alphabet, padded), the form Standard Webhooks libraries read. Its `Debug` output leaves the
@@ -61,5 +83,15 @@ mod tests {
         );
         assert_eq!(SigningSecret::from_stored("c2hvcnQ="), None);
         assert_eq!(format!("{secret:?}"), "SigningSecret(hidden)");
+    }
+
+    #[test]
+    fn a_rotation_grants_a_day_by_default_and_at_most_a_week() {
+        assert_eq!(grace_until(100, None), Ok(100 + 86_400));
+        assert_eq!(grace_until(100, Some(0)), Ok(100));
+        assert_eq!(grace_until(100, Some(604_800)), Ok(100 + 604_800));
+        let refused = grace_until(100, Some(604_801)).expect_err("over a week");
+        assert!(refused.to_string().contains("graceSeconds"), "{refused}");
+        assert_eq!(grace_until(i64::MAX, Some(1)), Ok(i64::MAX));
     }
 }
