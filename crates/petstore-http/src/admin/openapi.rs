@@ -6,17 +6,18 @@ use actix_web::{HttpRequest, HttpResponse};
 use petstore_domain::Plan;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
-use utoipa::{Modify, OpenApi};
+use utoipa::{IntoResponses, Modify, OpenApi};
 
 use super::ADMIN_BASE;
 use super::key_webhooks;
 use super::orders::{self, OrderPage};
 use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
-use super::webhooks::{self, DeliveryPage};
+use super::webhooks;
 use crate::conditional::Caching;
+use crate::error::responses::AdminUnauthorized;
 use crate::error::{ApiError, ErrorObject};
-use crate::routes::openapi::{Bearer, answer, declare, describe_methods};
-use crate::routes::webhooks::RotateSecretRequest;
+use crate::routes::openapi::{Bearer, answer, declare, describe_methods, operations};
+use crate::routes::webhooks::operations::{DeliveryPage, RotateSecretRequest};
 use petstore_domain::key_admin::{IssuedKey, KeyView};
 use petstore_domain::order_admin::OrderView;
 use petstore_domain::webhook::{
@@ -121,7 +122,7 @@ const ADMIN_TOKEN: Bearer = Bearer {
         tokens all get `401 unauthorized`.",
 };
 
-/// Every operation needs an admin token.
+/// Every operation needs an admin token, and answers `401` without one.
 struct AdminToken;
 
 impl Modify for AdminToken {
@@ -133,5 +134,11 @@ impl Modify for AdminToken {
         );
         let required = SecurityRequirement::new(ADMIN_TOKEN.name, Vec::<String>::new());
         document.security = Some(vec![required]);
+        for item in document.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let responses = &mut operation.responses.responses;
+                responses.extend(AdminUnauthorized::responses());
+            }
+        }
     }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::token::Admin;
-use crate::error::responses::{AdminUnauthorized, KeyIdOnly, KeyNotFound};
+use crate::error::responses::{KeyIdOnly, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
@@ -144,7 +144,6 @@ pub(super) fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T)
         (status = 201, description = "The key, with its secret.", body = IssuedKey,
             headers(("Location" = String, description = "The key's address."))),
         (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn create_key(
@@ -203,7 +202,6 @@ pub async fn create_key(
     responses(
         (status = 200, description = "A page of keys.", body = KeyPage),
         (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn list_keys(
@@ -232,11 +230,10 @@ pub async fn list_keys(
     operation_id = "getKey",
     tag = "keys",
     summary = "Show an API key",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key (never its secret).", body = KeyView),
         KeyIdOnly,
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]
@@ -246,14 +243,19 @@ pub async fn get_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let key = state
-        .db
-        .call("find_key", |storage| Box::pin(keys::get(storage, id)))
-        .await?;
+    let key = find_key(&state, id).await?;
     Ok(answer(
         HttpResponse::Ok(),
         &KeyView::of(&key, state.clock.unix_now()),
     ))
+}
+
+/// Key `id` (`404 key_not_found` when there is none).
+pub(super) async fn find_key(state: &AppState, id: i64) -> Result<ApiKey, ApiError> {
+    state
+        .db
+        .call("find_key", |storage| Box::pin(keys::get(storage, id)))
+        .await
 }
 
 /// `updateKey`.
@@ -265,12 +267,11 @@ pub async fn get_key(
     summary = "Change an API key's plan, limits, scope or label",
     description = "Every field is checked before anything changes. Takes effect on every \
         instance within the key-cache TTL (5 s by default).",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     request_body(content = UpdateKeyRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The key as it now is.", body = KeyView),
         (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]
@@ -312,13 +313,12 @@ pub async fn update_key(
     description = "The key keeps its id, plan, limits, label, scope, expiry, counters and any \
         ban; the old secret keeps working for the grace period (on every instance within the \
         key-cache TTL). The new secret is in this answer only.",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     request_body(content = RotateKeyRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The key, with its new secret.", body = IssuedKey),
         (status = 400, description = "An unknown or invalid field, named.", body = ErrorObject),
         (status = 409, description = "`key_revoked`: a revoked key cannot be rotated.", body = ErrorObject),
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]
@@ -356,11 +356,10 @@ pub async fn rotate_key(
     summary = "Revoke an API key",
     description = "For good: every instance refuses it within the key-cache TTL. Revoking again \
         keeps the first revocation's time.",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key, revoked.", body = KeyView),
         KeyIdOnly,
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]
@@ -389,11 +388,10 @@ pub async fn revoke_key(
     tag = "keys",
     summary = "Lift an API key's temporary ban",
     description = "Lifts the ban and forgets its history (the next ban starts short again).",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key, unbanned.", body = KeyView),
         KeyIdOnly,
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]

@@ -161,6 +161,26 @@ pub enum DeliveryById {
     NotFound(ErrorObject<'static>),
 }
 
+/// `404`, for an operation on a webhook endpoint whose other refusals are described apart.
+#[derive(IntoResponses)]
+#[response(status = 404, description = "`webhook_endpoint_not_found`.")]
+pub struct EndpointNotFound(ErrorObject<'static>);
+
+/// The refusals of a page of one webhook endpoint's delivery log.
+#[derive(IntoResponses)]
+pub enum DeliveryLogErrors {
+    /// The endpoint's id, or a query parameter, is not one.
+    #[response(
+        status = 400,
+        description = "`invalid_path_parameter`, `invalid_query_parameter` or \
+            `unknown_query_parameter`."
+    )]
+    Invalid(ErrorObject<'static>),
+    /// No such endpoint of the caller's.
+    #[response(status = 404, description = "`webhook_endpoint_not_found`.")]
+    NotFound(ErrorObject<'static>),
+}
+
 /// The refusals of an endpoint's body: a JSON body's, and its URL's.
 #[derive(IntoResponses)]
 pub enum EndpointBodyErrors {

@@ -47,6 +47,16 @@ pub fn tagged_bytes(
     })
 }
 
+/// `value` as JSON, tagged by its bytes (see [`tagged_bytes`]), for a client's cache only.
+pub fn tagged_json(
+    req: &HttpRequest,
+    response: HttpResponseBuilder,
+    value: &impl serde::Serialize,
+) -> Result<HttpResponse, ApiError> {
+    let body = serde_json::to_vec(value).map_err(ApiError::internal)?;
+    Ok(tagged_bytes(req, response, body, Caching::Private))
+}
+
 /// A JSON body of `items` resources, through serde.
 pub fn json_body<T: serde::Serialize>(
     response: HttpResponseBuilder,

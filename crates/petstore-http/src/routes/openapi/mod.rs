@@ -17,7 +17,7 @@ use super::respond::tagged_bytes;
 use super::{orders, pets, rate_limit, webhooks};
 use crate::conditional::Caching;
 use crate::error::{ApiError, ErrorObject};
-use crate::routes::webhooks::RotateSecretRequest;
+use crate::routes::webhooks::operations::RotateSecretRequest;
 use crate::state::AppState;
 use petstore_domain::webhook::{
     Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
@@ -156,4 +156,4 @@ mod conventions;
 mod links;
 
 use conventions::Conventions;
-pub(crate) use conventions::{Bearer, declare, describe_methods};
+pub(crate) use conventions::{Bearer, declare, describe_methods, operations};
