@@ -9,7 +9,7 @@ use petstore_domain::webhook::{EndpointChanges, EndpointOwner, WebhookEndpoint};
 use super::routes::find_key;
 use super::token::Admin;
 use super::webhooks::{Change, audit};
-use crate::error::responses::{EndpointBodyErrors, EndpointById, EndpointNotFound, KeyNotFound};
+use crate::error::responses::{EndpointById, EndpointChangeErrors, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{EndpointId, JsonBody, KeyId, NoQuery};
 use crate::routes::webhooks::operations;
@@ -81,10 +81,9 @@ pub async fn get_endpoint(
     request_body(content = EndpointChanges, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
-        EndpointNotFound,
         (status = 409, description = "`webhook_endpoint_url_taken`: another of the key's \
             endpoints has the new `url`.", body = ErrorObject),
-        EndpointBodyErrors,
+        EndpointChangeErrors,
     ),
 )]
 pub async fn update_endpoint(

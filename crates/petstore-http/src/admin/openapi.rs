@@ -10,21 +10,12 @@ use utoipa::{IntoResponses, Modify, OpenApi};
 
 use super::ADMIN_BASE;
 use super::key_webhooks;
-use super::orders::{self, OrderPage};
-use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
 use super::webhooks;
+use super::{orders, routes};
 use crate::conditional::Caching;
+use crate::error::ApiError;
 use crate::error::responses::AdminUnauthorized;
-use crate::error::{ApiError, ErrorObject};
 use crate::routes::openapi::{Bearer, answer, declare, describe_methods, operations};
-use crate::routes::webhooks::operations::{DeliveryPage, RotateSecretRequest};
-use petstore_domain::key_admin::{IssuedKey, KeyView};
-use petstore_domain::order_admin::OrderView;
-use petstore_domain::webhook::{
-    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
-    NewEndpoint, WebhookEndpoint,
-};
-use petstore_domain::{Order, OrderStatus};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -68,31 +59,9 @@ use petstore_domain::{Order, OrderStatus};
         key_webhooks::update_endpoint,
         key_webhooks::delete_endpoint
     ),
-    components(schemas(
-        KeyView,
-        IssuedKey,
-        KeyPage,
-        CreateKeyRequest,
-        UpdateKeyRequest,
-        RotateKeyRequest,
-        ErrorObject,
-        Plan,
-        OrderView,
-        OrderPage,
-        Order,
-        OrderStatus,
-        WebhookEndpoint,
-        IssuedEndpoint,
-        NewEndpoint,
-        EndpointChanges,
-        RotateSecretRequest,
-        EventType,
-        Delivery,
-        DeliveryState,
-        DeliveryRecord,
-        DeliveryPage,
-        Attempt
-    )),
+    // The schemas come with the operations' bodies and responses; `Plan`, which only a query
+    // parameter names, is listed.
+    components(schemas(Plan)),
     tags(
         (name = "keys", description = "API keys."),
         (name = "orders", description = "Every customer's orders, and their fulfilment."),

@@ -8,19 +8,17 @@ use std::time::{Duration, UNIX_EPOCH};
 use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use futures_util::future::BoxFuture;
-use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, Storage, ValidationError};
+use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, ValidationError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::token::Admin;
-use crate::error::responses::{KeyIdOnly, KeyNotFound};
+use crate::error::responses::{KeyById, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
 use crate::state::AppState;
-use petstore_domain::key_admin::{
-    self as keys, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey,
-};
+use petstore_domain::key_admin::{self as keys, IssuedKey, KeyChange, KeyView, NewKey};
 
 /// The target of the audit log: one line per change made through the admin API.
 pub const AUDIT_LOG: &str = "petstore::audit";
@@ -233,8 +231,7 @@ pub async fn list_keys(
     params(KeyId),
     responses(
         (status = 200, description = "The key (never its secret).", body = KeyView),
-        KeyIdOnly,
-        KeyNotFound,
+        KeyById,
     ),
 )]
 pub async fn get_key(
@@ -359,8 +356,7 @@ pub async fn rotate_key(
     params(KeyId),
     responses(
         (status = 200, description = "The key, revoked.", body = KeyView),
-        KeyIdOnly,
-        KeyNotFound,
+        KeyById,
     ),
 )]
 pub async fn revoke_key(
@@ -369,15 +365,7 @@ pub async fn revoke_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    change_key(
-        &state,
-        &admin,
-        id,
-        "revoke_key",
-        "revoked",
-        |storage, id| Box::pin(keys::revoke(storage, id)),
-    )
-    .await
+    change_key(&state, &admin, id, Toggle::Revoke).await
 }
 
 /// `unbanKey`.
@@ -391,8 +379,7 @@ pub async fn revoke_key(
     params(KeyId),
     responses(
         (status = 200, description = "The key, unbanned.", body = KeyView),
-        KeyIdOnly,
-        KeyNotFound,
+        KeyById,
     ),
 )]
 pub async fn unban_key(
@@ -401,33 +388,35 @@ pub async fn unban_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    change_key(
-        &state,
-        &admin,
-        id,
-        "unban_key",
-        "unbanned",
-        |storage, id| Box::pin(keys::unban(storage, id)),
-    )
-    .await
+    change_key(&state, &admin, id, Toggle::Unban).await
 }
 
-/// A change of key `id` that takes nothing else (revoke, unban): made through `operation`,
-/// audited as `action`, the key answered.
-async fn change_key<'a, F>(
-    state: &'a AppState,
+/// A change of a key that takes nothing but its id.
+#[derive(Clone, Copy)]
+enum Toggle {
+    Revoke,
+    Unban,
+}
+
+/// Key `id` changed by `change`, audited, answered.
+async fn change_key(
+    state: &AppState,
     admin: &Admin,
     id: i64,
-    operation: &'static str,
-    action: &'static str,
-    change: F,
-) -> Result<HttpResponse, ApiError>
-where
-    F: FnOnce(&'a dyn Storage, i64) -> BoxFuture<'a, Result<ApiKey, KeyAdminError>>,
-{
+    change: Toggle,
+) -> Result<HttpResponse, ApiError> {
+    let (operation, action) = match change {
+        Toggle::Revoke => ("revoke_key", "revoked"),
+        Toggle::Unban => ("unban_key", "unbanned"),
+    };
     let key = state
         .db
-        .call(operation, |storage| change(storage, id))
+        .call(operation, |storage| -> BoxFuture<'_, _> {
+            match change {
+                Toggle::Revoke => Box::pin(keys::revoke(storage, id)),
+                Toggle::Unban => Box::pin(keys::unban(storage, id)),
+            }
+        })
         .await?;
     audit(admin, action, &key);
     Ok(answer(

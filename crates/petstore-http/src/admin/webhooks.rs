@@ -13,7 +13,7 @@ use petstore_domain::webhook::{
 use super::token::Admin;
 use super::{ADMIN_BASE, AUDIT_LOG};
 use crate::error::responses::{
-    DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointNotFound,
+    DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointChangeErrors,
 };
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{DeliveryId, EndpointId, JsonBody, NoQuery, Query};
@@ -156,10 +156,9 @@ pub async fn get_endpoint(
     request_body(content = EndpointChanges, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
-        EndpointNotFound,
         (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint has the \
             new `url`.", body = ErrorObject),
-        EndpointBodyErrors,
+        EndpointChangeErrors,
     ),
 )]
 pub async fn update_endpoint(
@@ -210,8 +209,7 @@ pub async fn delete_endpoint(
     request_body(content = RotateSecretRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, with its new secret.", body = IssuedEndpoint),
-        EndpointNotFound,
-        EndpointBodyErrors,
+        EndpointChangeErrors,
     ),
 )]
 pub async fn rotate_secret(

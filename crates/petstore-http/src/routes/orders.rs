@@ -7,7 +7,7 @@ use petstore_domain::{
     StorageError,
 };
 
-use super::respond::{conditional, json_body};
+use super::respond::{conditional, fingerprinted_json, json_body};
 use crate::auth::{Caller, Read, Write};
 use crate::conditional::{Caching, ETag};
 use crate::error::responses::{
@@ -143,7 +143,7 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
     operation_id = "getOrder",
     tag = "store",
     summary = "Get one of your orders (experimental)",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order.", body = Order),
         OrderById,
@@ -162,14 +162,7 @@ pub async fn get_order(
         .call("find_order", |storage| storage.find_order(id, owner))
         .await?
         .ok_or(ApiError::OrderNotFound(id))?;
-    let tag = ETag::of(&order);
-    Ok(conditional(
-        &req,
-        HttpResponse::Ok(),
-        tag,
-        Caching::Private,
-        |r| json_body(r, &order, 1),
-    ))
+    Ok(fingerprinted_json(&req, &order))
 }
 
 /// `cancelOrder`: a placed order is cancelled and its pet available again.
@@ -182,7 +175,7 @@ pub async fn get_order(
     description = "Cancels a `placed` order: in one transaction the order becomes `cancelled` \
         and its pet `available`; the order stays readable, `cancelled`. An approved or \
         delivered order can no longer be cancelled. No body. Needs a read-write key.",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
         OrderById,
@@ -213,7 +206,7 @@ pub async fn cancel_order(
     description = "The same as `POST /store/orders/{orderId}/cancel`, which replaces it: the \
         order is cancelled, not deleted (it stays readable). Deprecated; removed on 30 November \
         2027 (`410 endpoint_removed` from then on).",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
         OrderById,
@@ -297,14 +290,7 @@ pub async fn get_inventory(
         .db
         .call("inventory", |storage| storage.inventory())
         .await?;
-    let tag = ETag::of(&inventory);
-    Ok(conditional(
-        &req,
-        HttpResponse::Ok(),
-        tag,
-        Caching::Private,
-        |r| json_body(r, &inventory, 1),
-    ))
+    Ok(fingerprinted_json(&req, &inventory))
 }
 
 /// An order call's outcome, its storage failure apart (for `Database::call`).

@@ -152,7 +152,7 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
     summary = "Get a pet (deprecated)",
     description = "Deprecated: removed on 5 December 2030 (`Sunset`), answering `410` from then \
         on. Use `GET /pets` with a `status` filter instead (`Link: rel=\"successor-version\"`).",
-    params(("petId" = i64, Path, description = "The pet's id.")),
+    params(PetId),
     responses(
         (status = 200, description = "The pet.", body = Pet, headers(
             ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`, then \

@@ -4,7 +4,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError};
 
-use crate::conditional::{Caching, ETag};
+use crate::conditional::{Caching, ETag, Fingerprint};
 use crate::encode::EncodeJson;
 use crate::error::ApiError;
 
@@ -30,6 +30,18 @@ pub fn conditional(
         caching.write(answer.headers_mut());
     }
     answer
+}
+
+/// A `200` of `value` as JSON, tagged by what it shows ([`ETag::of`]) for a client's cache: a
+/// `304` when `If-None-Match` names the tag, with nothing encoded.
+pub fn fingerprinted_json<T: Fingerprint + serde::Serialize>(
+    req: &HttpRequest,
+    value: &T,
+) -> HttpResponse {
+    let tag = ETag::of(value);
+    conditional(req, HttpResponse::Ok(), tag, Caching::Private, |r| {
+        json_body(r, value, 1)
+    })
 }
 
 /// A `200` (or `response`'s status) of the JSON `body`, tagged by its bytes (a `304` when

@@ -17,7 +17,7 @@ use petstore_domain::webhook::{
 
 use crate::auth::{Caller, Read, Scope, Write};
 use crate::error::responses::{
-    DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointNotFound,
+    DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointChangeErrors,
     NoParameters, PageParams, ReadOnlyKey,
 };
 use crate::error::{ApiError, ErrorObject};
@@ -128,10 +128,9 @@ pub async fn get_endpoint(
     request_body(content = EndpointChanges, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
-        EndpointNotFound,
         (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint has the \
             new `url`.", body = ErrorObject),
-        EndpointBodyErrors,
+        EndpointChangeErrors,
         ReadOnlyKey,
     ),
     extensions(("x-stability" = json!("experimental"))),
@@ -186,8 +185,7 @@ pub async fn delete_endpoint(
     request_body(content = RotateSecretRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, with its new secret.", body = IssuedEndpoint),
-        EndpointNotFound,
-        EndpointBodyErrors,
+        EndpointChangeErrors,
         ReadOnlyKey,
     ),
     extensions(("x-stability" = json!("experimental"))),
