@@ -365,7 +365,7 @@ pub async fn revoke_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    change_key(&state, &admin, id, Toggle::Revoke).await
+    change_key(&state, &admin, id, KeyAction::Revoke).await
 }
 
 /// `unbanKey`.
@@ -388,12 +388,12 @@ pub async fn unban_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    change_key(&state, &admin, id, Toggle::Unban).await
+    change_key(&state, &admin, id, KeyAction::Unban).await
 }
 
 /// A change of a key that takes nothing but its id.
 #[derive(Clone, Copy)]
-enum Toggle {
+enum KeyAction {
     Revoke,
     Unban,
 }
@@ -403,18 +403,18 @@ async fn change_key(
     state: &AppState,
     admin: &Admin,
     id: i64,
-    change: Toggle,
+    change: KeyAction,
 ) -> Result<HttpResponse, ApiError> {
     let (operation, action) = match change {
-        Toggle::Revoke => ("revoke_key", "revoked"),
-        Toggle::Unban => ("unban_key", "unbanned"),
+        KeyAction::Revoke => ("revoke_key", "revoked"),
+        KeyAction::Unban => ("unban_key", "unbanned"),
     };
     let key = state
         .db
         .call(operation, |storage| -> BoxFuture<'_, _> {
             match change {
-                Toggle::Revoke => Box::pin(keys::revoke(storage, id)),
-                Toggle::Unban => Box::pin(keys::unban(storage, id)),
+                KeyAction::Revoke => Box::pin(keys::revoke(storage, id)),
+                KeyAction::Unban => Box::pin(keys::unban(storage, id)),
             }
         })
         .await?;
