@@ -14,8 +14,8 @@ use crate::error::responses::{
     JsonBodyErrors, NoParameters, OrderById, PageParams, PetNotFound, ReadOnlyKey,
 };
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, NoQuery, OrderId, Query, parse};
-use crate::idempotency;
+use crate::extract::{NoQuery, OrderId, Query, parse};
+use crate::idempotency::{self, CreateRequest};
 use crate::state::AppState;
 
 /// `listOrders`: the caller's orders in ascending id order, paged like pets (`limit`, `after`).
@@ -104,24 +104,13 @@ pub async fn list_orders(
 )]
 pub async fn place_order(
     state: web::Data<AppState>,
-    req: HttpRequest,
-    caller: Caller<Write>,
-    IdempotencyHeader(key): IdempotencyHeader,
-    JsonBytes(body): JsonBytes,
+    request: CreateRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let owner = Some(caller.key().id);
-    idempotency::create(
-        &state,
-        &req,
-        caller.client(),
-        key,
-        "store/placeOrder",
-        &body,
-        |completion| async {
-            let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;
-            place(&state, order).await
-        },
-    )
+    let owner = Some(request.caller.key().id);
+    idempotency::create(&state, &request, "store/placeOrder", |completion| async {
+        let order = parse::<NewOrder>(&request.body)?.validate_into(owner, completion)?;
+        place(&state, order).await
+    })
     .await
 }
 
