@@ -1,7 +1,7 @@
 //! `Idempotency-Key` on writes (Stripe's semantics, shared by every instance through the
 //! storage): what a create takes from its request ([`CreateRequest`]); `run` claims the key,
-//! runs the write once, and answers a retry with the stored response. See `petstore_domain::idempotency` for the rules and `docs/errors.md` for the
-//! codes.
+//! runs the write once, and answers a retry with the stored response. See
+//! `petstore_domain::idempotency` for the rules and `docs/errors.md` for the codes.
 
 use std::future::Future;
 

@@ -4,7 +4,8 @@
 //! input, makes one storage call and maps the answer; an endpoint's URL is checked against the
 //! service's policy and where its host leads by the resolver the program hands over
 //! (`AppState::receivers`: no request forgery towards the service's own networks; the sender
-//! checks again where it connects). A change hands back what the admin API's audit line names.
+//! checks again where it connects). `create` and `update` hand back the endpoint too, for the
+//! admin API's audit line.
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder};
