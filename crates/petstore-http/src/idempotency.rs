@@ -1,25 +1,64 @@
 //! `Idempotency-Key` on writes (Stripe's semantics, shared by every instance through the
-//! storage): `run` claims the key, runs the write once, and answers a retry with the stored
-//! response. See `petstore_domain::idempotency` for the rules and `docs/errors.md` for the
-//! codes.
+//! storage): what a create takes from its request ([`CreateRequest`]); `run` claims the key,
+//! runs the write once, and answers a retry with the stored response. See
+//! `petstore_domain::idempotency` for the rules and `docs/errors.md` for the codes.
 
 use std::future::Future;
 
 use actix_web::body::to_bytes;
+use actix_web::dev::Payload;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType, HeaderName, HeaderValue};
-use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use actix_web::web::Bytes;
+use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError};
+use futures_util::future::LocalBoxFuture;
 use petstore_domain::{
     ClaimOutcome, Completion, Created, Fingerprint, IdempotencyClaim, IdempotencyKey,
     IdempotentRequest, StoredResponse,
 };
 
-use crate::auth::ApiClient;
+use crate::auth::{ApiClient, Caller, Write};
 use crate::error::{ApiError, Chain};
+use crate::extract::{IdempotencyHeader, JsonBytes};
 use crate::state::AppState;
 
 /// `Idempotent-Replayed: true`, on a response answered from the stored one.
 pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// What a create takes from its request, checked in this order: the caller (a read-write key),
+/// its `Idempotency-Key` if it sent one, and the JSON body as sent (the create parses it, so
+/// that a refusal of it is stored under the key).
+pub struct CreateRequest {
+    req: HttpRequest,
+    /// The caller.
+    pub caller: Caller<Write>,
+    key: Option<IdempotencyKey>,
+    /// The body, unparsed.
+    pub body: Bytes,
+}
+
+impl FromRequest for CreateRequest {
+    type Error = ApiError;
+    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let caller = Caller::<Write>::from_request(req, payload);
+        let key = IdempotencyHeader::from_request(req, payload);
+        let body = JsonBytes::from_request(req, payload);
+        let req = req.clone();
+        Box::pin(async move {
+            let caller = caller.await?;
+            let IdempotencyHeader(key) = key.await?;
+            let JsonBytes(body) = body.await?;
+            Ok(Self {
+                req,
+                caller,
+                key,
+                body,
+            })
+        })
+    }
+}
 
 /// The one path of a create (`POST /pets`, `POST /store/orders`), with an `Idempotency-Key` or
 /// without: without one, `create` runs; with one, `run` claims the key first and `create` runs
@@ -30,11 +69,8 @@ pub const REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
 /// operation's place on the docs page (`pets/createPet`).
 pub async fn create<T, F, Fut>(
     state: &AppState,
-    req: &HttpRequest,
-    client: &ApiClient,
-    key: Option<IdempotencyKey>,
+    request: &CreateRequest,
     operation: &str,
-    body: &[u8],
     create: F,
 ) -> Result<HttpResponse, ApiError>
 where
@@ -42,12 +78,18 @@ where
     F: FnOnce(Option<Completion>) -> Fut,
     Fut: Future<Output = Result<T, ApiError>>,
 {
+    let CreateRequest {
+        req,
+        caller,
+        key,
+        body,
+    } = request;
     let base = state.links.public_base(req);
-    let Some(key) = key else {
+    let Some(key) = key.clone() else {
         let made = create(None).await?;
         return Ok(respond(StoredResponse::created(&made, &base), false));
     };
-    let ran = run(state, req, client, key, body, |claim| async move {
+    let ran = run(state, req, caller.client(), key, body, |claim| async move {
         let completion = Completion { claim, base };
         let made = create(Some(completion.clone())).await?;
         Ok(StoredResponse::created(&made, &completion.base))

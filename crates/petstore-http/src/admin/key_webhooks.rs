@@ -1,18 +1,18 @@
 //! `/admin/v1/keys/{keyId}/webhook_endpoints`: an API key's own webhook endpoints, as the
 //! operators see them: listed, read, changed (turned off, say, for a customer who no longer
 //! answers, or whose key was revoked) and deleted. The same operations as the key's own routes
-//! ([`crate::routes::webhooks`]); each change is written to the audit log.
+//! ([`crate::routes::webhooks::operations`]); each change is written to the audit log.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::key_admin as keys;
-use petstore_domain::webhook::{EndpointChanges, EndpointOwner, WebhookEndpoint, loggable_url};
+use petstore_domain::webhook::{EndpointChanges, EndpointOwner, WebhookEndpoint};
 
+use super::routes::find_key;
 use super::token::Admin;
-use super::webhooks::audit;
-use crate::error::responses::{AdminUnauthorized, EndpointBodyErrors, EndpointById, KeyNotFound};
+use super::webhooks::{Change, audit};
+use crate::error::responses::{EndpointById, EndpointChangeErrors, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{EndpointId, JsonBody, KeyId, NoQuery};
-use crate::routes::webhooks;
+use crate::routes::webhooks::operations;
 use crate::state::AppState;
 
 /// `listKeyWebhookEndpoints`.
@@ -24,13 +24,12 @@ use crate::state::AppState;
     summary = "List an API key's webhook endpoints",
     description = "In id order, never with their secrets; a revoked or expired key's too (they \
         receive nothing).",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key's endpoints.", body = Vec<WebhookEndpoint>),
         (status = 400, description = "`invalid_path_parameter` or `unknown_query_parameter`.",
             body = ErrorObject),
         KeyNotFound,
-        AdminUnauthorized,
     ),
 )]
 pub async fn list_endpoints(
@@ -41,11 +40,8 @@ pub async fn list_endpoints(
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
     // Whether the key is there at all: an unknown one is a `404`, not an empty list.
-    state
-        .db
-        .call("find_key", |storage| Box::pin(keys::get(storage, key)))
-        .await?;
-    webhooks::list(&state, &req, EndpointOwner::Key(key)).await
+    find_key(&state, key).await?;
+    operations::list(&state, &req, EndpointOwner::Key(key)).await
 }
 
 /// `getKeyWebhookEndpoint`.
@@ -55,14 +51,10 @@ pub async fn list_endpoints(
     operation_id = "getKeyWebhookEndpoint",
     tag = "webhooks",
     summary = "Get one of an API key's webhook endpoints",
-    params(
-        ("keyId" = i64, Path, description = "The key's id."),
-        ("endpointId" = i64, Path, description = "The endpoint's id."),
-    ),
+    params(KeyId, EndpointId),
     responses(
         (status = 200, description = "The endpoint.", body = WebhookEndpoint),
         EndpointById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn get_endpoint(
@@ -73,7 +65,7 @@ pub async fn get_endpoint(
     EndpointId(id): EndpointId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    webhooks::get(&state, &req, EndpointOwner::Key(key), id).await
+    operations::get(&state, &req, EndpointOwner::Key(key), id).await
 }
 
 /// `updateKeyWebhookEndpoint`.
@@ -85,18 +77,13 @@ pub async fn get_endpoint(
     summary = "Change one of an API key's webhook endpoints",
     description = "As the key itself may: `enabled: false` turns it off (its waiting deliveries \
         fail, no event is recorded for it), and so on.",
-    params(
-        ("keyId" = i64, Path, description = "The key's id."),
-        ("endpointId" = i64, Path, description = "The endpoint's id."),
-    ),
+    params(KeyId, EndpointId),
     request_body(content = EndpointChanges, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
-        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
         (status = 409, description = "`webhook_endpoint_url_taken`: another of the key's \
             endpoints has the new `url`.", body = ErrorObject),
-        EndpointBodyErrors,
-        AdminUnauthorized,
+        EndpointChangeErrors,
     ),
 )]
 pub async fn update_endpoint(
@@ -107,19 +94,9 @@ pub async fn update_endpoint(
     _: NoQuery,
     JsonBody(body): JsonBody<EndpointChanges>,
 ) -> Result<HttpResponse, ApiError> {
-    let (endpoint, response) = webhooks::update(&state, EndpointOwner::Key(key), id, body).await?;
-    let state_now = if endpoint.enabled {
-        "enabled"
-    } else {
-        "disabled"
-    };
-    let url = loggable_url(&endpoint.url);
-    audit(
-        &admin,
-        "updated",
-        id,
-        &format!(" of key {key} ({state_now}, {url})"),
-    );
+    let owner = EndpointOwner::Key(key);
+    let (endpoint, response) = operations::update(&state, owner, id, body).await?;
+    audit(&admin, owner, Change::Updated(&endpoint));
     Ok(response)
 }
 
@@ -130,14 +107,10 @@ pub async fn update_endpoint(
     operation_id = "deleteKeyWebhookEndpoint",
     tag = "webhooks",
     summary = "Delete one of an API key's webhook endpoints",
-    params(
-        ("keyId" = i64, Path, description = "The key's id."),
-        ("endpointId" = i64, Path, description = "The endpoint's id."),
-    ),
+    params(KeyId, EndpointId),
     responses(
         (status = 204, description = "Deleted, with its delivery log."),
         EndpointById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn delete_endpoint(
@@ -147,7 +120,8 @@ pub async fn delete_endpoint(
     EndpointId(id): EndpointId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let response = webhooks::delete(&state, EndpointOwner::Key(key), id).await?;
-    audit(&admin, "deleted", id, &format!(" of key {key}"));
+    let owner = EndpointOwner::Key(key);
+    let response = operations::delete(&state, owner, id).await?;
+    audit(&admin, owner, Change::Deleted(id));
     Ok(response)
 }

@@ -6,24 +6,16 @@ use actix_web::{HttpRequest, HttpResponse};
 use petstore_domain::Plan;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
-use utoipa::{Modify, OpenApi};
+use utoipa::{IntoResponses, Modify, OpenApi};
 
 use super::ADMIN_BASE;
 use super::key_webhooks;
-use super::orders::{self, OrderPage};
-use super::routes::{self, CreateKeyRequest, KeyPage, RotateKeyRequest, UpdateKeyRequest};
-use super::webhooks::{self, DeliveryPage};
+use super::webhooks;
+use super::{orders, routes};
 use crate::conditional::Caching;
-use crate::error::{ApiError, ErrorObject};
-use crate::routes::openapi::{Bearer, answer, declare, describe_methods};
-use crate::routes::webhooks::RotateSecretRequest;
-use petstore_domain::key_admin::{IssuedKey, KeyView};
-use petstore_domain::order_admin::OrderView;
-use petstore_domain::webhook::{
-    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
-    NewEndpoint, WebhookEndpoint,
-};
-use petstore_domain::{Order, OrderStatus};
+use crate::error::ApiError;
+use crate::error::responses::AdminUnauthorized;
+use crate::routes::openapi::{Bearer, answer, declare, describe_methods, operations};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -67,31 +59,9 @@ use petstore_domain::{Order, OrderStatus};
         key_webhooks::update_endpoint,
         key_webhooks::delete_endpoint
     ),
-    components(schemas(
-        KeyView,
-        IssuedKey,
-        KeyPage,
-        CreateKeyRequest,
-        UpdateKeyRequest,
-        RotateKeyRequest,
-        ErrorObject,
-        Plan,
-        OrderView,
-        OrderPage,
-        Order,
-        OrderStatus,
-        WebhookEndpoint,
-        IssuedEndpoint,
-        NewEndpoint,
-        EndpointChanges,
-        RotateSecretRequest,
-        EventType,
-        Delivery,
-        DeliveryState,
-        DeliveryRecord,
-        DeliveryPage,
-        Attempt
-    )),
+    // The schemas come with the operations' bodies and responses; `Plan`, which only a query
+    // parameter names, is listed.
+    components(schemas(Plan)),
     tags(
         (name = "keys", description = "API keys."),
         (name = "orders", description = "Every customer's orders, and their fulfilment."),
@@ -121,7 +91,7 @@ const ADMIN_TOKEN: Bearer = Bearer {
         tokens all get `401 unauthorized`.",
 };
 
-/// Every operation needs an admin token.
+/// Every operation needs an admin token, and answers `401` without one.
 struct AdminToken;
 
 impl Modify for AdminToken {
@@ -133,5 +103,11 @@ impl Modify for AdminToken {
         );
         let required = SecurityRequirement::new(ADMIN_TOKEN.name, Vec::<String>::new());
         document.security = Some(vec![required]);
+        for item in document.paths.paths.values_mut() {
+            for operation in operations(item) {
+                let responses = &mut operation.responses.responses;
+                responses.extend(AdminUnauthorized::responses());
+            }
+        }
     }
 }

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 use super::AUDIT_LOG;
 use super::routes::answer;
 use super::token::Admin;
-use crate::error::responses::{AdminUnauthorized, AnyOrderById};
+use crate::error::responses::AnyOrderById;
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{FromQuery, NoQuery, OrderId, Query, as_strs};
 use crate::routes::orders::{refused, split};
@@ -75,7 +75,6 @@ fn audit(admin: &Admin, action: OrderAction, order: &Order) {
     responses(
         (status = 200, description = "A page of orders.", body = OrderPage),
         (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn list_orders(
@@ -103,11 +102,10 @@ pub async fn list_orders(
     operation_id = "getAnyOrder",
     tag = "orders",
     summary = "Show an order",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, with the key that placed it.", body = OrderView),
         AnyOrderById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn get_order(
@@ -135,13 +133,12 @@ pub async fn get_order(
     summary = "Approve a placed order",
     description = "The store accepts the order: `placed` becomes `approved`; its pet stays \
         `pending`.",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, approved.", body = OrderView),
         AnyOrderById,
         (status = 409, description = "`order_transition_refused`: the order is not `placed`.",
             body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn approve(
@@ -162,13 +159,12 @@ pub async fn approve(
     summary = "Deliver an approved order",
     description = "The pet is handed over: `approved` becomes `delivered`, and the pet `sold`, \
         in one transaction.",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, delivered.", body = OrderView),
         AnyOrderById,
         (status = 409, description = "`order_transition_refused`: the order is not `approved`.",
             body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn deliver(
@@ -189,13 +185,12 @@ pub async fn deliver(
     summary = "Cancel a placed order",
     description = "As its customer can: `placed` becomes `cancelled`, and the pet `available` \
         again, in one transaction.",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, cancelled.", body = OrderView),
         AnyOrderById,
         (status = 409, description = "`order_not_cancellable`: the order is not `placed`.",
             body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn cancel(

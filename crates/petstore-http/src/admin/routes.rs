@@ -8,19 +8,17 @@ use std::time::{Duration, UNIX_EPOCH};
 use actix_web::http::header::{self, CacheControl, CacheDirective};
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
 use futures_util::future::BoxFuture;
-use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, Storage, ValidationError};
+use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, ValidationError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::token::Admin;
-use crate::error::responses::{AdminUnauthorized, KeyIdOnly, KeyNotFound};
+use crate::error::responses::{KeyById, KeyNotFound};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
 use crate::state::AppState;
-use petstore_domain::key_admin::{
-    self as keys, IssuedKey, KeyAdminError, KeyChange, KeyView, NewKey,
-};
+use petstore_domain::key_admin::{self as keys, IssuedKey, KeyChange, KeyView, NewKey};
 
 /// The target of the audit log: one line per change made through the admin API.
 pub const AUDIT_LOG: &str = "petstore::audit";
@@ -144,7 +142,6 @@ pub(super) fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T)
         (status = 201, description = "The key, with its secret.", body = IssuedKey,
             headers(("Location" = String, description = "The key's address."))),
         (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn create_key(
@@ -203,7 +200,6 @@ pub async fn create_key(
     responses(
         (status = 200, description = "A page of keys.", body = KeyPage),
         (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
-        AdminUnauthorized,
     ),
 )]
 pub async fn list_keys(
@@ -232,12 +228,10 @@ pub async fn list_keys(
     operation_id = "getKey",
     tag = "keys",
     summary = "Show an API key",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key (never its secret).", body = KeyView),
-        KeyIdOnly,
-        AdminUnauthorized,
-        KeyNotFound,
+        KeyById,
     ),
 )]
 pub async fn get_key(
@@ -246,14 +240,19 @@ pub async fn get_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let key = state
-        .db
-        .call("find_key", |storage| Box::pin(keys::get(storage, id)))
-        .await?;
+    let key = find_key(&state, id).await?;
     Ok(answer(
         HttpResponse::Ok(),
         &KeyView::of(&key, state.clock.unix_now()),
     ))
+}
+
+/// Key `id` (`404 key_not_found` when there is none).
+pub(super) async fn find_key(state: &AppState, id: i64) -> Result<ApiKey, ApiError> {
+    state
+        .db
+        .call("find_key", |storage| Box::pin(keys::get(storage, id)))
+        .await
 }
 
 /// `updateKey`.
@@ -265,12 +264,11 @@ pub async fn get_key(
     summary = "Change an API key's plan, limits, scope or label",
     description = "Every field is checked before anything changes. Takes effect on every \
         instance within the key-cache TTL (5 s by default).",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     request_body(content = UpdateKeyRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The key as it now is.", body = KeyView),
         (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]
@@ -312,13 +310,12 @@ pub async fn update_key(
     description = "The key keeps its id, plan, limits, label, scope, expiry, counters and any \
         ban; the old secret keeps working for the grace period (on every instance within the \
         key-cache TTL). The new secret is in this answer only.",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     request_body(content = RotateKeyRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The key, with its new secret.", body = IssuedKey),
         (status = 400, description = "An unknown or invalid field, named.", body = ErrorObject),
         (status = 409, description = "`key_revoked`: a revoked key cannot be rotated.", body = ErrorObject),
-        AdminUnauthorized,
         KeyNotFound,
     ),
 )]
@@ -356,12 +353,10 @@ pub async fn rotate_key(
     summary = "Revoke an API key",
     description = "For good: every instance refuses it within the key-cache TTL. Revoking again \
         keeps the first revocation's time.",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key, revoked.", body = KeyView),
-        KeyIdOnly,
-        AdminUnauthorized,
-        KeyNotFound,
+        KeyById,
     ),
 )]
 pub async fn revoke_key(
@@ -370,15 +365,7 @@ pub async fn revoke_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    change_key(
-        &state,
-        &admin,
-        id,
-        "revoke_key",
-        "revoked",
-        |storage, id| Box::pin(keys::revoke(storage, id)),
-    )
-    .await
+    change_key(&state, &admin, id, KeyAction::Revoke).await
 }
 
 /// `unbanKey`.
@@ -389,12 +376,10 @@ pub async fn revoke_key(
     tag = "keys",
     summary = "Lift an API key's temporary ban",
     description = "Lifts the ban and forgets its history (the next ban starts short again).",
-    params(("keyId" = i64, Path, description = "The key's id.")),
+    params(KeyId),
     responses(
         (status = 200, description = "The key, unbanned.", body = KeyView),
-        KeyIdOnly,
-        AdminUnauthorized,
-        KeyNotFound,
+        KeyById,
     ),
 )]
 pub async fn unban_key(
@@ -403,33 +388,35 @@ pub async fn unban_key(
     KeyId(id): KeyId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    change_key(
-        &state,
-        &admin,
-        id,
-        "unban_key",
-        "unbanned",
-        |storage, id| Box::pin(keys::unban(storage, id)),
-    )
-    .await
+    change_key(&state, &admin, id, KeyAction::Unban).await
 }
 
-/// A change of key `id` that takes nothing else (revoke, unban): made through `operation`,
-/// audited as `action`, the key answered.
-async fn change_key<'a, F>(
-    state: &'a AppState,
+/// A change of a key that takes nothing but its id.
+#[derive(Clone, Copy)]
+enum KeyAction {
+    Revoke,
+    Unban,
+}
+
+/// Key `id` changed by `change`, audited, answered.
+async fn change_key(
+    state: &AppState,
     admin: &Admin,
     id: i64,
-    operation: &'static str,
-    action: &'static str,
-    change: F,
-) -> Result<HttpResponse, ApiError>
-where
-    F: FnOnce(&'a dyn Storage, i64) -> BoxFuture<'a, Result<ApiKey, KeyAdminError>>,
-{
+    change: KeyAction,
+) -> Result<HttpResponse, ApiError> {
+    let (operation, action) = match change {
+        KeyAction::Revoke => ("revoke_key", "revoked"),
+        KeyAction::Unban => ("unban_key", "unbanned"),
+    };
     let key = state
         .db
-        .call(operation, |storage| change(storage, id))
+        .call(operation, |storage| -> BoxFuture<'_, _> {
+            match change {
+                KeyAction::Revoke => Box::pin(keys::revoke(storage, id)),
+                KeyAction::Unban => Box::pin(keys::unban(storage, id)),
+            }
+        })
         .await?;
     audit(admin, action, &key);
     Ok(answer(

@@ -1,6 +1,7 @@
 //! `/admin/v1/webhook_endpoints`: the operators' webhook endpoints, which receive every event
 //! (every key's orders and pets). The same operations as a key's own endpoints
-//! ([`crate::webhooks`]), each change written to the audit log.
+//! ([`crate::routes::webhooks::operations`]), each change written to the audit log ([`audit`],
+//! which [`super::key_webhooks`] writes with too).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::PageRequest;
@@ -8,39 +9,62 @@ use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, IssuedEndpoint, NewEndpoint,
     WebhookEndpoint, loggable_url,
 };
-use serde::Serialize;
-use utoipa::ToSchema;
 
 use super::token::Admin;
 use super::{ADMIN_BASE, AUDIT_LOG};
-use crate::error::responses::{AdminUnauthorized, DeliveryById, EndpointBodyErrors, EndpointById};
+use crate::error::responses::{
+    DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointChangeErrors,
+};
 use crate::error::{ApiError, ErrorObject};
 use crate::extract::{DeliveryId, EndpointId, JsonBody, NoQuery, Query};
-use crate::routes::webhooks::{self, RotateSecretRequest};
+use crate::routes::webhooks::operations::{self, DeliveryPage, RotateSecretRequest};
 use crate::state::AppState;
 
 const OPERATORS: EndpointOwner = EndpointOwner::Operator;
 
-/// A page of deliveries.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryPage {
-    /// The deliveries, newest first.
-    deliveries: Vec<Delivery>,
-    /// The cursor of the next (older) page (`after`), or `null` on the last page.
-    next_after: Option<i64>,
+/// What an operator changed of a webhook endpoint, for its audit line.
+pub(super) enum Change<'a> {
+    Created(&'a WebhookEndpoint),
+    Updated(&'a WebhookEndpoint),
+    Deleted(i64),
+    Rotated(i64),
+    Redelivered { endpoint: i64, delivery: i64 },
 }
 
-/// One audit line: who (the admin token), what, which endpoint. A URL in `detail` is written
-/// by [`loggable_url`] (no query: it may hold the receiver's token).
-pub(super) fn audit(admin: &Admin, action: &'static str, endpoint: i64, detail: &str) {
+/// One audit line: who (the admin token), what, which endpoint (and whose, when a key's). A
+/// URL is written by [`loggable_url`] (no query: it may hold the receiver's token).
+pub(super) fn audit(admin: &Admin, owner: EndpointOwner, change: Change<'_>) {
+    let whose = match owner {
+        EndpointOwner::Key(key) => format!(" of key {key}"),
+        EndpointOwner::Operator => String::new(),
+    };
+    let (action, endpoint, detail) = match change {
+        Change::Created(endpoint) => {
+            let detail = format!(" for {}", loggable_url(&endpoint.url));
+            ("created", endpoint.id, detail)
+        }
+        Change::Updated(endpoint) => {
+            let now = if endpoint.enabled {
+                "enabled"
+            } else {
+                "disabled"
+            };
+            let detail = format!(" ({now}, {})", loggable_url(&endpoint.url));
+            ("updated", endpoint.id, detail)
+        }
+        Change::Deleted(id) => ("deleted", id, String::new()),
+        Change::Rotated(id) => ("rotated the secret of", id, String::new()),
+        Change::Redelivered { endpoint, delivery } => {
+            ("redelivered", endpoint, format!(" (delivery {delivery})"))
+        }
+    };
     tracing::info!(
         target: AUDIT_LOG,
         admin_token_id = admin.0.id,
         admin_token_label = %admin.0.label,
         action,
         webhook_endpoint_id = endpoint,
-        "admin token {} ({}) {action} webhook endpoint {endpoint}{detail}",
+        "admin token {} ({}) {action} webhook endpoint {endpoint}{whose}{detail}",
         admin.0.id,
         admin.0.label,
     );
@@ -56,7 +80,6 @@ pub(super) fn audit(admin: &Admin, action: &'static str, endpoint: i64, detail: 
     description = "They receive every event of every key (at most 20 endpoints).",
     responses(
         (status = 200, description = "The endpoints.", body = Vec<WebhookEndpoint>),
-        AdminUnauthorized,
     ),
 )]
 pub async fn list_endpoints(
@@ -65,7 +88,7 @@ pub async fn list_endpoints(
     _admin: Admin,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    webhooks::list(&state, &req, OPERATORS).await
+    operations::list(&state, &req, OPERATORS).await
 }
 
 /// `createOperatorWebhookEndpoint`.
@@ -85,7 +108,6 @@ pub async fn list_endpoints(
         (status = 409, description = "`webhook_endpoint_limit_reached` or \
             `webhook_endpoint_url_taken`.", body = ErrorObject),
         EndpointBodyErrors,
-        AdminUnauthorized,
     ),
 )]
 pub async fn create_endpoint(
@@ -95,13 +117,8 @@ pub async fn create_endpoint(
     JsonBody(body): JsonBody<NewEndpoint>,
 ) -> Result<HttpResponse, ApiError> {
     let collection = format!("{ADMIN_BASE}/webhook_endpoints");
-    let (endpoint, response) = webhooks::create(&state, &collection, OPERATORS, body).await?;
-    audit(
-        &admin,
-        "created",
-        endpoint.id,
-        &format!(" for {}", loggable_url(&endpoint.url)),
-    );
+    let (endpoint, response) = operations::create(&state, &collection, OPERATORS, body).await?;
+    audit(&admin, OPERATORS, Change::Created(&endpoint));
     Ok(response)
 }
 
@@ -112,11 +129,10 @@ pub async fn create_endpoint(
     operation_id = "getOperatorWebhookEndpoint",
     tag = "webhooks",
     summary = "Get one of the operators' webhook endpoints",
-    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    params(EndpointId),
     responses(
         (status = 200, description = "The endpoint.", body = WebhookEndpoint),
         EndpointById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn get_endpoint(
@@ -126,7 +142,7 @@ pub async fn get_endpoint(
     EndpointId(id): EndpointId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    webhooks::get(&state, &req, OPERATORS, id).await
+    operations::get(&state, &req, OPERATORS, id).await
 }
 
 /// `updateOperatorWebhookEndpoint`.
@@ -136,15 +152,13 @@ pub async fn get_endpoint(
     operation_id = "updateOperatorWebhookEndpoint",
     tag = "webhooks",
     summary = "Change one of the operators' webhook endpoints",
-    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    params(EndpointId),
     request_body(content = EndpointChanges, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
-        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
         (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint has the \
             new `url`.", body = ErrorObject),
-        EndpointBodyErrors,
-        AdminUnauthorized,
+        EndpointChangeErrors,
     ),
 )]
 pub async fn update_endpoint(
@@ -154,18 +168,8 @@ pub async fn update_endpoint(
     _: NoQuery,
     JsonBody(body): JsonBody<EndpointChanges>,
 ) -> Result<HttpResponse, ApiError> {
-    let (endpoint, response) = webhooks::update(&state, OPERATORS, id, body).await?;
-    let state_now = if endpoint.enabled {
-        "enabled"
-    } else {
-        "disabled"
-    };
-    audit(
-        &admin,
-        "updated",
-        id,
-        &format!(" ({state_now}, {})", loggable_url(&endpoint.url)),
-    );
+    let (endpoint, response) = operations::update(&state, OPERATORS, id, body).await?;
+    audit(&admin, OPERATORS, Change::Updated(&endpoint));
     Ok(response)
 }
 
@@ -176,11 +180,10 @@ pub async fn update_endpoint(
     operation_id = "deleteOperatorWebhookEndpoint",
     tag = "webhooks",
     summary = "Delete one of the operators' webhook endpoints",
-    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    params(EndpointId),
     responses(
         (status = 204, description = "Deleted, with its delivery log."),
         EndpointById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn delete_endpoint(
@@ -189,8 +192,8 @@ pub async fn delete_endpoint(
     EndpointId(id): EndpointId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let response = webhooks::delete(&state, OPERATORS, id).await?;
-    audit(&admin, "deleted", id, "");
+    let response = operations::delete(&state, OPERATORS, id).await?;
+    audit(&admin, OPERATORS, Change::Deleted(id));
     Ok(response)
 }
 
@@ -202,13 +205,11 @@ pub async fn delete_endpoint(
     tag = "webhooks",
     summary = "Give one of the operators' webhook endpoints a new secret",
     description = "Both secrets sign deliveries until the grace period ends.",
-    params(("endpointId" = i64, Path, description = "The endpoint's id.")),
+    params(EndpointId),
     request_body(content = RotateSecretRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, with its new secret.", body = IssuedEndpoint),
-        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
-        EndpointBodyErrors,
-        AdminUnauthorized,
+        EndpointChangeErrors,
     ),
 )]
 pub async fn rotate_secret(
@@ -218,8 +219,8 @@ pub async fn rotate_secret(
     _: NoQuery,
     JsonBody(body): JsonBody<RotateSecretRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, response) = webhooks::rotate(&state, OPERATORS, id, body).await?;
-    audit(&admin, "rotated the secret of", id, "");
+    let response = operations::rotate(&state, OPERATORS, id, body).await?;
+    audit(&admin, OPERATORS, Change::Rotated(id));
     Ok(response)
 }
 
@@ -232,16 +233,13 @@ pub async fn rotate_secret(
     summary = "The delivery log of one of the operators' webhook endpoints",
     description = "Newest first, paged with `limit` and `after` (older than that id).",
     params(
-        ("endpointId" = i64, Path, description = "The endpoint's id."),
+        EndpointId,
         ("limit" = Option<u32>, Query, description = "How many at most: 1 to 100, default 20."),
         ("after" = Option<i64>, Query, description = "Only deliveries older than this id (`nextAfter`)."),
     ),
     responses(
         (status = 200, description = "A page of deliveries.", body = DeliveryPage),
-        (status = 400, description = "`invalid_path_parameter`, `invalid_query_parameter` or \
-            `unknown_query_parameter`.", body = ErrorObject),
-        (status = 404, description = "`webhook_endpoint_not_found`.", body = ErrorObject),
-        AdminUnauthorized,
+        DeliveryLogErrors,
     ),
 )]
 pub async fn list_deliveries(
@@ -251,12 +249,7 @@ pub async fn list_deliveries(
     EndpointId(id): EndpointId,
     Query(page): Query<PageRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let deliveries = webhooks::deliveries(&state, OPERATORS, id, page).await?;
-    let page = DeliveryPage {
-        deliveries: deliveries.items,
-        next_after: deliveries.next_after,
-    };
-    webhooks::tagged_json(&req, HttpResponse::Ok(), &page)
+    operations::delivery_page(&state, &req, OPERATORS, id, page).await
 }
 
 /// `getOperatorWebhookDelivery`.
@@ -266,14 +259,10 @@ pub async fn list_deliveries(
     operation_id = "getOperatorWebhookDelivery",
     tag = "webhooks",
     summary = "One delivery of one of the operators' webhook endpoints, with its attempts",
-    params(
-        ("endpointId" = i64, Path, description = "The endpoint's id."),
-        ("deliveryId" = i64, Path, description = "The delivery's id."),
-    ),
+    params(EndpointId, DeliveryId),
     responses(
         (status = 200, description = "The delivery and its attempts.", body = DeliveryRecord),
         DeliveryById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn get_delivery(
@@ -284,7 +273,7 @@ pub async fn get_delivery(
     DeliveryId(delivery): DeliveryId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    webhooks::delivery_record(&state, &req, OPERATORS, endpoint, delivery).await
+    operations::delivery_record(&state, &req, OPERATORS, endpoint, delivery).await
 }
 
 /// `redeliverOperatorWebhook`.
@@ -294,15 +283,11 @@ pub async fn get_delivery(
     operation_id = "redeliverOperatorWebhook",
     tag = "webhooks",
     summary = "Send a delivery of one of the operators' webhook endpoints again",
-    params(
-        ("endpointId" = i64, Path, description = "The endpoint's id."),
-        ("deliveryId" = i64, Path, description = "The delivery's id."),
-    ),
+    params(EndpointId, DeliveryId),
     responses(
         (status = 202, description = "The delivery, pending.", body = Delivery),
         (status = 409, description = "`webhook_endpoint_disabled`.", body = ErrorObject),
         DeliveryById,
-        AdminUnauthorized,
     ),
 )]
 pub async fn redeliver(
@@ -312,12 +297,11 @@ pub async fn redeliver(
     DeliveryId(delivery): DeliveryId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, response) = webhooks::send_again(&state, OPERATORS, endpoint, delivery).await?;
+    let response = operations::send_again(&state, OPERATORS, endpoint, delivery).await?;
     audit(
         &admin,
-        "redelivered",
-        endpoint,
-        &format!(" (delivery {delivery})"),
+        OPERATORS,
+        Change::Redelivered { endpoint, delivery },
     );
     Ok(response)
 }

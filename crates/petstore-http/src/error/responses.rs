@@ -1,15 +1,48 @@
 //! The Error responses that several operations answer alike, described once for the OpenAPI
-//! documents (utoipa's `IntoResponses`): an operation lists the set's name among its responses;
-//! and the paging parameters the lists share ([`PageParams`]). The types describe; no one builds
-//! them.
+//! documents (utoipa's `IntoResponses`): an operation lists the set's name among its responses
+//! (a set may be two others, [`Both`]); and the paging parameters the lists share
+//! ([`PageParams`]). The types describe; no one builds them.
 #![expect(
     dead_code,
     reason = "response sets exist for the OpenAPI documents: never built, never read"
 )]
 
+use std::collections::BTreeMap;
+use std::marker::PhantomData;
+
+use utoipa::openapi::{RefOr, Response};
 use utoipa::{IntoParams, IntoResponses};
 
 use super::ErrorObject;
+
+/// The responses of `A` and of `B` (`B`'s where both describe a status).
+pub struct Both<A, B>(PhantomData<(A, B)>);
+
+impl<A: IntoResponses, B: IntoResponses> IntoResponses for Both<A, B> {
+    fn responses() -> BTreeMap<String, RefOr<Response>> {
+        let mut responses = A::responses();
+        responses.extend(B::responses());
+        responses
+    }
+}
+
+/// Declares the refusals of an operation on a thing named by its id in the path: `400`
+/// (`$invalid`: the id is not one, and whatever else the operation's input refuses) and `404`
+/// (`$not_found`: nothing, or nothing of the caller's, has it).
+macro_rules! by_id {
+    ($(#[$doc:meta])* $name:ident, $invalid:literal, $not_found:literal) => {
+        $(#[$doc])*
+        #[derive(IntoResponses)]
+        pub enum $name {
+            /// The id is not one.
+            #[response(status = 400, description = $invalid)]
+            Invalid(ErrorObject<'static>),
+            /// Nothing has it.
+            #[response(status = 404, description = $not_found)]
+            NotFound(ErrorObject<'static>),
+        }
+    };
+}
 
 /// `403`, for an operation that writes.
 #[derive(IntoResponses)]
@@ -20,16 +53,9 @@ use super::ErrorObject;
 )]
 pub struct ReadOnlyKey(ErrorObject<'static>);
 
-/// The refusals of a JSON body and its `Idempotency-Key`, for a create.
+/// The refusals of any JSON body: too large, not JSON.
 #[derive(IntoResponses)]
-pub enum JsonBodyErrors {
-    /// The body was too slow.
-    #[response(
-        status = 408,
-        description = "`request_timeout`: the body did not arrive within the body timeout \
-            (10 s by default); the connection is closed."
-    )]
-    Timeout(ErrorObject<'static>),
+pub enum BodyRefused {
     /// The body was too large.
     #[response(status = 413, description = "`payload_too_large`: over 64 KiB.")]
     TooLarge(ErrorObject<'static>),
@@ -39,6 +65,21 @@ pub enum JsonBodyErrors {
         description = "`unsupported_media_type`: not `application/json`."
     )]
     NotJson(ErrorObject<'static>),
+}
+
+/// The refusals of a JSON body and its `Idempotency-Key`, for a create.
+pub type JsonBodyErrors = Both<CreateRefused, BodyRefused>;
+
+/// A create's refusals besides a body's: the body's timeout, the `Idempotency-Key`'s reuse.
+#[derive(IntoResponses)]
+pub enum CreateRefused {
+    /// The body was too slow.
+    #[response(
+        status = 408,
+        description = "`request_timeout`: the body did not arrive within the body timeout \
+            (10 s by default); the connection is closed."
+    )]
+    Timeout(ErrorObject<'static>),
     /// The `Idempotency-Key` came with another request before.
     #[response(
         status = 422,
@@ -64,37 +105,21 @@ pub struct NoParameters(ErrorObject<'static>);
 #[response(status = 404, description = "`pet_not_found`.")]
 pub struct PetNotFound(ErrorObject<'static>);
 
-/// The refusals of an operation on one of the caller's orders, named by its id.
-#[derive(IntoResponses)]
-pub enum OrderById {
-    /// The id is not one.
-    #[response(
-        status = 400,
-        description = "`invalid_path_parameter`: `orderId` is not an int64."
-    )]
-    InvalidId(ErrorObject<'static>),
-    /// No order of the caller's has it.
-    #[response(
-        status = 404,
-        description = "`order_not_found`: no order of this key has the id."
-    )]
-    NotFound(ErrorObject<'static>),
-}
+by_id!(
+    /// The refusals of an operation on one of the caller's orders, named by its id.
+    OrderById,
+    "`invalid_path_parameter`: `orderId` is not an int64.",
+    "`order_not_found`: no order of this key has the id."
+);
 
-/// The refusals of an admin operation on any order, named by its id.
-#[derive(IntoResponses)]
-pub enum AnyOrderById {
-    /// The id is not one, or a parameter was sent.
-    #[response(
-        status = 400,
-        description = "`invalid_path_parameter`: `orderId` is not an int64; \
-            `unknown_query_parameter`: the operation takes none."
-    )]
-    Invalid(ErrorObject<'static>),
-    /// No order has it.
-    #[response(status = 404, description = "`order_not_found`.")]
-    NotFound(ErrorObject<'static>),
-}
+by_id!(
+    /// The refusals of an admin operation on any order, named by its id (which takes nothing
+    /// else).
+    AnyOrderById,
+    "`invalid_path_parameter`: `orderId` is not an int64; `unknown_query_parameter`: the \
+        operation takes none.",
+    "`order_not_found`."
+);
 
 /// `401`, which every operation of the admin API can answer.
 #[derive(IntoResponses)]
@@ -106,14 +131,13 @@ pub struct AdminUnauthorized(ErrorObject<'static>);
 #[response(status = 404, description = "`key_not_found`.")]
 pub struct KeyNotFound(ErrorObject<'static>);
 
-/// `400`, for an admin operation on one key that takes nothing but its id.
-#[derive(IntoResponses)]
-#[response(
-    status = 400,
-    description = "`invalid_path_parameter`: `keyId` is not an int64; `unknown_query_parameter`: \
-        the operation takes none."
-)]
-pub struct KeyIdOnly(ErrorObject<'static>);
+by_id!(
+    /// The refusals of an admin operation on one key that takes nothing but its id.
+    KeyById,
+    "`invalid_path_parameter`: `keyId` is not an int64; `unknown_query_parameter`: the \
+        operation takes none.",
+    "`key_not_found`."
+);
 
 /// The paging parameters of a list (`GET /pets`, `GET /store/orders`).
 #[derive(IntoParams)]
@@ -126,44 +150,50 @@ pub struct PageParams {
     after: Option<i64>,
 }
 
-/// The refusals of an operation on one of the caller's webhook endpoints, named by its id.
+by_id!(
+    /// The refusals of an operation on one of the caller's webhook endpoints, named by its id.
+    EndpointById,
+    "`invalid_path_parameter`: `endpointId` is not an int64.",
+    "`webhook_endpoint_not_found`: no endpoint of yours has the id."
+);
+
+by_id!(
+    /// The refusals of an operation on one delivery of one of the caller's webhook endpoints.
+    DeliveryById,
+    "`invalid_path_parameter`: `endpointId` or `deliveryId` is not an int64.",
+    "`webhook_endpoint_not_found`, or `webhook_delivery_not_found`: the endpoint has no \
+        delivery with the id."
+);
+
+/// `404`, for an operation on a webhook endpoint whose other refusals are described apart.
 #[derive(IntoResponses)]
-pub enum EndpointById {
-    /// The id is not one.
+#[response(status = 404, description = "`webhook_endpoint_not_found`.")]
+pub struct EndpointNotFound(ErrorObject<'static>);
+
+/// The refusals of a page of one webhook endpoint's delivery log.
+#[derive(IntoResponses)]
+pub enum DeliveryLogErrors {
+    /// The endpoint's id, or a query parameter, is not one.
     #[response(
         status = 400,
-        description = "`invalid_path_parameter`: `endpointId` is not an int64."
+        description = "`invalid_path_parameter`, `invalid_query_parameter` or \
+            `unknown_query_parameter`."
     )]
-    InvalidId(ErrorObject<'static>),
-    /// No endpoint of the caller's has it.
-    #[response(
-        status = 404,
-        description = "`webhook_endpoint_not_found`: no endpoint of yours has the id."
-    )]
+    Invalid(ErrorObject<'static>),
+    /// No such endpoint of the caller's.
+    #[response(status = 404, description = "`webhook_endpoint_not_found`.")]
     NotFound(ErrorObject<'static>),
 }
 
-/// The refusals of an operation on one delivery of one of the caller's webhook endpoints.
-#[derive(IntoResponses)]
-pub enum DeliveryById {
-    /// An id is not one.
-    #[response(
-        status = 400,
-        description = "`invalid_path_parameter`: `endpointId` or `deliveryId` is not an int64."
-    )]
-    InvalidId(ErrorObject<'static>),
-    /// No such endpoint of the caller's, or no such delivery of it.
-    #[response(
-        status = 404,
-        description = "`webhook_endpoint_not_found`, or `webhook_delivery_not_found`: the \
-            endpoint has no delivery with the id."
-    )]
-    NotFound(ErrorObject<'static>),
-}
+/// The refusals of a change of one webhook endpoint: its body's, and `404`.
+pub type EndpointChangeErrors = Both<EndpointNotFound, EndpointBodyErrors>;
 
 /// The refusals of an endpoint's body: a JSON body's, and its URL's.
+pub type EndpointBodyErrors = Both<EndpointBodyRefused, BodyRefused>;
+
+/// An endpoint's body's refusals besides any JSON body's: the fields, the timeout, the URL.
 #[derive(IntoResponses)]
-pub enum EndpointBodyErrors {
+pub enum EndpointBodyRefused {
     /// The body was refused.
     #[response(
         status = 400,
@@ -177,15 +207,6 @@ pub enum EndpointBodyErrors {
         description = "`request_timeout`: the body did not arrive within the body timeout."
     )]
     Timeout(ErrorObject<'static>),
-    /// The body was too large.
-    #[response(status = 413, description = "`payload_too_large`: over 64 KiB.")]
-    TooLarge(ErrorObject<'static>),
-    /// The body was not JSON.
-    #[response(
-        status = 415,
-        description = "`unsupported_media_type`: not `application/json`."
-    )]
-    NotJson(ErrorObject<'static>),
     /// The URL may not receive deliveries.
     #[response(
         status = 422,

@@ -221,113 +221,98 @@ mod tests {
     #[test]
     fn body_errors_name_the_field() {
         let thousand_digits = format!(r#"{{"name":"Rex","categoryId":{}}}"#, "9".repeat(1000));
+        use ErrorCode::{InvalidField, InvalidJson, MissingField, UnknownField};
         let cases: [(&str, ErrorCode, &str); _] = [
-            ("", ErrorCode::InvalidJson, "empty"),
-            ("{", ErrorCode::InvalidJson, "EOF"),
-            ("{\"name\": \"a\",}", ErrorCode::InvalidJson, ""),
-            ("[1]", ErrorCode::InvalidJson, "object"),
-            ("\"pet\"", ErrorCode::InvalidJson, "object"),
-            ("null", ErrorCode::InvalidJson, "object"),
-            (r#"["Rex", 1]"#, ErrorCode::InvalidJson, "object"),
-            (
-                r#"{"name":"a","categoryId":1} x"#,
-                ErrorCode::InvalidJson,
-                "trailing",
-            ),
-            (r#"{"categoryId":1}"#, ErrorCode::MissingField, "`name`"),
-            (r#"{"name":"a"}"#, ErrorCode::MissingField, "`categoryId`"),
+            ("", InvalidJson, "empty"),
+            ("{", InvalidJson, "EOF"),
+            ("{\"name\": \"a\",}", InvalidJson, ""),
+            ("[1]", InvalidJson, "object"),
+            ("\"pet\"", InvalidJson, "object"),
+            ("null", InvalidJson, "object"),
+            (r#"["Rex", 1]"#, InvalidJson, "object"),
+            (r#"{"name":"a","categoryId":1} x"#, InvalidJson, "trailing"),
+            (r#"{"categoryId":1}"#, MissingField, "`name`"),
+            (r#"{"name":"a"}"#, MissingField, "`categoryId`"),
             (
                 r#"{"id":3,"name":"a","categoryId":1}"#,
-                ErrorCode::UnknownField,
+                UnknownField,
                 "`id`",
             ),
-            (
-                r#"{"name":"a","categoryId":1,"x":1}"#,
-                ErrorCode::UnknownField,
-                "`x`",
-            ),
-            (
-                r#"{"name":null,"categoryId":1}"#,
-                ErrorCode::InvalidField,
-                "`name`",
-            ),
+            (r#"{"name":"a","categoryId":1,"x":1}"#, UnknownField, "`x`"),
+            (r#"{"name":null,"categoryId":1}"#, InvalidField, "`name`"),
             (
                 r#"{"name":"a","categoryId":"1"}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`categoryId`",
             ),
             (
                 r#"{"name":"a","categoryId":1.5}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`categoryId`",
             ),
             (
                 r#"{"name":"a","categoryId":9223372036854775808}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`categoryId`",
             ),
             (
                 r#"{"name":"a","categoryId":1,"status":null}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`status`",
             ),
             (
                 r#"{"name":"a","categoryId":1,"status":"x"}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`status`",
             ),
             // Valid JSON with a value of the wrong type or range: the field is named.
             (
                 r#"{"name":"Rex","categoryId":1,"status":1}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`status`",
             ),
             (
                 r#"{"name":"Rex","categoryId":1,"status":["sold"]}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`status`",
             ),
             (
                 r#"{"name":"Rex","categoryId":1,"status":{"a":1}}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`status`",
             ),
             (
                 r#"{"name":"Rex","categoryId":1e400}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`categoryId`",
             ),
             (
                 r#"{"name":"Rex","categoryId":-1e400}"#,
-                ErrorCode::InvalidField,
+                InvalidField,
                 "`categoryId`",
             ),
-            (&thousand_digits, ErrorCode::InvalidField, "`categoryId`"),
-            (
-                r#"{"name":1,"categoryId":1}"#,
-                ErrorCode::InvalidField,
-                "`name`",
-            ),
+            (&thousand_digits, InvalidField, "`categoryId`"),
+            (r#"{"name":1,"categoryId":1}"#, InvalidField, "`name`"),
             // Keys that quote serde's own messages are still what they are, named as sent.
             (
                 r#"{"name":"a","categoryId":1,"missing field `x":1}"#,
-                ErrorCode::UnknownField,
+                UnknownField,
                 "`missing field `x`",
             ),
             (
                 r#"{"name":"a","categoryId":1,"duplicate field `x`, expected":1}"#,
-                ErrorCode::UnknownField,
+                UnknownField,
                 "`duplicate field `x`, expected`",
             ),
             // Duplicate keys: the JSON is ambiguous, and the key is named.
             (
                 r#"{"name":"a","name":"b","categoryId":1}"#,
-                ErrorCode::InvalidJson,
+                InvalidJson,
                 "`name` appears more than once",
             ),
             (
                 r#"{"name":"a","categoryId":1,"status":"sold","status":"sold"}"#,
-                ErrorCode::InvalidJson,
+                InvalidJson,
                 "`status` appears more than once",
             ),
         ];

@@ -7,15 +7,15 @@ use petstore_domain::{
     StorageError,
 };
 
-use super::respond::{conditional, json_body};
+use super::respond::{conditional, fingerprinted_json, json_body};
 use crate::auth::{Caller, Read, Write};
 use crate::conditional::{Caching, ETag};
 use crate::error::responses::{
     JsonBodyErrors, NoParameters, OrderById, PageParams, PetNotFound, ReadOnlyKey,
 };
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, NoQuery, OrderId, Query, parse};
-use crate::idempotency;
+use crate::extract::{NoQuery, OrderId, Query, parse};
+use crate::idempotency::{self, CreateRequest};
 use crate::state::AppState;
 
 /// `listOrders`: the caller's orders in ascending id order, paged like pets (`limit`, `after`).
@@ -104,24 +104,13 @@ pub async fn list_orders(
 )]
 pub async fn place_order(
     state: web::Data<AppState>,
-    req: HttpRequest,
-    caller: Caller<Write>,
-    IdempotencyHeader(key): IdempotencyHeader,
-    JsonBytes(body): JsonBytes,
+    request: CreateRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let owner = Some(caller.key().id);
-    idempotency::create(
-        &state,
-        &req,
-        caller.client(),
-        key,
-        "store/placeOrder",
-        &body,
-        |completion| async {
-            let order = parse::<NewOrder>(&body)?.validate_into(owner, completion)?;
-            place(&state, order).await
-        },
-    )
+    let owner = Some(request.caller.key().id);
+    idempotency::create(&state, &request, "store/placeOrder", |completion| async {
+        let order = parse::<NewOrder>(&request.body)?.validate_into(owner, completion)?;
+        place(&state, order).await
+    })
     .await
 }
 
@@ -143,7 +132,7 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
     operation_id = "getOrder",
     tag = "store",
     summary = "Get one of your orders (experimental)",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order.", body = Order),
         OrderById,
@@ -162,14 +151,7 @@ pub async fn get_order(
         .call("find_order", |storage| storage.find_order(id, owner))
         .await?
         .ok_or(ApiError::OrderNotFound(id))?;
-    let tag = ETag::of(&order);
-    Ok(conditional(
-        &req,
-        HttpResponse::Ok(),
-        tag,
-        Caching::Private,
-        |r| json_body(r, &order, 1),
-    ))
+    Ok(fingerprinted_json(&req, &order))
 }
 
 /// `cancelOrder`: a placed order is cancelled and its pet available again.
@@ -182,7 +164,7 @@ pub async fn get_order(
     description = "Cancels a `placed` order: in one transaction the order becomes `cancelled` \
         and its pet `available`; the order stays readable, `cancelled`. An approved or \
         delivered order can no longer be cancelled. No body. Needs a read-write key.",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
         OrderById,
@@ -213,7 +195,7 @@ pub async fn cancel_order(
     description = "The same as `POST /store/orders/{orderId}/cancel`, which replaces it: the \
         order is cancelled, not deleted (it stays readable). Deprecated; removed on 30 November \
         2027 (`410 endpoint_removed` from then on).",
-    params(("orderId" = i64, Path, description = "The order's id.")),
+    params(OrderId),
     responses(
         (status = 200, description = "The order, cancelled.", body = Order),
         OrderById,
@@ -297,14 +279,7 @@ pub async fn get_inventory(
         .db
         .call("inventory", |storage| storage.inventory())
         .await?;
-    let tag = ETag::of(&inventory);
-    Ok(conditional(
-        &req,
-        HttpResponse::Ok(),
-        tag,
-        Caching::Private,
-        |r| json_body(r, &inventory, 1),
-    ))
+    Ok(fingerprinted_json(&req, &inventory))
 }
 
 /// An order call's outcome, its storage failure apart (for `Database::call`).

@@ -5,12 +5,12 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
 use super::respond::{conditional, encoded_body};
-use crate::auth::{Caller, Read, Write};
+use crate::auth::{Caller, Read};
 use crate::conditional::{Caching, ETag};
 use crate::error::responses::{JsonBodyErrors, PageParams, PetNotFound, ReadOnlyKey};
 use crate::error::{ApiError, ErrorObject};
-use crate::extract::{IdempotencyHeader, JsonBytes, PetId, Query, parse};
-use crate::idempotency;
+use crate::extract::{PetId, Query, parse};
+use crate::idempotency::{self, CreateRequest};
 use crate::state::AppState;
 use crate::sunset::{SUNSET, SUNSET_UNIX};
 
@@ -107,32 +107,21 @@ pub async fn list_pets(
 )]
 pub async fn create_pet(
     state: web::Data<AppState>,
-    req: HttpRequest,
-    caller: Caller<Write>,
-    IdempotencyHeader(key): IdempotencyHeader,
-    JsonBytes(body): JsonBytes,
+    request: CreateRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let creator = Some(caller.key().id);
-    idempotency::create(
-        &state,
-        &req,
-        caller.client(),
-        key,
-        "pets/createPet",
-        &body,
-        |completion| async {
-            let draft = parse::<NewPet>(&body)?.validate_into()?;
-            create(
-                &state,
-                CreatePet {
-                    draft,
-                    completion,
-                    creator,
-                },
-            )
-            .await
-        },
-    )
+    let creator = Some(request.caller.key().id);
+    idempotency::create(&state, &request, "pets/createPet", |completion| async {
+        let draft = parse::<NewPet>(&request.body)?.validate_into()?;
+        create(
+            &state,
+            CreatePet {
+                draft,
+                completion,
+                creator,
+            },
+        )
+        .await
+    })
     .await
 }
 
@@ -152,7 +141,7 @@ async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
     summary = "Get a pet (deprecated)",
     description = "Deprecated: removed on 5 December 2030 (`Sunset`), answering `410` from then \
         on. Use `GET /pets` with a `status` filter instead (`Link: rel=\"successor-version\"`).",
-    params(("petId" = i64, Path, description = "The pet's id.")),
+    params(PetId),
     responses(
         (status = 200, description = "The pet.", body = Pet, headers(
             ("Link" = String, description = "`<{base}/pets>; rel=\"successor-version\"`, then \

@@ -4,7 +4,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError};
 
-use crate::conditional::{Caching, ETag};
+use crate::conditional::{Caching, ETag, Fingerprint};
 use crate::encode::EncodeJson;
 use crate::error::ApiError;
 
@@ -32,6 +32,18 @@ pub fn conditional(
     answer
 }
 
+/// A `200` of `value` as JSON, tagged by what it shows ([`ETag::of`]) for a client's cache: a
+/// `304` when `If-None-Match` names the tag, with nothing encoded.
+pub fn fingerprinted_json<T: Fingerprint + serde::Serialize>(
+    req: &HttpRequest,
+    value: &T,
+) -> HttpResponse {
+    let tag = ETag::of(value);
+    conditional(req, HttpResponse::Ok(), tag, Caching::Private, |r| {
+        json_body(r, value, 1)
+    })
+}
+
 /// A `200` (or `response`'s status) of the JSON `body`, tagged by its bytes (a `304` when
 /// `If-None-Match` names them): for representations read rarely, encoded before the tag is known
 /// rather than fingerprinted field by field as a pet is (the documents, webhook endpoints).
@@ -45,6 +57,16 @@ pub fn tagged_bytes(
     conditional(req, response, tag, caching, |mut r| {
         r.content_type(ContentType::json()).body(body)
     })
+}
+
+/// `value` as JSON, tagged by its bytes (see [`tagged_bytes`]), for a client's cache only.
+pub fn tagged_json(
+    req: &HttpRequest,
+    response: HttpResponseBuilder,
+    value: &impl serde::Serialize,
+) -> Result<HttpResponse, ApiError> {
+    let body = serde_json::to_vec(value).map_err(ApiError::internal)?;
+    Ok(tagged_bytes(req, response, body, Caching::Private))
 }
 
 /// A JSON body of `items` resources, through serde.

@@ -73,14 +73,7 @@ impl Modify for Conventions {
         );
         let security = vec![SecurityRequirement::new(BEARER.name, Vec::<String>::new())];
         for item in document.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.post,
-                &mut item.put,
-                &mut item.patch,
-                &mut item.delete,
-            ];
-            for operation in operations.into_iter().flatten() {
+            for operation in operations(item) {
                 let open = operation
                     .operation_id
                     .as_deref()
@@ -267,6 +260,19 @@ fn make_conditional(operation: &mut Operation) {
     responses.insert("304".into(), RefOr::T(not_modified));
 }
 
+/// The operations of a path (of the methods the documents use).
+pub(crate) fn operations(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        &mut item.get,
+        &mut item.post,
+        &mut item.put,
+        &mut item.patch,
+        &mut item.delete,
+    ]
+    .into_iter()
+    .flatten()
+}
+
 /// Says on each path of `document` that any method it does not list is answered `405` (the
 /// response under `components/responses`), `first` what comes before: OpenAPI describes only
 /// the methods a path has.
@@ -278,14 +284,7 @@ pub(crate) fn describe_methods(document: &mut Document, first: &str) {
     for item in document.paths.paths.values_mut() {
         describe_path(item, first);
         // Each operation points at it: the answer its path gives any other method.
-        let operations = [
-            &mut item.get,
-            &mut item.post,
-            &mut item.put,
-            &mut item.patch,
-            &mut item.delete,
-        ];
-        for operation in operations.into_iter().flatten() {
+        for operation in operations(item) {
             operation.responses.responses.insert(
                 "405".into(),
                 RefOr::Ref(Ref::new("#/components/responses/MethodNotAllowed")),

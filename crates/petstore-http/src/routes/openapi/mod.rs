@@ -5,24 +5,14 @@
 //! `{base}/openapi.json` and printed by `petstore openapi`; a copy is kept in `docs/openapi.json`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use petstore_domain::{
-    Inventory, NewOrder, NewPet, Order, OrderStatus, Pet, PetStatus, Plan, RateLimitStatus,
-    WindowStatus,
-};
 use utoipa::OpenApi;
 use utoipa::openapi::{OpenApi as Document, Server};
 
-use super::index::{self, ApiIndex};
 use super::respond::tagged_bytes;
-use super::{orders, pets, rate_limit, webhooks};
+use super::{index, orders, pets, rate_limit, webhooks};
 use crate::conditional::Caching;
-use crate::error::{ApiError, ErrorObject};
-use crate::routes::webhooks::RotateSecretRequest;
+use crate::error::ApiError;
 use crate::state::AppState;
-use petstore_domain::webhook::{
-    Attempt, Delivery, DeliveryRecord, DeliveryState, EndpointChanges, EventType, IssuedEndpoint,
-    NewEndpoint, WebhookEndpoint,
-};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -57,30 +47,7 @@ use petstore_domain::webhook::{
         rate_limit::get_rate_limit,
         index::get_index
     ),
-    components(schemas(
-        ApiIndex,
-        Pet,
-        NewPet,
-        PetStatus,
-        Order,
-        OrderStatus,
-        NewOrder,
-        Inventory,
-        ErrorObject,
-        RateLimitStatus,
-        WindowStatus,
-        Plan,
-        WebhookEndpoint,
-        IssuedEndpoint,
-        NewEndpoint,
-        EndpointChanges,
-        RotateSecretRequest,
-        EventType,
-        Delivery,
-        DeliveryState,
-        DeliveryRecord,
-        Attempt
-    )),
+    // The schemas come with the operations' bodies, parameters and responses.
     tags(
         (name = "pets", description = "The catalogue of animals."),
         (name = "store", description = "The store-orders area (experimental)."),
@@ -156,4 +123,4 @@ mod conventions;
 mod links;
 
 use conventions::Conventions;
-pub(crate) use conventions::{Bearer, declare, describe_methods};
+pub(crate) use conventions::{Bearer, declare, describe_methods, operations};
