@@ -11,20 +11,15 @@ use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder};
 use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, EndpointUrl, EndpointWrite,
-    IssuedEndpoint, MAX_ENDPOINTS, NewEndpoint, ReceiverRefused, WebhookEndpoint,
+    IssuedEndpoint, MAX_ENDPOINTS, NewEndpoint, ReceiverRefused, WebhookEndpoint, grace_until,
 };
-use petstore_domain::{Page, PageRequest, ValidationError};
+use petstore_domain::{Page, PageRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
 use crate::routes::respond::{json_body, tagged_json};
 use crate::state::AppState;
-
-/// How long a rotated-out secret keeps signing when the request does not say: a day.
-const DEFAULT_GRACE: u64 = 24 * 3600;
-/// The longest grace a rotation may give: a week.
-const MAX_GRACE: u64 = 7 * 24 * 3600;
 
 /// `POST .../rotate_secret`'s body (`{}` for the default).
 #[derive(Debug, Default, Deserialize, ToSchema)]
@@ -201,18 +196,7 @@ pub(crate) async fn rotate(
     id: i64,
     body: RotateSecretRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let grace = body.grace_seconds.unwrap_or(DEFAULT_GRACE);
-    if grace > MAX_GRACE {
-        return Err(ValidationError::InvalidField {
-            field: "graceSeconds".into(),
-            reason: format!("must be at most {MAX_GRACE} (a week)"),
-        }
-        .into());
-    }
-    let grace_until = state
-        .clock
-        .unix_now()
-        .saturating_add(i64::try_from(grace).unwrap_or(i64::MAX));
+    let grace_until = grace_until(state.clock.unix_now(), body.grace_seconds)?;
     let (endpoint, secret) = state
         .db
         .call("rotate_webhook_secret", |storage| {
