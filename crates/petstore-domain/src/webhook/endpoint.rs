@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::events::EventSet;
 #[cfg(feature = "openapi")]
 use super::events::EventType;
-use super::rfc3339;
 use super::secret::SigningSecret;
 use super::url_policy::{EndpointError, EndpointUrl, UrlPolicy};
 use crate::ValidationError;
+use crate::rfc3339;
 
 /// The most endpoints one API key (or the operators together) may have.
 pub const MAX_ENDPOINTS: usize = 20;
