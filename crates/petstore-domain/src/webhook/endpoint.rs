@@ -69,18 +69,8 @@ impl NewEndpoint {
 }
 
 fn checked_description(text: String) -> Result<String, ValidationError> {
-    if text.chars().count() > MAX_DESCRIPTION {
-        return Err(ValidationError::invalid(
-            "description",
-            "must be at most 200 characters",
-        ));
-    }
-    if text.chars().any(char::is_control) {
-        return Err(ValidationError::invalid(
-            "description",
-            "must not contain control characters",
-        ));
-    }
+    let too_long = "must be at most 200 characters";
+    ValidationError::check_text("description", &text, MAX_DESCRIPTION, too_long)?;
     if text.chars().any(crate::pet::is_bidi_control) {
         return Err(ValidationError::invalid(
             "description",
