@@ -56,6 +56,23 @@ impl ValidationError {
             reason: reason.into(),
         }
     }
+
+    /// Checks the free text of `field`: at most `max` characters (else `too_long`), and no
+    /// control characters.
+    pub(crate) fn check_text(
+        field: &'static str,
+        text: &str,
+        max: usize,
+        too_long: &'static str,
+    ) -> Result<(), Self> {
+        if text.chars().count() > max {
+            return Err(Self::invalid(field, too_long));
+        }
+        if text.chars().any(char::is_control) {
+            return Err(Self::invalid(field, "must not contain control characters"));
+        }
+        Ok(())
+    }
 }
 
 /// What a failed storage call means to its caller.

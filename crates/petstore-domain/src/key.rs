@@ -157,19 +157,8 @@ pub struct KeyUpdate {
 
 /// Checks a key's (or an admin token's) label: at most 100 characters, no control characters.
 pub fn validate_label(label: &str) -> Result<(), ValidationError> {
-    if label.chars().count() > MAX_LABEL_CHARS {
-        return Err(ValidationError::invalid(
-            "label",
-            "must be at most 100 characters long",
-        ));
-    }
-    if label.chars().any(char::is_control) {
-        return Err(ValidationError::invalid(
-            "label",
-            "must not contain control characters",
-        ));
-    }
-    Ok(())
+    let too_long = "must be at most 100 characters long";
+    ValidationError::check_text("label", label, MAX_LABEL_CHARS, too_long)
 }
 
 /// A stored API key, without its secret.

@@ -13,7 +13,7 @@
 //! keys, over the storage interface, is [`key_admin`] (the `petstore keys` commands and the
 //! admin API share it), and what they do to orders [`order_admin`] (`petstore orders` and the
 //! admin API). The one clock every crate reads is [`clock`]'s. No module imports one that
-//! imports it back: `clock`, `error`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
+//! imports it back: `clock`, `error` and `rfc3339`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
 //! `idempotency`, `order`, `query`, `webhook`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
@@ -34,6 +34,7 @@ pub mod query;
 pub mod rate_limit;
 pub mod redact;
 pub mod repository;
+mod rfc3339;
 pub mod secret;
 pub mod webhook;
 

@@ -4,9 +4,8 @@
 //! inside a transaction that holds both rows.
 
 use std::fmt;
-use std::time::{Duration, UNIX_EPOCH};
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use crate::pet::whole_number;
 use crate::{Completion, Created, PetStatus, StorageError, ValidationError};
@@ -44,7 +43,7 @@ pub struct Order {
     pub status: OrderStatus,
     /// When it was placed: an RFC 3339 time in UTC.
     // Unix seconds here; written and read as RFC 3339 (the doc line above is the API's).
-    #[serde(serialize_with = "rfc3339", deserialize_with = "from_rfc3339")]
+    #[serde(with = "crate::rfc3339")]
     #[cfg_attr(feature = "openapi", schema(value_type = String, format = DateTime))]
     pub created_at: i64,
     /// The API key that placed it (`None`: placed outside the API). Not on the wire: an order
@@ -59,21 +58,6 @@ impl Created for Order {
     fn id(&self) -> i64 {
         self.id
     }
-}
-
-fn rfc3339<S: Serializer>(secs: &i64, s: S) -> Result<S::Ok, S::Error> {
-    let instant = UNIX_EPOCH + Duration::from_secs(u64::try_from(*secs).unwrap_or(0));
-    s.collect_str(&humantime::format_rfc3339_seconds(instant))
-}
-
-fn from_rfc3339<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
-    let text = String::deserialize(d)?;
-    let instant = humantime::parse_rfc3339(&text).map_err(serde::de::Error::custom)?;
-    let secs = instant
-        .duration_since(UNIX_EPOCH)
-        .map_err(serde::de::Error::custom)?
-        .as_secs();
-    i64::try_from(secs).map_err(serde::de::Error::custom)
 }
 
 /// The body of `POST /store/orders`, exactly as a client sends it (strict, like `NewPet`).

@@ -34,4 +34,4 @@ pub use limiter::{Account, BanInForce, KeyBans, LimitError, Limiter, Tally, Verd
 pub use memory::MemoryCounters;
 pub use policy::{AddressPolicy, FailurePolicy};
 pub use redis::{RedisCounters, RedisTarget};
-pub use store::{BanStarted, Counted, CounterError, CounterStore, Hit, Subject};
+pub use store::{BanStarted, Counted, CounterError, CounterStore, Hit, Subject, TakenBack};

@@ -69,6 +69,9 @@ pub type Counted = Result<Hit, CounterError>;
 /// What starting a ban found: the ban already in force, if any (`None`: this call started it).
 pub type BanStarted = Result<Option<Ban>, CounterError>;
 
+/// Whether a revalidation was taken back from the counts, or why the store could not tell.
+pub type TakenBack = Result<bool, CounterError>;
+
 /// Where counters live. Each call is atomic for its subject: concurrent calls never count more
 /// than the limits between them.
 #[async_trait(?Send)]
@@ -86,12 +89,7 @@ pub trait CounterStore: Send + Sync + 'static {
     /// than `allowance` of them in the minute and in the day; past that it stays counted.
     /// Whether it was taken back (not when the minute has turned since: the windows it was
     /// counted in are gone).
-    async fn revalidated(
-        &self,
-        subject: Subject,
-        allowance: RateLimits,
-        now: u64,
-    ) -> Result<bool, CounterError>;
+    async fn revalidated(&self, subject: Subject, allowance: RateLimits, now: u64) -> TakenBack;
 
     /// Whether the store answers now, readying what requests will use (a start-up check; in
     /// memory, always).

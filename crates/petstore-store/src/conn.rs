@@ -58,8 +58,10 @@ impl<T, F> Op<T> for F where
 /// awaited on PostgreSQL, where it resolves only once the statement has ended
 /// ([`on_postgres!`]). Only usable inside an async function.
 ///
-/// `run!(conn, load, sqlite: a, postgres: b)` runs a query written for each backend's planner,
-/// where one statement cannot suit both (the other is not built).
+/// `run!(conn, load, sqlite: a, servers: b)` runs a query written for each kind of planner,
+/// where one statement cannot suit both: `a` on SQLite, `b` on the database servers
+/// (PostgreSQL, MariaDB and MySQL); the other is not built. `run!(conn, load, sqlite: a,
+/// postgres: b, mysql: c)` gives each backend its own.
 ///
 /// `run!(conn, locked first, query)` reads rows that the transaction then holds until it ends:
 /// `SELECT ... FOR UPDATE` on PostgreSQL; on SQLite the query as it is, the transaction
@@ -74,8 +76,8 @@ macro_rules! run {
             diesel::QueryDsl::for_update($query)
         )
     };
-    ($conn:expr, $method:ident, sqlite: $sqlite:expr, postgres: $postgres:expr) => {
-        run!(@on $conn, $method, $sqlite, $postgres, $postgres)
+    ($conn:expr, $method:ident, sqlite: $sqlite:expr, servers: $servers:expr) => {
+        run!(@on $conn, $method, $sqlite, $servers, $servers)
     };
     ($conn:expr, $method:ident, sqlite: $sqlite:expr, postgres: $postgres:expr, mysql: $mysql:expr) => {
         run!(@on $conn, $method, $sqlite, $postgres, $mysql)
@@ -83,8 +85,9 @@ macro_rules! run {
     ($conn:expr, $method:ident, $query:expr) => {
         run!(@on $conn, $method, $query, $query, $query)
     };
-    // The query as SQLite runs it, as PostgreSQL does, and as MySQL does.
-    (@on $conn:expr, $method:ident, $sqlite:expr, $postgres:expr, $mysql:expr) => {
+    // The query as SQLite runs it, as PostgreSQL does, and MySQL's arm an expression over its
+    // connection `$c`.
+    (@on $conn:expr, $method:ident, $sqlite:expr, $postgres:expr, mysql($c:ident) => $mysql:expr) => {
         match $conn {
             #[cfg(feature = "sqlite")]
             $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($sqlite, &mut **c),
@@ -94,8 +97,18 @@ macro_rules! run {
                 on_postgres!($method, $postgres, &mut shared)
             }
             #[cfg(feature = "mysql")]
-            $crate::conn::Conn::Mysql(c) => diesel_async::RunQueryDsl::$method($mysql, &mut **c).await,
+            $crate::conn::Conn::Mysql($c) => $mysql,
         }
+    };
+    // The same, with MySQL's arm running the query as MySQL does.
+    (@on $conn:expr, $method:ident, $sqlite:expr, $postgres:expr, $mysql:expr) => {
+        run!(
+            @on $conn,
+            $method,
+            $sqlite,
+            $postgres,
+            mysql(c) => diesel_async::RunQueryDsl::$method($mysql, &mut **c).await
+        )
     };
 }
 
@@ -140,17 +153,7 @@ macro_rules! on_postgres {
 /// AsyncMysqlConnection`) that runs the statement and reads the row back.
 macro_rules! run_returning {
     ($conn:expr, $method:ident, $query:expr, mysql($c:ident) => $mysql:expr) => {
-        match $conn {
-            #[cfg(feature = "sqlite")]
-            $crate::conn::Conn::Sqlite(c) => diesel::RunQueryDsl::$method($query, &mut **c),
-            #[cfg(feature = "postgres")]
-            $crate::conn::Conn::Postgres { conn, .. } => {
-                let mut shared: &diesel_async::AsyncPgConnection = conn;
-                on_postgres!($method, $query, &mut shared)
-            }
-            #[cfg(feature = "mysql")]
-            $crate::conn::Conn::Mysql($c) => $mysql,
-        }
+        run!(@on $conn, $method, $query, $query, mysql($c) => $mysql)
     };
 }
 

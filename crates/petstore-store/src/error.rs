@@ -9,7 +9,7 @@ use std::time::Duration;
 use diesel::result::{DatabaseErrorKind, Error as DieselError};
 use petstore_domain::{StorageError, StorageErrorKind};
 
-type BoxError = Box<dyn Error + Send + Sync>;
+pub(crate) type BoxError = Box<dyn Error + Send + Sync>;
 
 /// What went wrong in the store.
 #[derive(Debug, thiserror::Error)]

@@ -10,7 +10,7 @@
 //! caller's thread when a connection is idle, runs other calls on the runtime's blocking
 //! threads, and creates pets through a group-commit writer thread; PostgreSQL gives every
 //! runtime thread that calls it a pool of its own, so that a connection's I/O stays on the
-//! worker that asked. Start with [`Store::open`] (`store.rs`). Row types stay private; only
+//! worker that asked. Start with [`Store::open`] (`store/mod.rs`). Row types stay private; only
 //! domain types come out. Calls must be made inside a tokio runtime.
 //!
 //! Modules depend one way: `schema`, `error`, `metrics`, `config` at the bottom; `conn` (the

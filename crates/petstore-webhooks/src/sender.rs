@@ -12,6 +12,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use petstore_domain::error::Chain;
 use petstore_domain::webhook::{
     AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, UrlPolicy, decide,
     retry_after,
@@ -453,7 +454,7 @@ impl Sender {
     }
 
     /// A storage call, given up on after the storage's own deadline.
-    async fn call<T, E: Error>(
+    async fn call<T, E: Error + 'static>(
         &self,
         call: impl Future<Output = Result<T, E>>,
     ) -> Result<T, String> {
@@ -465,18 +466,9 @@ impl Sender {
     }
 }
 
-/// An error with its causes, on one line, cut to [`MAX_ERROR_TEXT`].
-fn describe(error: &dyn Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
+/// An error with its causes, on one line ([`Chain`]), cut to [`MAX_ERROR_TEXT`].
+fn describe(error: &(dyn Error + 'static)) -> String {
+    let mut text = Chain(error).to_string();
     if text.len() > MAX_ERROR_TEXT {
         let mut cut = MAX_ERROR_TEXT;
         while !text.is_char_boundary(cut) {

@@ -50,6 +50,14 @@ fn claimed(outcome: ClaimOutcome) -> IdempotencyClaim {
     }
 }
 
+/// Completes `claim` with a `400` answering `body`.
+async fn complete(storage: &dyn Storage, claim: &IdempotencyClaim, body: &str) {
+    storage
+        .complete_idempotency_key(claim, &response(body))
+        .await
+        .expect("complete");
+}
+
 fn response(body: &str) -> StoredResponse {
     StoredResponse {
         status: 400,
@@ -96,10 +104,7 @@ pub async fn a_completed_claim_is_replayed_and_a_released_one_runs_again(storage
     let first = request(owner, "k1", r#"{"a":1}"#, NOW);
     let held = claimed(claim(storage, &first).await);
     assert_eq!(claim(storage, &first).await, ClaimOutcome::InFlight);
-    storage
-        .complete_idempotency_key(&held, &response("done"))
-        .await
-        .expect("complete");
+    complete(storage, &held, "done").await;
     assert_eq!(
         claim(storage, &first).await,
         ClaimOutcome::Completed(response("done"))
@@ -134,15 +139,9 @@ pub async fn a_completed_claim_is_replayed_and_a_released_one_runs_again(storage
         takeover.token, abandoned.token,
         "a takeover is a claim of its own"
     );
-    storage
-        .complete_idempotency_key(&abandoned, &response("late"))
-        .await
-        .expect("complete a lost claim");
+    complete(storage, &abandoned, "late").await;
     assert_eq!(claim(storage, &later).await, ClaimOutcome::InFlight);
-    storage
-        .complete_idempotency_key(&takeover, &response("new"))
-        .await
-        .expect("complete");
+    complete(storage, &takeover, "new").await;
     assert_eq!(
         claim(storage, &later).await,
         ClaimOutcome::Completed(response("new"))
@@ -202,10 +201,7 @@ pub async fn old_idempotency_records_are_pruned(storage: &dyn Storage) {
     let owner = owner(storage).await;
     let old = request(owner, "old", "{}", NOW);
     let held = claimed(claim(storage, &old).await);
-    storage
-        .complete_idempotency_key(&held, &response("old"))
-        .await
-        .expect("complete");
+    complete(storage, &held, "old").await;
     let recent = request(owner, "recent", "{}", NOW + 100);
     claimed(claim(storage, &recent).await);
     assert_eq!(

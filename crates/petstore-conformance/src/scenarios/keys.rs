@@ -7,6 +7,8 @@ use petstore_domain::{
     ApiKey, ApiKeySecret, Ban, KeyMatch, KeySpec, Plan, RateLimits, Storage, key_admin,
 };
 
+use super::support::{expiring_key, free_key};
+
 /// The active key `secret` finds.
 async fn active_key(storage: &dyn Storage, secret: &ApiKeySecret) -> ApiKey {
     storage
@@ -130,10 +132,7 @@ pub async fn every_key_is_distinct_and_enterprise_limits_persist(storage: &dyn S
 /// One ban at a time: a second while one is in force is refused, one after it ends is
 /// imposed; a banned key still authenticates (the limiter refuses it); a ban can be lifted.
 pub async fn a_ban_is_imposed_once_and_can_be_lifted(storage: &dyn Storage) {
-    let (key, secret) = storage
-        .create_key(&KeySpec::new(Plan::Free, "abuser", None).expect("spec"))
-        .await
-        .expect("create");
+    let (key, secret) = free_key(storage, "abuser").await;
     assert_eq!(key.ban, None);
     let ban = Ban {
         until: 2_000,
@@ -167,10 +166,7 @@ pub async fn a_ban_is_imposed_once_and_can_be_lifted(storage: &dyn Storage) {
 
 /// A key's plan and custom limits change, and back; an unknown key's do not.
 pub async fn a_keys_plan_and_limits_can_change(storage: &dyn Storage) {
-    let (key, secret) = storage
-        .create_key(&KeySpec::new(Plan::Free, "grows", None).expect("spec"))
-        .await
-        .expect("create");
+    let (key, secret) = free_key(storage, "grows").await;
     let limits = RateLimits::custom(10_000, 5_000_000).expect("limits");
     assert!(
         storage
@@ -198,25 +194,15 @@ pub async fn a_keys_plan_and_limits_can_change(storage: &dyn Storage) {
 
 /// A key's last use is recorded, and never moves back (instances record it out of order).
 pub async fn a_keys_use_only_moves_forward(storage: &dyn Storage) {
-    let (key, secret) = storage
-        .create_key(&KeySpec::new(Plan::Free, "used", None).expect("spec"))
-        .await
-        .expect("create");
+    let (key, secret) = free_key(storage, "used").await;
     assert_eq!(active_key(storage, &secret).await.last_used_at, None);
-    storage
-        .touch_key(key.id, 2_000_000_000)
-        .await
-        .expect("touch");
+    let used_at = async |at| {
+        storage.touch_key(key.id, at).await.expect("touch");
+        active_key(storage, &secret).await.last_used_at
+    };
+    assert_eq!(used_at(2_000_000_000).await, Some(2_000_000_000));
     assert_eq!(
-        active_key(storage, &secret).await.last_used_at,
-        Some(2_000_000_000)
-    );
-    storage
-        .touch_key(key.id, 1_900_000_000)
-        .await
-        .expect("touch");
-    assert_eq!(
-        active_key(storage, &secret).await.last_used_at,
+        used_at(1_900_000_000).await,
         Some(2_000_000_000),
         "an older use does not move it back"
     );
@@ -261,15 +247,7 @@ pub async fn keys_have_scopes_expiries_and_list_by_state(storage: &dyn Storage) 
             .await
             .expect("unknown")
     );
-    let (expiring, secret) = storage
-        .create_key(
-            &KeySpec::new(Plan::Free, "temporary", None)
-                .expect("spec")
-                .expiring_at(now + 60, now)
-                .expect("expiry"),
-        )
-        .await
-        .expect("create");
+    let (expiring, secret) = expiring_key(storage, "temporary", now + 60, now).await;
     let found = storage
         .find_active_key(&secret.hash())
         .await
@@ -278,10 +256,7 @@ pub async fn keys_have_scopes_expiries_and_list_by_state(storage: &dyn Storage) 
     assert_eq!(found.key.expires_at, Some(now + 60));
     assert!(found.is_valid_at(now + 59));
     assert!(!found.is_valid_at(now + 60), "not at its expiry");
-    let (revoked, _) = storage
-        .create_key(&KeySpec::new(Plan::Free, "gone", None).expect("spec"))
-        .await
-        .expect("create");
+    let (revoked, _) = free_key(storage, "gone").await;
     assert!(storage.revoke_key(revoked.id).await.expect("revoke"));
     let at = |state, time| KeyListQuery {
         page: PageRequest {
@@ -321,10 +296,7 @@ pub async fn a_key_changes_all_at_once_and_keeps_what_a_rotation_does_not_touch(
     storage: &dyn Storage,
 ) {
     use petstore_domain::{KeyUpdate, Scope};
-    let (key, secret) = storage
-        .create_key(&KeySpec::new(Plan::Free, "before", None).expect("spec"))
-        .await
-        .expect("create");
+    let (key, secret) = free_key(storage, "before").await;
     assert_eq!(
         storage.find_key(key.id).await.expect("find"),
         Some(key.clone())

@@ -1,7 +1,8 @@
-//! What the scenarios share: a valid pet, a page, a walk of the catalogue.
+//! What the scenarios share: a valid pet, a page, a walk of the catalogue, a new key.
 
 use petstore_domain::{
-    CreatePet, Limit, PageRequest, Pet, PetDraft, PetListQuery, PetStatus, Storage,
+    ApiKey, ApiKeySecret, CreatePet, KeySpec, Limit, PageRequest, Pet, PetDraft, PetListQuery,
+    PetStatus, Plan, Storage,
 };
 
 /// A plain create of a valid pet.
@@ -47,4 +48,24 @@ pub(super) async fn walk(storage: &dyn Storage, limit: u32, status: Option<PetSt
             None => return ids,
         }
     }
+}
+
+/// A new free-plan key labelled `label`, with its secret.
+pub(super) async fn free_key(storage: &dyn Storage, label: &str) -> (ApiKey, ApiKeySecret) {
+    let spec = KeySpec::new(Plan::Free, label, None).expect("a valid spec");
+    storage.create_key(&spec).await.expect("create a key")
+}
+
+/// A new free-plan key labelled `label`, made at `now`, that stops working at `at`.
+pub(super) async fn expiring_key(
+    storage: &dyn Storage,
+    label: &str,
+    at: i64,
+    now: i64,
+) -> (ApiKey, ApiKeySecret) {
+    let spec = KeySpec::new(Plan::Free, label, None)
+        .expect("a valid spec")
+        .expiring_at(at, now)
+        .expect("a valid expiry");
+    storage.create_key(&spec).await.expect("create a key")
 }

@@ -6,9 +6,9 @@ use petstore_domain::Storage;
 use petstore_domain::webhook::{Attempt, AttemptRecord, AttemptResult, DeliveryState, EventType};
 
 use super::webhook_support::{
-    attempt, catch_all, claim, claim_at, claimed_ids, deliveries, delivery, endpoint, ids,
-    new_delivery, new_key, only, order_for, pets_created, record_all, recorded, refreshed,
-    set_enabled, unix_now,
+    attempt, catch_all, claim, claim_at, claimed_delivery, claimed_ids, deliveries, delivery,
+    endpoint, ids, new_delivery, new_key, only, order_for, pets_created, record_all, recorded,
+    refreshed, set_enabled, unix_now,
 };
 
 /// What an attempt makes of its delivery and endpoint: delivered (one attempt shown, with its
@@ -21,8 +21,7 @@ pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage
     let hook = catch_all(storage, key, "https://customer.example.com/hooks").await;
 
     // Delivered.
-    let (d1, t) = new_delivery(storage, &hook).await;
-    assert_eq!(claimed_ids(storage, t + 1, 71).await, vec![d1]);
+    let (d1, t) = claimed_delivery(storage, &hook, 71).await;
     let ok = AttemptRecord {
         latency_ms: 123,
         ..attempt(d1, 71, t + 1, Some(200), AttemptResult::Delivered)
@@ -55,8 +54,7 @@ pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage
     assert_eq!(delivery(storage, &hook, d1).await.1.len(), 1, "one attempt");
 
     // Retried at a time.
-    let (d2, t2) = new_delivery(storage, &hook).await;
-    assert_eq!(claimed_ids(storage, t2 + 1, 72).await, vec![d2]);
+    let (d2, t2) = claimed_delivery(storage, &hook, 72).await;
     let retry_at = t2 + 100;
     let retry = attempt(d2, 72, t2 + 1, Some(503), AttemptResult::RetryAt(retry_at));
     assert!(recorded(storage, &retry).await);
@@ -116,8 +114,7 @@ pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage
         only(&[EventType::OrderPlaced]),
     )
     .await;
-    let (d4, t4) = new_delivery(storage, &broken).await;
-    assert_eq!(claimed_ids(storage, t4 + 1, 75).await, vec![d4]);
+    let (d4, t4) = claimed_delivery(storage, &broken, 75).await;
     let gave_up = AttemptRecord {
         error: Some("connection refused".to_owned()),
         ..attempt(d4, 75, t4 + 1, None, AttemptResult::GaveUp)

@@ -128,13 +128,8 @@ pub async fn the_backlog_counts_what_waits_and_pruning_removes_what_ended(storag
     assert_eq!(backlog(storage).await, Backlog::default(), "nothing yet");
     let key = new_key(storage, "owner").await;
     let hook = catch_all(storage, key, "https://owner.example.com/hooks").await;
-    let spare = endpoint(
-        storage,
-        key,
-        "https://owner.example.com/spare",
-        only(&[EventType::OrderPlaced]),
-    )
-    .await;
+    let placed = only(&[EventType::OrderPlaced]);
+    let spare = endpoint(storage, key, "https://owner.example.com/spare", placed).await;
     for _ in 0..3 {
         order_for(storage, key).await;
     }

@@ -27,20 +27,10 @@ pub async fn an_event_goes_to_the_subscribed_endpoints_of_its_key_and_the_operat
     let spot = add(storage, "Spot", PetStatus::Available).await;
     let mine = new_key(storage, "mine").await;
     let theirs = new_key(storage, "theirs").await;
-    let orders_hook = endpoint(
-        storage,
-        mine,
-        "https://mine.example.com/orders",
-        only(&[EventType::OrderPlaced]),
-    )
-    .await;
-    let pets_hook = endpoint(
-        storage,
-        mine,
-        "https://mine.example.com/pets",
-        only(&[EventType::PetCreated]),
-    )
-    .await;
+    let placed = only(&[EventType::OrderPlaced]);
+    let created = only(&[EventType::PetCreated]);
+    let orders_hook = endpoint(storage, mine, "https://mine.example.com/orders", placed).await;
+    let pets_hook = endpoint(storage, mine, "https://mine.example.com/pets", created).await;
     let their_hook = catch_all(storage, theirs, "https://theirs.example.com/all").await;
     let operators_hook = catch_all(
         storage,

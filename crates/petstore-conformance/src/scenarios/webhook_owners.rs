@@ -3,11 +3,12 @@
 //! expired key's events are neither recorded nor sent.
 
 use futures_util::future::join_all;
+use petstore_domain::Storage;
 use petstore_domain::webhook::{
     DeliveryState, EndpointOwner, EndpointUpdate, EndpointWrite, EventSet, EventType, MAX_ENDPOINTS,
 };
-use petstore_domain::{KeySpec, Plan, Storage};
 
+use super::support::expiring_key;
 use super::webhook_support::{
     backlog, catch_all, changed, claim, claim_at, deleted, deliveries, delivery_ids, endpoint,
     found, listed, new_key, only, order_for, set_enabled, spec, unix_now, url,
@@ -211,15 +212,7 @@ pub async fn a_revoked_or_expired_keys_events_are_not_sent(storage: &dyn Storage
     let events = only(&[EventType::OrderPlaced]);
     let revoked = new_key(storage, "revoked").await;
     let now = unix_now();
-    let (expired_key, _) = storage
-        .create_key(
-            &KeySpec::new(Plan::Free, "expiring", None)
-                .expect("spec")
-                .expiring_at(now + 2, now)
-                .expect("expiry"),
-        )
-        .await
-        .expect("create a key");
+    let (expired_key, _) = expiring_key(storage, "expiring", now + 2, now).await;
     let expired = EndpointOwner::Key(expired_key.id);
     let ops = endpoint(
         storage,

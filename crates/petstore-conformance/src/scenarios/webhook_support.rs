@@ -11,12 +11,10 @@ use petstore_domain::webhook::{
     EndpointOwner, EndpointSpec, EndpointUpdate, EndpointUrl, EndpointWrite, EventSet, EventType,
     SigningSecret, UrlPolicy, WebhookEndpoint,
 };
-use petstore_domain::{
-    KeySpec, Limit, Order, OrderError, PageRequest, Pet, PetStatus, PlaceOrder, Plan, Storage,
-};
+use petstore_domain::{Limit, Order, OrderError, PageRequest, Pet, PetStatus, PlaceOrder, Storage};
 use serde_json::Value;
 
-use super::support::add;
+use super::support::{add, free_key};
 
 /// How long the scenarios' claims hold what they claim, in seconds.
 pub(super) const LEASE: i64 = 60;
@@ -50,11 +48,7 @@ pub(super) fn only(kinds: &[EventType]) -> EventSet {
 
 /// A new API key, as the owner of endpoints.
 pub(super) async fn new_key(storage: &dyn Storage, label: &str) -> EndpointOwner {
-    let (key, _) = storage
-        .create_key(&KeySpec::new(Plan::Free, label, None).expect("spec"))
-        .await
-        .expect("create a key");
-    EndpointOwner::Key(key.id)
+    EndpointOwner::Key(free_key(storage, label).await.0.id)
 }
 
 /// An endpoint of `owner`'s, made with its secret (shown this once).
@@ -314,6 +308,17 @@ pub(super) async fn new_delivery(storage: &dyn Storage, endpoint: &WebhookEndpoi
     order_for(storage, endpoint.owner).await;
     let id = deliveries(storage, endpoint).await[0].id;
     (id, unix_now())
+}
+
+/// A [`new_delivery`], claimed alone a second later under `token`.
+pub(super) async fn claimed_delivery(
+    storage: &dyn Storage,
+    endpoint: &WebhookEndpoint,
+    token: i64,
+) -> (i64, i64) {
+    let (id, now) = new_delivery(storage, endpoint).await;
+    assert_eq!(claimed_ids(storage, now + 1, token).await, vec![id]);
+    (id, now)
 }
 
 /// A claim at `now` of at most `limit` deliveries, under `token`, leased for `LEASE`.

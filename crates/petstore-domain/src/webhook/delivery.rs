@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::events::EventType;
-use super::rfc3339;
+use crate::rfc3339;
 
 string_enum! {
     /// Where a delivery stands.

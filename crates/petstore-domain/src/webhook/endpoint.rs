@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::events::EventSet;
 #[cfg(feature = "openapi")]
 use super::events::EventType;
-use super::rfc3339;
 use super::secret::SigningSecret;
 use super::url_policy::{EndpointError, EndpointUrl, UrlPolicy};
 use crate::ValidationError;
+use crate::rfc3339;
 
 /// The most endpoints one API key (or the operators together) may have.
 pub const MAX_ENDPOINTS: usize = 20;
@@ -69,18 +69,8 @@ impl NewEndpoint {
 }
 
 fn checked_description(text: String) -> Result<String, ValidationError> {
-    if text.chars().count() > MAX_DESCRIPTION {
-        return Err(ValidationError::invalid(
-            "description",
-            "must be at most 200 characters",
-        ));
-    }
-    if text.chars().any(char::is_control) {
-        return Err(ValidationError::invalid(
-            "description",
-            "must not contain control characters",
-        ));
-    }
+    let too_long = "must be at most 200 characters";
+    ValidationError::check_text("description", &text, MAX_DESCRIPTION, too_long)?;
     if text.chars().any(crate::pet::is_bidi_control) {
         return Err(ValidationError::invalid(
             "description",

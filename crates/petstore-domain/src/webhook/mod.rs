@@ -16,7 +16,7 @@
 //! an endpoint's host leads ([`ReceiverCheck`], implemented by the sender's resolver). Storing endpoints and deliveries is the storage's
 //! ([`WebhookRepository`](crate::WebhookRepository)), which carries these rules out and encodes
 //! them its own way; sending them is the program's. Modules import one way: `events`,
-//! `url_policy`, `secret` and `rfc3339` (a time on the wire), then `endpoint`, `delivery`,
+//! `url_policy` and `secret`, then `endpoint`, `delivery`,
 //! `claim`, `attempt` and `target`; `signing` alone.
 
 mod attempt;
@@ -24,7 +24,6 @@ mod claim;
 mod delivery;
 mod endpoint;
 mod events;
-mod rfc3339;
 mod secret;
 mod signing;
 mod target;

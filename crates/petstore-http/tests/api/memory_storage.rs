@@ -14,8 +14,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DeliveryState,
-    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, EventType,
-    MAX_ENDPOINTS, NewEvent, SigningSecret, WebhookEndpoint, same_receiver, take_in_turn,
+    DueDelivery, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, MAX_ENDPOINTS,
+    NewEvent, SigningSecret, WebhookEndpoint, same_receiver, take_in_turn,
 };
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
@@ -256,7 +256,7 @@ impl PetRepository for MemoryStorage {
             ));
         }
         data.pets.insert(id, pet.clone());
-        let event = NewEvent::now(EventType::PetCreated, create.creator, &pet);
+        let event = NewEvent::pet_created(&pet, create.creator);
         self.record_event(&mut data, &event);
         Ok(pet)
     }
@@ -316,7 +316,7 @@ impl OrderRepository for MemoryStorage {
             pet.status = pet_after;
         }
         data.orders.insert(id, placed.clone());
-        let event = NewEvent::now(EventType::OrderPlaced, placed.owner, &placed);
+        let event = NewEvent::order_changed(OrderAction::Place, &placed);
         self.record_event(&mut data, &event);
         Ok(placed)
     }
@@ -347,13 +347,7 @@ impl OrderRepository for MemoryStorage {
         }
         let changed = Order { status, ..order };
         data.orders.insert(id, changed.clone());
-        let kind = match action {
-            OrderAction::Place => EventType::OrderPlaced,
-            OrderAction::Approve => EventType::OrderApproved,
-            OrderAction::Deliver => EventType::OrderDelivered,
-            OrderAction::Cancel => EventType::OrderCancelled,
-        };
-        self.record_event(&mut data, &NewEvent::now(kind, changed.owner, &changed));
+        self.record_event(&mut data, &NewEvent::order_changed(action, &changed));
         Ok(changed)
     }
 

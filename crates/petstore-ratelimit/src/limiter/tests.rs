@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicU32;
 use futures_util::FutureExt;
 
 use super::*;
-use crate::Counted;
+use crate::{Counted, TakenBack};
 
 const NOW: u64 = 1_700_000_000;
 const LIMITS: RateLimits = RateLimits {
@@ -43,12 +43,7 @@ impl CounterStore for BanStartFails {
         Err(CounterError::new("connection reset by peer"))
     }
 
-    async fn revalidated(
-        &self,
-        subject: Subject,
-        allowance: RateLimits,
-        now: u64,
-    ) -> Result<bool, CounterError> {
+    async fn revalidated(&self, subject: Subject, allowance: RateLimits, now: u64) -> TakenBack {
         self.0.revalidated(subject, allowance, now).await
     }
 }
@@ -264,7 +259,7 @@ impl CounterStore for Arc<Down> {
         Err(self.fail())
     }
 
-    async fn revalidated(&self, _: Subject, _: RateLimits, _: u64) -> Result<bool, CounterError> {
+    async fn revalidated(&self, _: Subject, _: RateLimits, _: u64) -> TakenBack {
         Err(self.fail())
     }
 }

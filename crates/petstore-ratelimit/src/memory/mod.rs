@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use petstore_domain::{Ban, Counts, RateLimits, Window, async_trait};
 
 use crate::policy::first_in_10_seconds;
-use crate::{BanStarted, Counted, CounterError, CounterStore, Hit, Subject};
+use crate::{BanStarted, Counted, CounterStore, Hit, Subject, TakenBack};
 
 const SHARDS: usize = 16;
 /// A shard is swept of expired entries every this many requests.
@@ -397,12 +397,7 @@ impl CounterStore for MemoryCounters {
         Ok(self.start_ban_now(subject, ban, now))
     }
 
-    async fn revalidated(
-        &self,
-        subject: Subject,
-        allowance: RateLimits,
-        now: u64,
-    ) -> Result<bool, CounterError> {
+    async fn revalidated(&self, subject: Subject, allowance: RateLimits, now: u64) -> TakenBack {
         Ok(self.revalidated_now(subject, allowance, now))
     }
 }

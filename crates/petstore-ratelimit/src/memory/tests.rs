@@ -234,14 +234,8 @@ fn a_table_full_of_refused_addresses_serves_new_ones_uncounted() {
 fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
     let counters = MemoryCounters::new(0, 1_000_000);
     let key = Subject::Key(1);
-    let limits = RateLimits {
-        per_minute: 3,
-        per_day: 100,
-    };
-    let allowance = RateLimits {
-        per_minute: 2,
-        per_day: 100,
-    };
+    let limits = RateLimits::custom(3, 100).expect("valid limits");
+    let allowance = RateLimits::custom(2, 100).expect("valid limits");
     // The first two of each minute are free: every one counted, then taken back.
     for _ in 0..2 {
         assert_eq!(counts(counters.hit_now(key, limits, T0)).minute_used, 1);
@@ -278,14 +272,8 @@ fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
 fn revalidations_are_free_up_to_the_days_allowance_too() {
     let counters = MemoryCounters::new(0, 1_000_000);
     let key = Subject::Key(1);
-    let limits = RateLimits {
-        per_minute: 10,
-        per_day: 100,
-    };
-    let allowance = RateLimits {
-        per_minute: 2,
-        per_day: 5,
-    };
+    let limits = RateLimits::custom(10, 100).expect("valid limits");
+    let allowance = RateLimits::custom(2, 5).expect("valid limits");
     // Two free a minute, five a day: the third minute has one left, the fourth none.
     let free: Vec<usize> = (0..4)
         .map(|minute| {

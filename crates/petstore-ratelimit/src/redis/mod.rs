@@ -28,7 +28,7 @@ use redis::aio::ConnectionManagerConfig;
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use tokio::sync::oneshot;
 
-use crate::{BanStarted, Counted, CounterError, CounterStore, Subject};
+use crate::{BanStarted, Counted, CounterError, CounterStore, Subject, TakenBack};
 
 use batch::numbered;
 use batch::{Counting, Pending};
@@ -250,7 +250,7 @@ impl RedisCounters {
         subject: Subject,
         allowance: RateLimits,
         now: u64,
-    ) -> Result<bool, CounterError> {
+    ) -> TakenBack {
         let counting = &self.counting;
         let mut invocation = self.revalidated.prepare_invoke();
         let base = counting.key_base(subject);
@@ -290,12 +290,7 @@ impl CounterStore for RedisCounters {
         self.start_ban_inner(subject, ban, now).await
     }
 
-    async fn revalidated(
-        &self,
-        subject: Subject,
-        allowance: RateLimits,
-        now: u64,
-    ) -> Result<bool, CounterError> {
+    async fn revalidated(&self, subject: Subject, allowance: RateLimits, now: u64) -> TakenBack {
         self.revalidated_inner(subject, allowance, now).await
     }
 }

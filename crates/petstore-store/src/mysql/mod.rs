@@ -17,10 +17,12 @@ use std::time::{Duration, Instant};
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use diesel_async::AsyncMysqlConnection;
 use diesel_async::pooled_connection::PoolableConnection;
-use petstore_domain::{Capacity, StorageErrorKind};
+use futures_util::FutureExt;
+use petstore_domain::Capacity;
 
 use crate::conn::{Conn, Op};
-use crate::per_thread::{self, PerThread};
+use crate::error::BoxError;
+use crate::per_thread::{self, InCall, Limits, PerThread};
 use crate::{StoreConfig, StoreError, metrics, migrations};
 use settings::MysqlSettings;
 
@@ -29,11 +31,8 @@ pub(crate) struct Mysql {
     settings: Arc<MysqlSettings>,
     /// This store's pools, by the thread that uses them.
     workers: PerThread<Pool>,
-    per_thread: usize,
-    max_calls: u32,
-    wait: Duration,
-    statement_timeout: Duration,
-    deadline: Duration,
+    /// Its pools' sizes and its calls' timeouts.
+    limits: Limits,
 }
 
 type Pool = managed::Pool<Manager>;
@@ -61,11 +60,7 @@ impl Mysql {
         Ok(Self {
             settings: Arc::new(MysqlSettings::from_url(url, session)?),
             workers: PerThread::new(),
-            per_thread: (config.pool_size / config.workers.max(1)).max(1) as usize,
-            max_calls: config.pool_size,
-            wait: config.connect_timeout,
-            statement_timeout: config.statement_timeout,
-            deadline: config.deadline(),
+            limits: Limits::new(config, 0),
         })
     }
 
@@ -74,9 +69,9 @@ impl Mysql {
         self.workers.get(|| {
             let manager = Manager {
                 settings: self.settings.clone(),
-                statement_timeout: self.statement_timeout,
+                statement_timeout: self.limits.statement_timeout,
             };
-            per_thread::pool(manager, self.per_thread, self.wait)
+            per_thread::pool(manager, self.limits.per_thread, self.limits.wait)
         })
     }
 
@@ -88,31 +83,21 @@ impl Mysql {
     /// Runs `op` on a connection of this thread's pool. A call that failed as unavailable,
     /// outlived its deadline, or was given up on midway closes its connection ([`InCall`]).
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
-        let pooled = per_thread::checkout(&self.pool()?, self.wait, "mysql").await?;
-        let mut in_call = InCall {
-            pooled: Some(pooled),
-            ended: false,
-        };
-        let pooled = in_call
-            .pooled
-            .as_mut()
-            .expect("BUG: the connection was put in just above; only `drop` takes it out");
-        pooled.broken = true;
+        let pooled = per_thread::checkout(&self.pool()?, self.limits.wait, "mysql").await?;
+        // `KILL QUERY`, from a connection of its own.
+        let mut in_call = InCall::new(pooled, |conn: &AsyncMysqlConnection| {
+            let cancel = conn.cancel_token();
+            async move { cancel.cancel_query().await.map_err(BoxError::from) }.boxed()
+        });
+        let conn = in_call.connection();
         let started = Instant::now();
-        let result = op(Conn::Mysql(&mut pooled.connection)).await;
-        let result = match result {
-            Err(error) => Err(
-                classify(error, &mut pooled.connection, self.statement_timeout)
-                    .await
-                    .after(started.elapsed(), self.statement_timeout),
-            ),
+        let result = match op(Conn::Mysql(&mut *conn)).await {
+            Err(error) => Err(classify(error, conn, self.limits.statement_timeout)
+                .await
+                .after(started.elapsed(), self.limits.statement_timeout)),
             done => done,
         };
-        pooled.broken = result
-            .as_ref()
-            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
-            || started.elapsed() > self.deadline;
-        in_call.ended = true;
+        in_call.end(&result, started, self.limits.deadline);
         result
     }
 
@@ -129,12 +114,7 @@ impl Mysql {
     /// The pools' connections; calls run on the caller's runtime, none on its blocking threads
     /// (but migrations, once).
     pub(crate) fn capacity(&self) -> Capacity {
-        Capacity {
-            max_calls: self.max_calls,
-            wait: self.wait,
-            deadline: self.deadline,
-            blocking_calls: 1,
-        }
+        self.limits.capacity()
     }
 
     /// Sets the pool gauges: every thread's pool, summed.
@@ -195,48 +175,6 @@ async fn classify(
     StoreError::Database(source)
 }
 
-/// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
-/// leaves the pool when this is dropped, and closes; a call given up on midway has the
-/// statement it may be running killed first (from another connection), or it would hold its
-/// locks until it ends.
-struct InCall {
-    pooled: Option<managed::Object<Manager>>,
-    ended: bool,
-}
-
-impl Drop for InCall {
-    fn drop(&mut self) {
-        let Some(pooled) = self.pooled.take() else {
-            return;
-        };
-        if !pooled.broken {
-            return;
-        }
-        let connection = managed::Object::take(pooled).connection;
-        if !self.ended
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let cancel = connection.cancel_token();
-            runtime.spawn(async move {
-                match tokio::time::timeout(Duration::from_secs(2), cancel.cancel_query()).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(error)) => log::debug!("could not kill an abandoned statement: {error}"),
-                    Err(_) => log::debug!("killing an abandoned statement timed out"),
-                }
-                drop(connection);
-            });
-            return;
-        }
-        drop(connection);
-    }
-}
-
-/// A pooled connection, with the store's verdict on whether it may be used again.
-struct MysqlConn {
-    connection: AsyncMysqlConnection,
-    broken: bool,
-}
-
 /// Opens connections for a pool, on the runtime of the thread that asks.
 struct Manager {
     settings: Arc<MysqlSettings>,
@@ -244,24 +182,25 @@ struct Manager {
 }
 
 impl managed::Manager for Manager {
-    type Type = MysqlConn;
+    type Type = AsyncMysqlConnection;
     type Error = StoreError;
 
-    async fn create(&self) -> Result<MysqlConn, StoreError> {
-        let connection = Box::pin(self.settings.connect(self.statement_timeout)).await?;
-        Ok(MysqlConn {
-            connection,
-            broken: false,
-        })
+    async fn create(&self) -> Result<AsyncMysqlConnection, StoreError> {
+        Box::pin(self.settings.connect(self.statement_timeout)).await
     }
 
-    async fn recycle(&self, conn: &mut MysqlConn, metrics: &Metrics) -> RecycleResult<StoreError> {
-        if conn.broken || conn.connection.is_broken() {
+    async fn recycle(
+        &self,
+        conn: &mut AsyncMysqlConnection,
+        metrics: &Metrics,
+    ) -> RecycleResult<StoreError> {
+        // (A connection whose last call did not end cleanly never comes back: `InCall`.)
+        if conn.is_broken() {
             return Err(RecycleError::message("its last call did not end cleanly"));
         }
         // Idle a while, it may have been closed by the server (`wait_timeout`, a restart, a
         // failover): asked before it is handed out, so that no call meets it closed.
-        if metrics.last_used() > IDLE_CHECK && !alive(&mut conn.connection).await {
+        if metrics.last_used() > IDLE_CHECK && !alive(conn).await {
             return Err(RecycleError::message("its server closed it"));
         }
         Ok(())

@@ -10,11 +10,13 @@ use std::time::{Duration, Instant};
 use deadpool::managed::{self, Metrics, RecycleError, RecycleResult};
 use diesel_async::AsyncPgConnection;
 use diesel_async::pooled_connection::PoolableConnection;
+use futures_util::FutureExt;
 use petstore_domain::{Capacity, StorageErrorKind};
 
 use super::settings::PgSettings;
 use crate::conn::{Conn, Op};
-use crate::per_thread::{self, PerThread};
+use crate::error::BoxError;
+use crate::per_thread::{self, InCall, Limits, PerThread};
 use crate::{StoreConfig, StoreError, metrics};
 
 /// One database's connections, by the thread that uses them.
@@ -22,13 +24,9 @@ pub(crate) struct Connections {
     pub(super) settings: Arc<PgSettings>,
     /// This store's connections, by the thread that uses them.
     workers: PerThread<Arc<Worker>>,
-    per_thread: usize,
-    /// Most calls at once: the pools' connections, and [`READS_IN_FLIGHT`] reads per worker on
-    /// their shared connections.
-    max_calls: u32,
-    wait: Duration,
-    statement_timeout: Duration,
-    deadline: Duration,
+    /// Its pools' sizes and its calls' timeouts; most calls at once: the pools' connections,
+    /// and [`READS_IN_FLIGHT`] reads per worker on their shared connections.
+    limits: Limits,
 }
 
 type Pool = managed::Pool<Manager>;
@@ -43,7 +41,6 @@ impl Connections {
     /// Reads the URL's settings (TLS included: a bad CA file fails here, at start-up). Opens no
     /// connection: a database that is down now does not stop the process.
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
-        let per_thread = (config.pool_size / config.workers.max(1)).max(1) as usize;
         let settings = Arc::new(PgSettings::from_url(url, config)?);
         // Behind a transaction pooler reads take pooled connections too: no shared ones.
         let reads_in_flight = if settings.per_transaction.is_some() {
@@ -54,13 +51,10 @@ impl Connections {
         Ok(Self {
             settings,
             workers: PerThread::new(),
-            per_thread,
-            max_calls: config
-                .pool_size
-                .saturating_add(reads_in_flight.saturating_mul(config.workers.max(1))),
-            wait: config.connect_timeout,
-            statement_timeout: config.statement_timeout,
-            deadline: config.deadline(),
+            limits: Limits::new(
+                config,
+                reads_in_flight.saturating_mul(config.workers.max(1)),
+            ),
         })
     }
 
@@ -71,7 +65,7 @@ impl Connections {
                 settings: self.settings.clone(),
             };
             Ok(Arc::new(Worker {
-                pool: per_thread::pool(manager, self.per_thread, self.wait)?,
+                pool: per_thread::pool(manager, self.limits.per_thread, self.limits.wait)?,
                 shared: Mutex::new(None),
                 opening: tokio::sync::Mutex::new(()),
             }))
@@ -88,7 +82,7 @@ impl Connections {
             return self.call(op).await;
         }
         let worker = self.worker()?;
-        let conn = worker.shared(&self.settings, self.wait).await?;
+        let conn = worker.shared(&self.settings, self.limits.wait).await?;
         let mut suspect = Suspect {
             worker: &worker,
             conn: &conn,
@@ -101,7 +95,7 @@ impl Connections {
             in_transaction: false,
         })
         .await
-        .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        .map_err(|error| error.after(started.elapsed(), self.limits.statement_timeout));
         let result = match result {
             Err(error) => Err(lost_or(error, &conn).await),
             done => done,
@@ -109,7 +103,7 @@ impl Connections {
         suspect.cleared = !result
             .as_ref()
             .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
-            && started.elapsed() <= self.deadline;
+            && started.elapsed() <= self.limits.deadline;
         drop(suspect);
         result
     }
@@ -119,52 +113,41 @@ impl Connections {
     /// in flight, a transaction open), closes its connection ([`InCall`]).
     pub(crate) async fn call<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
         let pool = self.worker()?.pool.clone();
-        let pooled = per_thread::checkout(&pool, self.wait, "postgres").await?;
-        let mut in_call = InCall {
-            pooled: Some(pooled),
-            ended: false,
-            settings: &self.settings,
-        };
-        let pooled = in_call
-            .pooled
-            .as_mut()
-            .expect("BUG: the connection was put in just above; only `drop` takes it out");
-        // Until the call has ended: dropped midway, the connection is not trusted again.
-        pooled.broken = true;
+        let pooled = per_thread::checkout(&pool, self.limits.wait, "postgres").await?;
+        let settings = &self.settings;
+        // The cancel request goes where the connection went, with its TLS; a pooler (PgBouncer)
+        // forwards it only for a client still connected, and `InCall` closes the connection
+        // only once the request is delivered.
+        let mut in_call = InCall::new(pooled, |conn: &AsyncPgConnection| {
+            let (cancel, tls) = (conn.cancel_token(), settings.tls());
+            async move { cancel.cancel_query(tls).await.map_err(BoxError::from) }.boxed()
+        });
+        let conn = &*in_call.connection();
         let started = Instant::now();
         let result = match &self.settings.per_transaction {
             None => {
                 op(Conn::Postgres {
-                    conn: &pooled.connection,
+                    conn,
                     exclusive: true,
                     in_transaction: false,
                 })
                 .await
             }
-            Some(begin) => in_own_transaction(&pooled.connection, begin, op).await,
+            Some(begin) => in_own_transaction(conn, begin, op).await,
         }
-        .map_err(|error| error.after(started.elapsed(), self.statement_timeout));
+        .map_err(|error| error.after(started.elapsed(), self.limits.statement_timeout));
         let result = match result {
-            Err(error) => Err(lost_or(error, &pooled.connection).await),
+            Err(error) => Err(lost_or(error, conn).await),
             done => done,
         };
-        pooled.broken = result
-            .as_ref()
-            .is_err_and(|error| error.kind() == StorageErrorKind::Unavailable)
-            || started.elapsed() > self.deadline;
-        in_call.ended = true;
+        in_call.end(&result, started, self.limits.deadline);
         result
     }
 
     /// The pools' connections and the pipelined reads; calls run on the caller's runtime, none
     /// on its blocking threads (but migrations, once).
     pub(crate) fn capacity(&self) -> Capacity {
-        Capacity {
-            max_calls: self.max_calls,
-            wait: self.wait,
-            deadline: self.deadline,
-            blocking_calls: 1,
-        }
+        self.limits.capacity()
     }
 
     /// Sets the pool gauges: every thread's pool and shared connection, summed (a shared
@@ -247,10 +230,6 @@ async fn in_own_transaction<T>(
         Err(error) => Err(StoreError::ConnectionLost(error.into())),
     }
 }
-
-/// The longest a cancel request of an abandoned call may take before its connection is closed
-/// anyway.
-const CANCEL_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The longest [`lost_or`] waits for its round trip.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
@@ -375,86 +354,30 @@ impl Drop for Suspect<'_> {
     }
 }
 
-/// A pooled connection while a call runs on it. Unless the call ended cleanly, the connection
-/// leaves the pool when this is dropped, and closes: a call given up on midway (its future
-/// dropped at its deadline) may have left a transaction open, with rows locked, which the server
-/// ends only with the session. Left in the pool, it would stay open until the pool next checked
-/// it, on a later call of the same thread. A call given up on midway also has the statement it
-/// may be running cancelled: the server would otherwise notice the closed session only once
-/// that statement ends (one waiting for a lock, holding others, waits as long as the lock's
-/// holder, up to the statement timeout).
-struct InCall<'a> {
-    pooled: Option<managed::Object<Manager>>,
-    /// Whether the call ran to its end.
-    ended: bool,
-    settings: &'a PgSettings,
-}
-
-impl Drop for InCall<'_> {
-    fn drop(&mut self) {
-        let Some(pooled) = self.pooled.take() else {
-            return;
-        };
-        if !pooled.broken {
-            return;
-        }
-        let connection = managed::Object::take(pooled).connection;
-        if !self.ended
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let cancel = connection.cancel_token();
-            let tls = self.settings.tls();
-            // The connection is closed once the cancel request has been delivered: a pooler
-            // (PgBouncer) forwards a cancel only for a client still connected, and closing
-            // first would leave the statement running (with its locks) to its timeout.
-            runtime.spawn(async move {
-                match tokio::time::timeout(CANCEL_TIMEOUT, cancel.cancel_query(tls)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(error)) => {
-                        log::debug!("could not cancel an abandoned statement: {error}")
-                    }
-                    Err(_) => log::debug!("an abandoned statement's cancel request timed out"),
-                }
-                drop(connection);
-            });
-            return;
-        }
-        drop(connection);
-    }
-}
-
-/// A pooled connection, with the store's verdict on whether it may be used again.
-struct PgConn {
-    connection: AsyncPgConnection,
-    broken: bool,
-}
-
 /// Opens connections for a pool, on the runtime of the thread that asks.
 struct Manager {
     settings: Arc<PgSettings>,
 }
 
 impl managed::Manager for Manager {
-    type Type = PgConn;
+    type Type = AsyncPgConnection;
     type Error = StoreError;
 
-    async fn create(&self) -> Result<PgConn, StoreError> {
+    async fn create(&self) -> Result<AsyncPgConnection, StoreError> {
         // Boxed: a connection's set-up (TCP, TLS, start-up) is a large future, and every checkout
         // would carry it in place.
-        let connection = Box::pin(self.settings.connect()).await?;
-        Ok(PgConn {
-            connection,
-            broken: false,
-        })
+        Box::pin(self.settings.connect()).await
     }
 
-    async fn recycle(&self, conn: &mut PgConn, _: &Metrics) -> RecycleResult<StoreError> {
-        if conn.broken {
-            return Err(RecycleError::message("its last call did not end cleanly"));
-        }
+    async fn recycle(
+        &self,
+        conn: &mut AsyncPgConnection,
+        _: &Metrics,
+    ) -> RecycleResult<StoreError> {
+        // (A connection whose last call did not end cleanly never comes back: `InCall`.)
         // The server closed it while it sat in the pool (it stopped, was failed over, ended the
         // session): dropped now, not handed to a call that would fail on it.
-        if conn.connection.is_broken() {
+        if conn.is_broken() {
             return Err(RecycleError::message("its server closed it"));
         }
         Ok(())

@@ -94,24 +94,23 @@ pub(crate) fn client_config(
         SslMode::Prefer => Wire::TryTls,
         _ => Wire::Tls,
     };
-    let config = if !check_ca {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(EncryptionOnly(provider)))
-            .with_no_client_auth()
+    let config = if mode == SslMode::VerifyFull {
+        let roots = trusted_roots(mode, rootcert)?;
+        builder.with_root_certificates(roots).with_no_client_auth()
     } else {
-        let roots = Arc::new(trusted_roots(mode, rootcert)?);
-        if mode == SslMode::VerifyFull {
-            builder.with_root_certificates(roots).with_no_client_auth()
-        } else {
-            let chain = WebPkiServerVerifier::builder_with_provider(roots, provider)
+        let chain = if check_ca {
+            let roots = Arc::new(trusted_roots(mode, rootcert)?);
+            let chain = WebPkiServerVerifier::builder_with_provider(roots, provider.clone())
                 .build()
                 .map_err(|error| StoreError::Config(format!("TLS: {error}")))?;
-            builder
-                .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyName(chain)))
-                .with_no_client_auth()
-        }
+            Some(chain)
+        } else {
+            None
+        };
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Relaxed { provider, chain }))
+            .with_no_client_auth()
     };
     Ok((wire, config))
 }
@@ -164,63 +163,21 @@ fn trusted_roots(mode: SslMode, rootcert: Option<&str>) -> Result<RootCertStore,
     Ok(roots)
 }
 
-/// `prefer` and `require`: the connection is encrypted, and the handshake's signatures are
-/// checked, but any certificate is accepted (libpq's meaning: the network is trusted to reach
-/// the right server).
+/// A server check looser than rustls' own: the handshake's signatures are always checked, with
+/// the provider's algorithms (as `WebPkiServerVerifier` checks them), and the certificate
+/// `chain` decides what else is.
+///
+/// - No `chain` (`prefer` and `require`): any certificate is accepted (libpq's meaning: the
+///   network is trusted to reach the right server).
+/// - `chain` (`verify-ca`): the chain must lead to a trusted CA; the name in the certificate is
+///   not compared with the host.
 #[derive(Debug)]
-struct EncryptionOnly(Arc<CryptoProvider>);
-
-impl ServerCertVerifier for EncryptionOnly {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.0.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct Relaxed {
+    provider: Arc<CryptoProvider>,
+    chain: Option<Arc<WebPkiServerVerifier>>,
 }
 
-/// `verify-ca`: the chain must lead to a trusted CA; the name in the certificate is not
-/// compared with the host.
-#[derive(Debug)]
-struct AnyName(Arc<WebPkiServerVerifier>);
-
-impl ServerCertVerifier for AnyName {
+impl ServerCertVerifier for Relaxed {
     fn verify_server_cert(
         &self,
         end_entity: &CertificateDer<'_>,
@@ -229,11 +186,11 @@ impl ServerCertVerifier for AnyName {
         ocsp: &[u8],
         now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
+        let Some(chain) = &self.chain else {
+            return Ok(ServerCertVerified::assertion());
+        };
         // The chain is checked first: a name error means the chain was good.
-        match self
-            .0
-            .verify_server_cert(end_entity, intermediates, server_name, ocsp, now)
-        {
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
             Err(rustls::Error::InvalidCertificate(
                 CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
             )) => Ok(ServerCertVerified::assertion()),
@@ -247,7 +204,8 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls12_signature(message, cert, dss, algorithms)
     }
 
     fn verify_tls13_signature(
@@ -256,10 +214,13 @@ impl ServerCertVerifier for AnyName {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        let algorithms = &self.provider.signature_verification_algorithms;
+        verify_tls13_signature(message, cert, dss, algorithms)
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
     }
 }

@@ -160,7 +160,7 @@ macro_rules! key_page {
                 $conn,
                 load,
                 sqlite: $page.filter(api_keys::plan.eq(plan)),
-                postgres: $page
+                servers: $page
                     .filter(api_keys::plan.between(plan, plan))
                     .order((api_keys::plan.asc(), api_keys::id.asc()))
             ),

@@ -232,7 +232,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Pa
             conn,
             load,
             sqlite: all.filter(orders::owner_key_id.eq(owner)),
-            postgres: all
+            servers: all
                 .filter(orders::owner_key_id.between(owner, owner))
                 .order((orders::owner_key_id.asc(), orders::id.asc()))
         )?,
@@ -240,7 +240,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Pa
             conn,
             load,
             sqlite: all.filter(orders::status.eq(status)),
-            postgres: all
+            servers: all
                 .filter(orders::status.between(status, status))
                 .order((orders::status.asc(), orders::id.asc()))
         )?,
@@ -250,7 +250,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: OrderListQuery) -> Result<Pa
             sqlite: all
                 .filter(orders::owner_key_id.eq(owner))
                 .filter(orders::status.eq(status)),
-            postgres: all
+            servers: all
                 .filter(orders::owner_key_id.between(owner, owner))
                 .filter(orders::status.between(status, status))
                 .order((

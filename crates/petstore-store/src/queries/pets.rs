@@ -212,7 +212,7 @@ pub(crate) async fn list(mut conn: Conn<'_>, query: PetListQuery) -> Result<Page
                 conn,
                 load,
                 sqlite: all.filter(pets::status.eq(status)).filter(pets::id.gt(after)),
-                postgres: by_status(status).filter(pets::id.gt(after))
+                servers: by_status(status).filter(pets::id.gt(after))
             )
         }
     };

@@ -4,9 +4,9 @@
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::server::free_port;
+use super::server::{chown, free_port, stop, system_user, wait_until};
 use super::{in_ci, loud_skip, mysql_execute};
 
 /// A MariaDB server of a test's own: `mariadb-install-db` into a temporary folder, then
@@ -30,7 +30,7 @@ impl MariaDbServer {
             return None;
         }
         let dir = tempfile::tempdir().expect("temporary folder");
-        let owner = mysql_user().expect("the mysql user (Debian's package creates it)");
+        let owner = system_user("mysql").expect("the mysql user (Debian's package creates it)");
         let files = [("server.crt", certificate), ("server.key", key)];
         for (name, contents) in files {
             std::fs::write(dir.path().join(name), contents).expect("write");
@@ -40,7 +40,7 @@ impl MariaDbServer {
             dir.path().join("server.crt"),
             dir.path().join("server.key"),
         ] {
-            std::os::unix::fs::chown(&path, Some(owner.0), Some(owner.1)).expect("chown");
+            chown(&path, owner);
         }
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
@@ -84,19 +84,17 @@ impl MariaDbServer {
             child,
             _dir: dir,
         };
-        let started = Instant::now();
-        loop {
-            if TcpStream::connect(("127.0.0.1", port)).is_ok()
-                && mysql_execute(&server.url("127.0.0.1", ""), "DO 1").is_ok()
-            {
-                break;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the private MariaDB server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let url = server.url("127.0.0.1", "");
+        let (limit, step) = (Duration::from_secs(30), Duration::from_millis(100));
+        wait_until(
+            limit,
+            step,
+            "the private MariaDB server did not start",
+            || {
+                TcpStream::connect(("127.0.0.1", port)).is_ok()
+                    && mysql_execute(&url, "DO 1").is_ok()
+            },
+        );
         Some(server)
     }
 
@@ -109,21 +107,6 @@ impl MariaDbServer {
 
 impl Drop for MariaDbServer {
     fn drop(&mut self) {
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
-            rustix::process::Signal::TERM,
-        );
-        let _ = self.child.wait();
+        stop(&mut self.child, rustix::process::Signal::TERM);
     }
-}
-
-/// The `mysql` user's uid and gid, from `/etc/passwd`.
-fn mysql_user() -> Option<(u32, u32)> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.first() == Some(&"mysql") && fields.len() > 3)
-            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
-            .flatten()
-    })
 }

@@ -3,9 +3,9 @@
 
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::server::{chown, free_port, postgres_user};
+use super::server::{chown, free_port, stop, system_user, wait_until};
 use super::{in_ci, loud_skip};
 
 /// PgBouncer on a free loopback port, in transaction pooling mode (`pool_mode = transaction`),
@@ -54,7 +54,7 @@ impl PgBouncer {
         let mut command = Command::new(PROGRAM);
         if rustix::process::geteuid().is_root() {
             let (uid, gid) =
-                postgres_user().expect("the postgres user (Debian's package creates it)");
+                system_user("postgres").expect("the postgres user (Debian's package creates it)");
             for path in [dir.path(), &users, &ini] {
                 chown(path, (uid, gid));
             }
@@ -73,14 +73,10 @@ impl PgBouncer {
             child,
             _dir: dir,
         };
-        let started = Instant::now();
-        while TcpStream::connect(("127.0.0.1", listen)).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "PgBouncer did not start listening"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let (limit, step) = (Duration::from_secs(10), Duration::from_millis(20));
+        wait_until(limit, step, "PgBouncer did not start listening", || {
+            TcpStream::connect(("127.0.0.1", listen)).is_ok()
+        });
         Some(bouncer)
     }
 
@@ -101,10 +97,6 @@ impl PgBouncer {
 impl Drop for PgBouncer {
     fn drop(&mut self) {
         // SIGTERM: PgBouncer's immediate shutdown.
-        let _ = rustix::process::kill_process(
-            rustix::process::Pid::from_child(&self.child),
-            rustix::process::Signal::TERM,
-        );
-        let _ = self.child.wait();
+        stop(&mut self.child, rustix::process::Signal::TERM);
     }
 }

@@ -47,9 +47,9 @@ impl PostgresServer {
         };
         let dir = tempfile::tempdir().expect("temporary folder");
         let data = dir.path().join("data");
-        let owner = rustix::process::geteuid()
-            .is_root()
-            .then(|| postgres_user().expect("the postgres user (Debian's package creates it)"));
+        let owner = rustix::process::geteuid().is_root().then(|| {
+            system_user("postgres").expect("the postgres user (Debian's package creates it)")
+        });
         if let Some(owner) = owner {
             chown(dir.path(), owner);
         }
@@ -133,18 +133,14 @@ impl PostgresServer {
     pub fn wait_for_synchronous_standby(&self) {
         self.set("synchronous_standby_names", "*");
         let admin = self.connect();
-        let started = Instant::now();
-        while admin
-            .count("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")
-            .expect("read pg_stat_replication")
-            == 0
-        {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "no standby became synchronous"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let synchronous = || {
+            admin
+                .count("SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'")
+                .expect("read pg_stat_replication")
+                > 0
+        };
+        let (limit, step) = (Duration::from_secs(30), Duration::from_millis(50));
+        wait_until(limit, step, "no standby became synchronous", synchronous);
     }
 
     /// Promotes this standby (`pg_ctl promote`, waiting until it takes writes).
@@ -188,14 +184,14 @@ impl PostgresServer {
             .spawn()
             .expect("start postgres");
         self.child = Some(child);
-        let started = Instant::now();
-        while RawPostgres::connect(&self.url("127.0.0.1", "sslmode=disable")).is_err() {
-            assert!(
-                started.elapsed() < Duration::from_secs(30),
-                "the private PostgreSQL server did not start"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        let url = self.url("127.0.0.1", "sslmode=disable");
+        let (limit, step) = (Duration::from_secs(30), Duration::from_millis(100));
+        wait_until(
+            limit,
+            step,
+            "the private PostgreSQL server did not start",
+            || RawPostgres::connect(&url).is_ok(),
+        );
     }
 
     /// The URL of the `postgres` database as `postgres` on `host` (127.0.0.1, 127.0.0.2 or
@@ -245,8 +241,7 @@ impl PostgresServer {
 
     fn signal(&mut self, signal: rustix::process::Signal) {
         if let Some(mut child) = self.child.take() {
-            let _ = rustix::process::kill_process(rustix::process::Pid::from_child(&child), signal);
-            let _ = child.wait();
+            stop(&mut child, signal);
         }
     }
 }
@@ -270,12 +265,32 @@ fn server_programs() -> Option<PathBuf> {
     versions.pop()
 }
 
-/// The `postgres` user's uid and gid, from `/etc/passwd`.
-pub(super) fn postgres_user() -> Option<(u32, u32)> {
+/// Waits until `ready` holds, asking every `step`; after `limit`, fails the test: `what`.
+pub(super) fn wait_until(
+    limit: Duration,
+    step: Duration,
+    what: &str,
+    mut ready: impl FnMut() -> bool,
+) {
+    let started = Instant::now();
+    while !ready() {
+        assert!(started.elapsed() < limit, "{what}");
+        std::thread::sleep(step);
+    }
+}
+
+/// Sends `signal` to a server's process and waits for it to end.
+pub(super) fn stop(child: &mut Child, signal: rustix::process::Signal) {
+    let _ = rustix::process::kill_process(rustix::process::Pid::from_child(child), signal);
+    let _ = child.wait();
+}
+
+/// The uid and gid of the system user `name` (a server's), from `/etc/passwd`.
+pub(super) fn system_user(name: &str) -> Option<(u32, u32)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {
         let fields: Vec<&str> = line.split(':').collect();
-        (fields.first() == Some(&"postgres") && fields.len() > 3)
+        (fields.first() == Some(&name) && fields.len() > 3)
             .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
             .flatten()
     })

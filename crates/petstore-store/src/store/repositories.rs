@@ -1,205 +1,22 @@
-//! [`Store`]: the database behind the service, and the domain's storage traits implemented over
-//! it. Each method hands one operation of `queries/` to its backend, which runs it its own way:
-//! a read with [`Store::read`] (or [`Store::read_replica`] where a standby may answer it),
-//! anything else with [`Store::write`], a pet through SQLite's writer.
+//! The domain's repository traits over [`Store`]: each method hands one operation of
+//! `queries/` to the backend, with [`Store::read`] (or [`Store::read_replica`] where a standby
+//! may answer it), anything else with [`Store::write`], a pet through SQLite's writer.
 
-use std::sync::Arc;
-
-use futures_util::future::BoxFuture;
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, Backlog, Delivery, DeliveryClaim, DueDelivery, EndpointOwner,
     EndpointSpec, EndpointUpdate, EndpointWrite, SigningSecret, WebhookEndpoint,
 };
 use petstore_domain::{
     AdminToken, AdminTokenRepository, AdminTokenSecret, AdminTokenSpec, ApiKey, ApiKeyRepository,
-    ApiKeySecret, Ban, Capacity, ClaimOutcome, CreatePet, IdempotencyClaim, IdempotencyRepository,
+    ApiKeySecret, Ban, ClaimOutcome, CreatePet, IdempotencyClaim, IdempotencyRepository,
     IdempotentRequest, Inventory, KeyHash, KeyListQuery, KeyMatch, KeySpec, KeyUpdate, Order,
     OrderAction, OrderError, OrderListQuery, OrderRepository, Page, PageRequest, Pet, PetListQuery,
-    PetRepository, PlaceOrder, Plan, RateLimits, Scope, Storage, StorageError, StoredResponse,
+    PetRepository, PlaceOrder, Plan, RateLimits, Scope, StorageError, StoredResponse,
     WebhookRepository, async_trait,
 };
 
-use crate::conn::Op;
-#[cfg(feature = "mysql")]
-use crate::mysql::Mysql;
-#[cfg(feature = "postgres")]
-use crate::postgres::Postgres;
+use super::{Db, Store};
 use crate::queries::{admin_tokens, idempotency, keys, orders, pets, webhooks};
-#[cfg(feature = "sqlite")]
-use crate::sqlite::Sqlite;
-use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
-
-/// The database behind the service: SQLite, PostgreSQL or MariaDB/MySQL, with its pool. Cloning is cheap and
-/// shares it. Calls must be made inside a tokio runtime.
-#[derive(Clone)]
-pub struct Store {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    db: Db,
-}
-
-enum Db {
-    #[cfg(feature = "sqlite")]
-    Sqlite(Sqlite),
-    #[cfg(feature = "postgres")]
-    Postgres(Postgres),
-    #[cfg(feature = "mysql")]
-    Mysql(Mysql),
-}
-
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("backend", &self.backend_name())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Store {
-    /// Prepares the pool. Connections are opened lazily, so a database that is down now does
-    /// not stop the process: calls fail as unavailable ([`StoreError::Connect`]) until it is
-    /// back. A configuration that cannot work (a bad URL, an unreadable CA file) fails here.
-    pub fn open(config: &StoreConfig) -> Result<Self, StoreError> {
-        if config.pool_size == 0 {
-            return Err(StoreError::Config(
-                "the pool size must be at least 1".into(),
-            ));
-        }
-        let db = match Backend::from_url(&config.url)? {
-            Backend::Sqlite(_) if !config.read_urls.is_empty() => {
-                return Err(StoreError::Config(
-                    "read URLs name PostgreSQL standbys: the database must be PostgreSQL".into(),
-                ));
-            }
-            #[cfg(feature = "sqlite")]
-            Backend::Sqlite(path) => Db::Sqlite(Sqlite::open(&path, config)?),
-            #[cfg(feature = "postgres")]
-            Backend::Postgres(url) => Db::Postgres(Postgres::open(&url, config)?),
-            #[cfg(feature = "mysql")]
-            Backend::Mysql(url) => Db::Mysql(Mysql::open(&url, config)?),
-            #[allow(unreachable_patterns)] // with every backend built, every URL is served
-            backend => {
-                return Err(StoreError::Config(format!(
-                    "this build has no {} support (petstore-store's `{}` feature is off)",
-                    backend.name(),
-                    backend.name()
-                )));
-            }
-        };
-        Ok(Self {
-            inner: Arc::new(Inner { db }),
-        })
-    }
-
-    /// `sqlite` or `postgres`.
-    pub fn backend_name(&self) -> &'static str {
-        match self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(_) => "sqlite",
-            #[cfg(feature = "postgres")]
-            Db::Postgres(_) => "postgres",
-            #[cfg(feature = "mysql")]
-            Db::Mysql(_) => "mysql",
-        }
-    }
-
-    /// Applies pending migrations and returns their names. On PostgreSQL this holds an
-    /// advisory lock, so instances starting together apply each migration exactly once; on
-    /// SQLite the write lock does the same.
-    pub async fn migrate(&self) -> Result<Vec<String>, StoreError> {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => db.migrate().await,
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => db.migrate().await,
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => db.migrate().await,
-        }
-    }
-
-    /// The names of the migrations this database has not applied, oldest first.
-    pub async fn pending_migrations(&self) -> Result<Vec<String>, StoreError> {
-        self.read(|conn| Box::pin(migrations::pending(conn))).await
-    }
-
-    /// The migrations this database has applied, those it has not, and any it records that
-    /// this build does not know.
-    pub async fn migration_status(&self) -> Result<MigrationStatus, StoreError> {
-        self.read(|conn| Box::pin(migrations::status(conn))).await
-    }
-
-    /// Sets the connection-pool gauges ([`crate::metrics::POOL_CONNECTIONS`]) from the pools'
-    /// state: called when metrics are rendered.
-    pub fn record_pool_state(&self) {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => db.record_pool_state(),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => db.record_pool_state(),
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => db.record_pool_state(),
-        }
-    }
-
-    /// Closes the store: SQLite's writer commits what it holds and its thread is joined;
-    /// PostgreSQL's pools close their connections. Later calls fail as unavailable.
-    pub fn close(&self) {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => db.close(),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => db.close(),
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => db.close(),
-        }
-    }
-
-    /// Runs a read: SQLite answers it on this thread when a connection is idle.
-    ///
-    /// Each backend's future is boxed on its own: a future holding both in place is as large as
-    /// the larger (PostgreSQL's, with a connection's set-up in it), and moving it into the trait
-    /// method's box copied kilobytes per call (a quarter of a SQLite read's instructions).
-    fn read<T: Send + 'static>(&self, op: impl Op<T>) -> BoxFuture<'_, Result<T, StoreError>> {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => Box::pin(db.read(op)),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => Box::pin(db.read(op)),
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => Box::pin(db.read(op)),
-        }
-    }
-
-    /// Runs a read that a PostgreSQL standby may answer (`postgres::replicas`: one that is
-    /// current enough, with read-your-writes), else as [`Self::read`]; boxed like it.
-    fn read_replica<T: Send + 'static>(
-        &self,
-        op: impl Op<T> + Clone,
-    ) -> BoxFuture<'_, Result<T, StoreError>> {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => Box::pin(db.read(op)),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => Box::pin(db.read_replica(op)),
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => Box::pin(db.read(op)),
-        }
-    }
-
-    /// Runs a call that writes (or may wait for a lock); boxed like [`Self::read`].
-    fn write<T: Send + 'static>(&self, op: impl Op<T>) -> BoxFuture<'_, Result<T, StoreError>> {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => Box::pin(db.blocking(op)),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => Box::pin(db.call(op)),
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => Box::pin(db.call(op)),
-        }
-    }
-}
 
 #[async_trait]
 impl PetRepository for Store {
@@ -436,16 +253,11 @@ impl IdempotencyRepository for Store {
 
     /// In rounds of [`idempotency::PRUNE_BATCH`], each a call of its own.
     async fn prune_idempotency_keys(&self, before: u64) -> Result<u64, StorageError> {
-        let mut pruned = 0;
-        loop {
-            let deleted = self
-                .write(move |conn| Box::pin(idempotency::prune_batch(conn, before)))
-                .await?;
-            pruned += deleted;
-            if deleted < idempotency::PRUNE_BATCH as u64 {
-                return Ok(pruned);
-            }
-        }
+        Ok(self
+            .in_rounds(idempotency::PRUNE_BATCH, move |conn| {
+                Box::pin(idempotency::prune_batch(conn, before))
+            })
+            .await?)
     }
 }
 
@@ -572,43 +384,10 @@ impl WebhookRepository for Store {
 
     /// In rounds of [`webhooks::PRUNE_BATCH`], each a call of its own.
     async fn prune_webhook_deliveries(&self, before: i64) -> Result<u64, StorageError> {
-        let mut pruned = 0;
-        loop {
-            let deleted = self
-                .write(move |conn| Box::pin(webhooks::prune_batch(conn, before)))
-                .await?;
-            pruned += deleted;
-            if deleted < webhooks::PRUNE_BATCH as u64 {
-                return Ok(pruned);
-            }
-        }
-    }
-}
-
-#[async_trait]
-impl Storage for Store {
-    async fn check_ready(&self) -> Result<(), StorageError> {
-        self.read(|conn| Box::pin(migrations::check_applied(conn)))
-            .await?;
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => db.check_space()?,
-            #[cfg(feature = "postgres")]
-            Db::Postgres(_) => {}
-            #[cfg(feature = "mysql")]
-            Db::Mysql(_) => {}
-        }
-        Ok(())
-    }
-
-    fn capacity(&self) -> Capacity {
-        match &self.inner.db {
-            #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => db.capacity(),
-            #[cfg(feature = "postgres")]
-            Db::Postgres(db) => db.capacity(),
-            #[cfg(feature = "mysql")]
-            Db::Mysql(db) => db.capacity(),
-        }
+        Ok(self
+            .in_rounds(webhooks::PRUNE_BATCH, move |conn| {
+                Box::pin(webhooks::prune_batch(conn, before))
+            })
+            .await?)
     }
 }
