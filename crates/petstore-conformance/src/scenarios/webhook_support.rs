@@ -4,14 +4,14 @@
 //! Times: deliveries are created at the storage's now (this machine's clock), so claims use the
 //! current Unix time and later, never a fixed one.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use petstore_domain::webhook::{
     Attempt, AttemptRecord, AttemptResult, Backlog, Delivery, DeliveryClaim, DueDelivery,
     EndpointOwner, EndpointSpec, EndpointUpdate, EndpointUrl, EndpointWrite, EventSet, EventType,
     SigningSecret, UrlPolicy, WebhookEndpoint,
 };
-use petstore_domain::{Limit, Order, OrderError, PageRequest, Pet, PetStatus, PlaceOrder, Storage};
+use petstore_domain::{
+    Clock, Limit, Order, OrderError, PageRequest, Pet, PetStatus, PlaceOrder, Storage, SystemClock,
+};
 use serde_json::Value;
 
 use super::support::{add, free_key};
@@ -19,12 +19,9 @@ use super::support::{add, free_key};
 /// How long the scenarios' claims hold what they claim, in seconds.
 pub(super) const LEASE: i64 = 60;
 
-/// Now, in Unix seconds.
+/// Now, in Unix seconds: the domain's clock, as the storage reads it.
 pub(super) fn unix_now() -> i64 {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("a clock after 1970");
-    i64::try_from(since.as_secs()).expect("seconds in range")
+    SystemClock.unix_now()
 }
 
 /// `text` as an endpoint's URL.

@@ -1,5 +1,5 @@
 //! Typed configuration: what the HTTP server runs with, parsed and checked once. The program's
-//! command line (the `petstore` crate's `cli.rs`) fills it from flags and environment
+//! command line (the `petstore` crate's `cli` module) fills it from flags and environment
 //! variables; tests build it directly with [`Config::new`] and change the fields they need. The
 //! storage's own settings are not here: they belong to the backend, which the program opens.
 

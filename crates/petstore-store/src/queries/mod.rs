@@ -10,10 +10,9 @@ pub(crate) mod orders;
 pub(crate) mod pets;
 pub(crate) mod webhooks;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use diesel::Selectable;
 use diesel::sql_types::{BigInt, Nullable};
+use petstore_domain::{Clock, SystemClock};
 
 /// A backend the crate is built with, to name a row type's columns by: a row type's
 /// `Selectable` (derived, or written once for `PetRow`) has the same columns on every backend.
@@ -39,11 +38,9 @@ diesel::define_sql_function! {
 /// What a query function answers: its value, or the store's error.
 type Result<T, E = crate::StoreError> = std::result::Result<T, E>;
 
-/// Now, in Unix seconds.
+/// Now, in Unix seconds: the domain's clock.
 fn unix_now() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+    SystemClock.unix_now()
 }
 
 /// Rows fetched for a page: one more than asked, to learn whether another page follows.
