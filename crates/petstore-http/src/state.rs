@@ -1,7 +1,7 @@
 //! [`AppState`]: everything the handlers and middleware share, built by one constructor that
 //! the server and every test use. It opens nothing, reads no file and starts no thread: what
 //! needs set-up (the storage, a limiter counting in Redis, the resolver checking webhook URLs)
-//! is built by the program and handed over.
+//! and the API's documents (`petstore-openapi`) are built by the program and handed over.
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -16,6 +16,7 @@ use crate::db::Database;
 use crate::extract::BodyTimeout;
 use crate::links::Links;
 use crate::ratelimit::{HeaderCache, Limiter, TrustedProxies};
+use crate::routes::openapi::Documents;
 use crate::telemetry::metric::{Exporter, RequestMetrics};
 
 /// How many valid keys the key cache holds at most (and as many tokens known not to be keys).
@@ -57,17 +58,20 @@ pub struct AppState {
     pub webhook_policy: UrlPolicy,
     /// Where a webhook endpoint's host leads, checked when it is registered or changed.
     pub receivers: Arc<dyn ReceiverCheck>,
+    /// The API's descriptions, served at `{base}/openapi.json` and `/admin/v1/openapi.json`.
+    pub documents: Documents,
 }
 
 impl AppState {
     /// The state a server runs with: the key cache and links that `config` describes, over
-    /// `storage`, counting with `limiter` (built by the program: in this process, or in Redis)
-    /// and checking webhook URLs with `receivers`, on the system clock.
+    /// `storage`, counting with `limiter` (built by the program: in this process, or in Redis),
+    /// checking webhook URLs with `receivers` and serving `documents`, on the system clock.
     pub fn new(
         config: &Config,
         storage: Arc<dyn Storage>,
         limiter: Limiter,
         receivers: Arc<dyn ReceiverCheck>,
+        documents: Documents,
     ) -> Self {
         Self {
             db: Database::new(storage),
@@ -88,6 +92,7 @@ impl AppState {
             request_metrics: RequestMetrics::default(),
             webhook_policy: config.webhook_policy,
             receivers,
+            documents,
         }
     }
 

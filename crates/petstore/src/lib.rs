@@ -73,15 +73,14 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             |store| async move { migration_status(&store).await },
         )),
         Some(Command::Openapi(args)) => {
+            let documents = petstore_openapi::documents();
             let document = if args.admin {
-                petstore_http::admin::openapi::document()
+                documents.admin().to_pretty_json()
             } else {
-                petstore_http::routes::openapi::document_for(
-                    &args.openapi_servers.0,
-                    &args.server(),
-                )
-            }
-            .to_pretty_json()?;
+                documents
+                    .public(&args.openapi_servers.0, &args.server())
+                    .to_pretty_json()
+            }?;
             println!("{document}");
             Ok(ExitCode::SUCCESS)
         }

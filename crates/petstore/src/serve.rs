@@ -169,7 +169,8 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     }
     let limiter = counters::limiter(&config.app.rate_limit)?;
     let receivers = Arc::new(Resolver::for_registration());
-    let mut state = AppState::new(&config.app, storage.clone(), limiter, receivers);
+    let documents = petstore_openapi::documents();
+    let mut state = AppState::new(&config.app, storage.clone(), limiter, receivers, documents);
     if let (Some(exporter), MetricsEndpoint::Main) = (&exporter, &config.metrics) {
         state = state.with_metrics(exporter.clone());
     }

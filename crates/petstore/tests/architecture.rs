@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 const TABLE: &str = "| Module | Owns | Uses |";
 
 /// Each crate, and the heading its table follows.
-const CRATES: [(&str, &str); 8] = [
+const CRATES: [(&str, &str); 9] = [
     ("petstore-domain", "### petstore-domain\n"),
     ("petstore-store", "### petstore-store\n"),
     ("petstore-ratelimit", "### petstore-ratelimit\n"),
@@ -16,6 +16,7 @@ const CRATES: [(&str, &str); 8] = [
     ("petstore-conformance", "### petstore-conformance\n"),
     ("petstore-webhooks", "### petstore-webhooks\n"),
     ("petstore-http", "## Inside petstore-http\n"),
+    ("petstore-openapi", "### petstore-openapi\n"),
     ("petstore", "### petstore\n"),
 ];
 

@@ -2,21 +2,21 @@
 //! and `order_admin`, which the `petstore keys` and `petstore orders` commands run too), served
 //! on a listener of its own (`--admin-bind`), never on the public one: its routes
 //! ([`configure`]), its
-//! admin-token authentication ([`token`]), its audit log and its OpenAPI document
-//! ([`openapi`]).
+//! admin-token authentication ([`token`]) and its audit log. Its OpenAPI document is built by
+//! `petstore-openapi` from these handlers' annotations, and served by `routes::openapi`.
 
-mod key_webhooks;
-pub mod openapi;
-mod orders;
-mod routes;
+pub mod key_webhooks;
+pub mod orders;
+pub mod routes;
 pub mod token;
-mod webhooks;
+pub mod webhooks;
 
 use actix_web::middleware::from_fn;
 use actix_web::{Route, web};
 
 pub use routes::AUDIT_LOG;
 
+use crate::routes::openapi::admin_openapi_json;
 use crate::routes::{and, read, resource};
 
 /// The admin API's base path.
@@ -31,7 +31,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         &path,
         "adminOpenapi",
         "GET, HEAD",
-        read(openapi::openapi_json),
+        read(admin_openapi_json),
     ));
     // Path under `/keys`, name, `Allow`, routes.
     #[rustfmt::skip]

@@ -3,14 +3,14 @@
 //! and map the result; they know no backend.
 
 pub mod health;
-pub(crate) mod index;
+pub mod index;
 pub mod metrics;
 pub mod openapi;
-pub(crate) mod orders;
-mod pets;
-mod rate_limit;
+pub mod orders;
+pub mod pets;
+pub mod rate_limit;
 pub(crate) mod respond;
-pub(crate) mod webhooks;
+pub mod webhooks;
 
 use actix_web::middleware::from_fn;
 use actix_web::{FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder, Route, web};

@@ -195,8 +195,9 @@ impl TestApp {
         change(&mut config);
         let limiter = limiter.unwrap_or_else(|| config.rate_limit.in_memory_limiter());
         let receivers = Arc::new(Resolver::for_registration());
-        let state =
-            AppState::new(&config, store.clone(), limiter, receivers).with_clock(clock.clone());
+        let documents = petstore_openapi::documents();
+        let state = AppState::new(&config, store.clone(), limiter, receivers, documents)
+            .with_clock(clock.clone());
         Self {
             db,
             redis: None,

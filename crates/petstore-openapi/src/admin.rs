@@ -1,21 +1,16 @@
-//! The admin API's own OpenAPI 3.1 document, generated from its handlers' annotations: served
-//! at `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
-//! `petstore openapi --admin`; a copy is kept in `docs/admin-openapi.json`.
+//! The admin API's own document, generated from its handlers' annotations: served at
+//! `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
+//! `petstore openapi --admin`.
 
-use actix_web::{HttpRequest, HttpResponse};
 use petstore_domain::Plan;
+use petstore_http::admin::ADMIN_BASE;
+use petstore_http::admin::{key_webhooks, orders, routes, webhooks};
+use petstore_http::error::responses::AdminUnauthorized;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
-use super::ADMIN_BASE;
-use super::key_webhooks;
-use super::webhooks;
-use super::{orders, routes};
-use crate::conditional::Caching;
-use crate::error::ApiError;
-use crate::error::responses::AdminUnauthorized;
-use crate::routes::openapi::{Bearer, answer, declare, describe_methods, operations};
+use crate::conventions::{Bearer, declare, describe_methods, operations};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -72,15 +67,10 @@ use crate::routes::openapi::{Bearer, answer, declare, describe_methods, operatio
 struct AdminDoc;
 
 /// The document, with the admin base path as its server.
-pub fn document() -> Document {
+pub(crate) fn document() -> Document {
     let mut document = AdminDoc::openapi();
     document.servers = Some(vec![Server::new(ADMIN_BASE)]);
     document
-}
-
-/// `GET /admin/v1/openapi.json` (no token needed: it describes, it grants nothing).
-pub async fn openapi_json(req: HttpRequest) -> Result<HttpResponse, ApiError> {
-    answer(&req, &document(), Caching::Public)
 }
 
 /// The admin tokens' security scheme.

@@ -16,7 +16,7 @@ use utoipa::openapi::{
     ResponseBuilder,
 };
 
-use crate::sunset::SUNSET;
+use petstore_http::sunset::{DELETE_ORDER_SUNSET, SUNSET};
 
 /// A bearer security scheme: its name in the document, the tokens' format, its description.
 pub(crate) struct Bearer {
@@ -47,7 +47,7 @@ const BEARER: Bearer = Bearer {
 };
 
 /// What the annotations leave to convention, applied to every operation alike.
-pub(super) struct Conventions;
+pub(crate) struct Conventions;
 
 impl Modify for Conventions {
     fn modify(&self, document: &mut Document) {
@@ -113,7 +113,7 @@ impl Modify for Conventions {
                     };
                     add_headers(response, status, deprecated.as_ref(), experimental);
                 }
-                super::links::add_links(operation);
+                crate::links::add_links(operation);
             }
         }
     }
@@ -382,7 +382,7 @@ fn schedule(operation_id: Option<&str>) -> Option<Schedule> {
         }),
         "deleteOrder" => Some(Schedule {
             deprecated_at: "`@1795737600`, 2026-11-27",
-            sunset: crate::sunset::DELETE_ORDER_SUNSET,
+            sunset: DELETE_ORDER_SUNSET,
             successor: "{base}/store/orders/{orderId}/cancel",
             anchor: "store/deleteOrder",
             link_always: true,
@@ -531,7 +531,7 @@ fn header_of(kind: Type, description: &str, required: bool) -> Header {
 }
 
 /// An Error object response, as documented.
-pub(super) fn error_doc(description: &str) -> Response {
+fn error_doc(description: &str) -> Response {
     ResponseBuilder::new()
         .description(description)
         .content(
