@@ -3,6 +3,9 @@
 //! through PgBouncer) cannot see through the storage interface alone: corrupt rows, the hashes
 //! as stored, threads with pools of their own, migrations, reopening, outages, timeouts.
 
+#[path = "store/clock.rs"]
+mod clock;
+
 use std::collections::HashSet;
 
 use petstore_domain::{

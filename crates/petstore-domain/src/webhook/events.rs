@@ -145,25 +145,25 @@ pub struct NewEvent {
 }
 
 impl NewEvent {
-    /// The event of `kind` about `data` (a resource), owned by `owner`, happening now.
-    pub fn now(kind: EventType, owner: Option<i64>, data: &impl Serialize) -> Self {
+    /// The event of `kind` about `data` (a resource), owned by `owner`, happening `at`.
+    pub fn at(at: SystemTime, kind: EventType, owner: Option<i64>, data: &impl Serialize) -> Self {
         Self {
             kind,
             owner,
-            body: event_body(kind, SystemTime::now(), data),
+            body: event_body(kind, at, data),
         }
     }
 
-    /// The event of `order`'s change by `action` ([`EventType::of_order`]), about the order as
-    /// the change left it, owned by the key that placed it.
-    pub fn order_changed(action: OrderAction, order: &Order) -> Self {
-        Self::now(EventType::of_order(action), order.owner, order)
+    /// The event of `order`'s change by `action` ([`EventType::of_order`]) `at`, about the order
+    /// as the change left it, owned by the key that placed it.
+    pub fn order_changed(at: SystemTime, action: OrderAction, order: &Order) -> Self {
+        Self::at(at, EventType::of_order(action), order.owner, order)
     }
 
-    /// The `pet.created` event of `pet`, owned by `creator`, the key that created it (`None`:
-    /// no key's).
-    pub fn pet_created(pet: &Pet, creator: Option<i64>) -> Self {
-        Self::now(EventType::PetCreated, creator, pet)
+    /// The `pet.created` event of `pet` `at`, owned by `creator`, the key that created it
+    /// (`None`: no key's).
+    pub fn pet_created(at: SystemTime, pet: &Pet, creator: Option<i64>) -> Self {
+        Self::at(at, EventType::PetCreated, creator, pet)
     }
 }
 

@@ -256,7 +256,7 @@ impl PetRepository for MemoryStorage {
             ));
         }
         data.pets.insert(id, pet.clone());
-        let event = NewEvent::pet_created(&pet, create.creator);
+        let event = NewEvent::pet_created(SystemTime::now(), &pet, create.creator);
         self.record_event(&mut data, &event);
         Ok(pet)
     }
@@ -316,7 +316,7 @@ impl OrderRepository for MemoryStorage {
             pet.status = pet_after;
         }
         data.orders.insert(id, placed.clone());
-        let event = NewEvent::order_changed(OrderAction::Place, &placed);
+        let event = NewEvent::order_changed(SystemTime::now(), OrderAction::Place, &placed);
         self.record_event(&mut data, &event);
         Ok(placed)
     }
@@ -347,7 +347,10 @@ impl OrderRepository for MemoryStorage {
         }
         let changed = Order { status, ..order };
         data.orders.insert(id, changed.clone());
-        self.record_event(&mut data, &NewEvent::order_changed(action, &changed));
+        self.record_event(
+            &mut data,
+            &NewEvent::order_changed(SystemTime::now(), action, &changed),
+        );
         Ok(changed)
     }
 

@@ -4,7 +4,7 @@ use diesel::prelude::*;
 use petstore_domain::{AdminToken, AdminTokenSecret, AdminTokenSpec, KeyHash};
 
 use super::keys::random_bytes;
-use super::{Result, coalesce, columns, unix_now};
+use super::{Now, Result, coalesce, columns};
 use crate::conn::Conn;
 use crate::schema::admin_tokens;
 
@@ -40,12 +40,13 @@ pub(crate) async fn create(
     mut conn: Conn<'_>,
     spec: AdminTokenSpec,
     secret: AdminTokenSecret,
+    now: Now,
 ) -> Result<(AdminToken, AdminTokenSecret)> {
     let insert = diesel::insert_into(admin_tokens::table).values((
         admin_tokens::token_hash.eq(secret.hash().as_str().to_owned()),
         admin_tokens::display_prefix.eq(secret.display_prefix()),
         admin_tokens::label.eq(spec.label()),
-        admin_tokens::created_at.eq(unix_now()),
+        admin_tokens::created_at.eq(now.unix()),
     ));
     let row: TokenRow = run_returning!(&mut conn, get_result, insert.returning(columns::<TokenRow>()),
         mysql(c) => mysql_inserted!(c, insert, admin_tokens::table, TokenRow))?;
@@ -72,8 +73,8 @@ pub(crate) async fn list(mut conn: Conn<'_>) -> Result<Vec<AdminToken>> {
 }
 
 /// Revokes a token (keeping the first revocation's time); `false` when no token has this id.
-pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool> {
-    let revoked_at = coalesce(admin_tokens::revoked_at, Some(unix_now()));
+pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64, now: Now) -> Result<bool> {
+    let revoked_at = coalesce(admin_tokens::revoked_at, Some(now.unix()));
     let revoke =
         diesel::update(admin_tokens::table.find(id)).set(admin_tokens::revoked_at.eq(revoked_at));
     Ok(run!(&mut conn, execute, revoke)? > 0)

@@ -6,7 +6,7 @@ use petstore_domain::{
     Plan, RateLimits, Scope,
 };
 
-use super::{Result, coalesce, columns, overfetch, unix_now};
+use super::{Now, Result, coalesce, columns, overfetch};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::api_keys;
@@ -97,6 +97,7 @@ pub(crate) async fn create(
     mut conn: Conn<'_>,
     spec: KeySpec,
     secret: ApiKeySecret,
+    now: Now,
 ) -> Result<(ApiKey, ApiKeySecret)> {
     let limits = spec.custom_limits();
     let hash = secret.hash();
@@ -107,7 +108,7 @@ pub(crate) async fn create(
         api_keys::label.eq(spec.label()),
         api_keys::per_minute.eq(limits.map(|l| i64::from(l.per_minute))),
         api_keys::per_day.eq(limits.map(|l| i64::from(l.per_day))),
-        api_keys::created_at.eq(unix_now()),
+        api_keys::created_at.eq(now.unix()),
         api_keys::scope.eq(spec.scope().as_str()),
         api_keys::expires_at.eq(spec.expires_at()),
     ));
@@ -250,8 +251,8 @@ pub(crate) async fn update(
 
 /// Revokes a key (keeping the first revocation's time); `false` when no key has this id. One
 /// statement: the row is matched whether revoked or not, and keeps its first revocation's time.
-pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64) -> Result<bool> {
-    let revoked_at = coalesce(api_keys::revoked_at, Some(unix_now()));
+pub(crate) async fn revoke(mut conn: Conn<'_>, id: i64, now: Now) -> Result<bool> {
+    let revoked_at = coalesce(api_keys::revoked_at, Some(now.unix()));
     let revoke = diesel::update(api_keys::table.find(id)).set(api_keys::revoked_at.eq(revoked_at));
     Ok(run!(&mut conn, execute, revoke)? > 0)
 }

@@ -12,7 +12,7 @@ pub(crate) mod webhooks;
 
 use diesel::Selectable;
 use diesel::sql_types::{BigInt, Nullable};
-use petstore_domain::{Clock, SystemClock};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A backend the crate is built with, to name a row type's columns by: a row type's
 /// `Selectable` (derived, or written once for `PetRow`) has the same columns on every backend.
@@ -38,9 +38,17 @@ diesel::define_sql_function! {
 /// What a query function answers: its value, or the store's error.
 type Result<T, E = crate::StoreError> = std::result::Result<T, E>;
 
-/// Now, in Unix seconds: the domain's clock.
-fn unix_now() -> i64 {
-    SystemClock.unix_now()
+/// The time a call runs at, read once from the store's clock (`Store::with_clock`) when the
+/// call is made: what its rows are stamped with and compared against, and its events' time.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Now(pub(crate) SystemTime);
+
+impl Now {
+    /// In Unix seconds.
+    pub(crate) fn unix(self) -> i64 {
+        let seconds = self.0.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        i64::try_from(seconds).unwrap_or(i64::MAX)
+    }
 }
 
 /// Rows fetched for a page: one more than asked, to learn whether another page follows.

@@ -17,7 +17,7 @@ use petstore_domain::{
 use petstore_domain::webhook::NewEvent;
 
 use super::pets::UnknownStatus;
-use super::{Result, columns, overfetch, unix_now};
+use super::{Now, Result, columns, overfetch};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::{orders, pet_status_counts, pets};
@@ -112,7 +112,7 @@ async fn set_pet_status(conn: &mut Conn<'_>, id: i64, status: PetStatus) -> Resu
     Ok(())
 }
 
-async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Failure> {
+async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder, now: Now) -> Result<Order, Failure> {
     let pet = locked_pet_status(conn, order.pet_id)
         .await?
         .ok_or(Failure::Refused(OrderError::PetNotFound(order.pet_id)))?;
@@ -122,14 +122,14 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder) -> Result<Order, Fail
         orders::pet_id.eq(order.pet_id),
         orders::quantity.eq(1),
         orders::status.eq(status.as_str()),
-        orders::created_at.eq(unix_now()),
+        orders::created_at.eq(now.unix()),
         orders::owner_key_id.eq(order.owner),
     ));
     let row: OrderRow = run_returning!(conn, get_result, insert.returning(columns::<OrderRow>()),
         mysql(c) => mysql_inserted!(c, insert, orders::table, OrderRow))?;
     let placed = Order::try_from(row)?;
-    let event = NewEvent::order_changed(OrderAction::Place, &placed);
-    super::webhooks::record(conn, &event).await?;
+    let event = NewEvent::order_changed(now.0, OrderAction::Place, &placed);
+    super::webhooks::record(conn, &event, now).await?;
     if let Some(completion) = &order.completion {
         let response = StoredResponse::created(&placed, &completion.base);
         if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
@@ -144,6 +144,7 @@ async fn change_in(
     id: i64,
     owner: Option<i64>,
     action: OrderAction,
+    now: Now,
 ) -> Result<Order, Failure> {
     let order = locked_order(conn, id, owner)
         .await?
@@ -166,7 +167,8 @@ async fn change_in(
         set_pet_status(conn, order.pet_id, pet_after).await?;
     }
     let changed = Order { status, ..order };
-    super::webhooks::record(conn, &NewEvent::order_changed(action, &changed)).await?;
+    let event = NewEvent::order_changed(now.0, action, &changed);
+    super::webhooks::record(conn, &event, now).await?;
     Ok(changed)
 }
 
@@ -187,9 +189,10 @@ async fn in_transaction<T>(
 pub(crate) async fn place(
     mut conn: Conn<'_>,
     order: PlaceOrder,
+    now: Now,
 ) -> Result<Result<Order, OrderError>> {
     conn.begin().await?;
-    let placed = place_in(&mut conn, &order).await;
+    let placed = place_in(&mut conn, &order, now).await;
     in_transaction(&mut conn, placed).await
 }
 
@@ -199,9 +202,10 @@ pub(crate) async fn change(
     id: i64,
     owner: Option<i64>,
     action: OrderAction,
+    now: Now,
 ) -> Result<Result<Order, OrderError>> {
     conn.begin().await?;
-    let changed = change_in(&mut conn, id, owner, action).await;
+    let changed = change_in(&mut conn, id, owner, action, now).await;
     in_transaction(&mut conn, changed).await
 }
 

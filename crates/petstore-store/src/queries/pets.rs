@@ -12,18 +12,18 @@ use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::webhook::NewEvent;
 use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus, StoredResponse};
 
-use super::{Result, columns, overfetch, unix_now};
+use super::{Now, Result, columns, overfetch};
 use crate::StoreError;
 use crate::conn::Conn;
 use crate::schema::pets;
 
 /// Inserts one pet.
-async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft) -> Result<Pet> {
+async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft, now: Now) -> Result<Pet> {
     let insert = diesel::insert_into(pets::table).values((
         pets::name.eq(pet.name()),
         pets::category_id.eq(pet.category_id()),
         pets::status.eq(pet.status().as_str()),
-        pets::created_at.eq(unix_now()),
+        pets::created_at.eq(now.unix()),
     ));
     let PetRow(pet) = run_returning!(conn, get_result, insert.returning(columns::<PetRow>()),
         mysql(c) => mysql_inserted!(c, insert, pets::table, PetRow))
@@ -139,10 +139,14 @@ fn read_error(error: DieselError) -> StoreError {
 /// Inserts `pet`, records its `pet.created` event (`webhooks::record`) and, when it carries an
 /// idempotency completion, completes the claim with the pet's response: all or nothing (the
 /// caller runs this in a transaction or savepoint).
-pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Result<Pet> {
-    let created = insert_pet(&mut conn, &pet.draft).await?;
-    let event = NewEvent::pet_created(&created, pet.creator);
-    super::webhooks::record(&mut conn, &event).await?;
+pub(crate) async fn insert_completing(
+    mut conn: Conn<'_>,
+    pet: &CreatePet,
+    now: Now,
+) -> Result<Pet> {
+    let created = insert_pet(&mut conn, &pet.draft, now).await?;
+    let event = NewEvent::pet_created(now.0, &created, pet.creator);
+    super::webhooks::record(&mut conn, &event, now).await?;
     if let Some(completion) = &pet.completion {
         let response = StoredResponse::created(&created, &completion.base);
         if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
@@ -155,9 +159,9 @@ pub(crate) async fn insert_completing(mut conn: Conn<'_>, pet: &CreatePet) -> Re
 /// Creates `pet` on its own, in a transaction with its event (and its idempotency claim's
 /// completion). (SQLite's writer creates pets in batches, its own way.)
 #[cfg(any(feature = "postgres", feature = "mysql"))]
-pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet) -> Result<Pet> {
+pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet, now: Now) -> Result<Pet> {
     conn.begin().await?;
-    let created = insert_completing(conn.reborrow(), &pet).await;
+    let created = insert_completing(conn.reborrow(), &pet, now).await;
     conn.finish(created).await
 }
 

@@ -26,6 +26,7 @@ use petstore_domain::{Capacity, CreatePet, Pet, StorageErrorKind};
 pub use space::LOW_SPACE;
 
 use crate::conn::{Conn, Op, complete_now};
+use crate::queries::Now;
 use crate::{StoreConfig, StoreError, metrics, migrations};
 use space::DiskSpace;
 use writer::PetWriter;
@@ -135,10 +136,10 @@ impl Sqlite {
         result
     }
 
-    /// Creates a pet through the group-commit writer: answered once the transaction holding it
-    /// has committed.
-    pub(crate) async fn create_pet(&self, pet: CreatePet) -> Result<Pet, StoreError> {
-        self.writer.create(pet).await
+    /// Creates a pet (made `now`) through the group-commit writer: answered once the
+    /// transaction holding it has committed.
+    pub(crate) async fn create_pet(&self, pet: CreatePet, now: Now) -> Result<Pet, StoreError> {
+        self.writer.create(pet, now).await
     }
 
     /// Applies pending migrations, on a blocking thread.

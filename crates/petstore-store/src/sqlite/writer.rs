@@ -18,6 +18,7 @@ use super::Manager;
 use super::space::DiskSpace;
 use crate::StoreError;
 use crate::conn::{Conn, complete_now};
+use crate::queries::Now;
 use crate::queries::pets::insert_completing;
 
 /// Most inserts committed together.
@@ -25,6 +26,8 @@ pub(crate) const MAX_BATCH: usize = 256;
 
 struct Job {
     pet: CreatePet,
+    /// When it was asked for: its creation time.
+    now: Now,
     /// Gets the pet's outcome, after the commit that holds it.
     reply: oneshot::Sender<Result<Pet, StoreError>>,
 }
@@ -50,10 +53,10 @@ impl PetWriter {
     }
 
     /// Stores `pet` and answers once its transaction has committed.
-    pub(crate) async fn create(&self, pet: CreatePet) -> Result<Pet, StoreError> {
+    pub(crate) async fn create(&self, pet: CreatePet, now: Now) -> Result<Pet, StoreError> {
         let (reply, answer) = oneshot::channel();
         let sent = match &*self.jobs.lock().unwrap_or_else(PoisonError::into_inner) {
-            Some(jobs) => jobs.send(Job { pet, reply }).is_ok(),
+            Some(jobs) => jobs.send(Job { pet, now, reply }).is_ok(),
             None => false,
         };
         if !sent {
@@ -158,7 +161,11 @@ fn commit(
         let mut results = Vec::with_capacity(batch.len());
         for job in batch {
             conn.batch_execute("SAVEPOINT pet")?;
-            let result = complete_now(Box::pin(insert_completing(Conn::Sqlite(conn), &job.pet)));
+            let result = complete_now(Box::pin(insert_completing(
+                Conn::Sqlite(conn),
+                &job.pet,
+                job.now,
+            )));
             let end = match result {
                 Ok(_) => "RELEASE pet",
                 Err(_) => "ROLLBACK TO pet; RELEASE pet",

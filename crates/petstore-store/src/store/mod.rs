@@ -8,13 +8,14 @@ mod repositories;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use petstore_domain::{Capacity, Storage, StorageError, async_trait};
+use petstore_domain::{Capacity, Clock, Storage, StorageError, SystemClock, async_trait};
 
 use crate::conn::Op;
 #[cfg(feature = "mysql")]
 use crate::mysql::Mysql;
 #[cfg(feature = "postgres")]
 use crate::postgres::Postgres;
+use crate::queries::Now;
 #[cfg(feature = "sqlite")]
 use crate::sqlite::Sqlite;
 use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
@@ -24,6 +25,11 @@ use crate::{Backend, MigrationStatus, StoreConfig, StoreError, migrations};
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
+    /// What a call stamps its rows with and compares against (creation, revocation and deletion
+    /// times, a rotated-out secret's grace, the outbox's due times): the system clock unless a
+    /// test sets another ([`Store::with_clock`]). Times a caller passes (a ban's, an attempt's,
+    /// a claim's) are the caller's.
+    clock: Arc<dyn Clock>,
 }
 
 struct Inner {
@@ -95,7 +101,18 @@ impl Store {
         };
         Ok(Self {
             inner: Arc::new(Inner { db }),
+            clock: Arc::new(SystemClock),
         })
+    }
+
+    /// The same store on another clock (tests move time); its clones keep the clock it had.
+    pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
+        Self { clock, ..self }
+    }
+
+    /// Now, as the store's clock says.
+    fn now(&self) -> Now {
+        Now(self.clock.now())
     }
 
     /// `sqlite`, `postgres` or `mysql`.

@@ -21,18 +21,19 @@ use crate::queries::{admin_tokens, idempotency, keys, orders, pets, webhooks};
 #[async_trait]
 impl PetRepository for Store {
     async fn create_pet(&self, pet: &CreatePet) -> Result<Pet, StorageError> {
+        let now = self.now();
         let pet = pet.clone();
         Ok(match &self.inner.db {
             #[cfg(feature = "sqlite")]
-            Db::Sqlite(db) => db.create_pet(pet).await?,
+            Db::Sqlite(db) => db.create_pet(pet, now).await?,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
-                db.call(move |conn| Box::pin(pets::create(conn, pet)))
+                db.call(move |conn| Box::pin(pets::create(conn, pet, now)))
                     .await?
             }
             #[cfg(feature = "mysql")]
             Db::Mysql(db) => {
-                db.call(move |conn| Box::pin(pets::create(conn, pet)))
+                db.call(move |conn| Box::pin(pets::create(conn, pet, now)))
                     .await?
             }
         })
@@ -55,8 +56,9 @@ impl PetRepository for Store {
 #[async_trait]
 impl OrderRepository for Store {
     async fn place_order(&self, order: &PlaceOrder) -> Result<Order, OrderError> {
+        let now = self.now();
         let order = order.clone();
-        self.write(move |conn| Box::pin(orders::place(conn, order)))
+        self.write(move |conn| Box::pin(orders::place(conn, order, now)))
             .await
             .map_err(|error| OrderError::Storage(error.into()))?
     }
@@ -67,7 +69,8 @@ impl OrderRepository for Store {
         owner: Option<i64>,
         action: OrderAction,
     ) -> Result<Order, OrderError> {
-        self.write(move |conn| Box::pin(orders::change(conn, id, owner, action)))
+        let now = self.now();
+        self.write(move |conn| Box::pin(orders::change(conn, id, owner, action, now)))
             .await
             .map_err(|error| OrderError::Storage(error.into()))?
     }
@@ -95,9 +98,10 @@ impl OrderRepository for Store {
 #[async_trait]
 impl ApiKeyRepository for Store {
     async fn create_key(&self, spec: &KeySpec) -> Result<(ApiKey, ApiKeySecret), StorageError> {
+        let now = self.now();
         let (spec, secret) = (spec.clone(), keys::random_secret()?);
         Ok(self
-            .write(move |conn| Box::pin(keys::create(conn, spec, secret)))
+            .write(move |conn| Box::pin(keys::create(conn, spec, secret, now)))
             .await?)
     }
 
@@ -133,8 +137,9 @@ impl ApiKeyRepository for Store {
     }
 
     async fn revoke_key(&self, id: i64) -> Result<bool, StorageError> {
+        let now = self.now();
         Ok(self
-            .write(move |conn| Box::pin(keys::revoke(conn, id)))
+            .write(move |conn| Box::pin(keys::revoke(conn, id, now)))
             .await?)
     }
 
@@ -191,9 +196,10 @@ impl AdminTokenRepository for Store {
         &self,
         spec: &AdminTokenSpec,
     ) -> Result<(AdminToken, AdminTokenSecret), StorageError> {
+        let now = self.now();
         let (spec, secret) = (spec.clone(), admin_tokens::random_token()?);
         Ok(self
-            .write(move |conn| Box::pin(admin_tokens::create(conn, spec, secret)))
+            .write(move |conn| Box::pin(admin_tokens::create(conn, spec, secret, now)))
             .await?)
     }
 
@@ -209,8 +215,9 @@ impl AdminTokenRepository for Store {
     }
 
     async fn revoke_admin_token(&self, id: i64) -> Result<bool, StorageError> {
+        let now = self.now();
         Ok(self
-            .write(move |conn| Box::pin(admin_tokens::revoke(conn, id)))
+            .write(move |conn| Box::pin(admin_tokens::revoke(conn, id, now)))
             .await?)
     }
 }
@@ -268,9 +275,10 @@ impl WebhookRepository for Store {
         owner: EndpointOwner,
         spec: &EndpointSpec,
     ) -> Result<EndpointWrite<(WebhookEndpoint, SigningSecret)>, StorageError> {
+        let now = self.now();
         let (spec, secret) = (spec.clone(), webhooks::random_secret()?);
         Ok(self
-            .write(move |conn| Box::pin(webhooks::create(conn, owner, spec, secret)))
+            .write(move |conn| Box::pin(webhooks::create(conn, owner, spec, secret, now)))
             .await?)
     }
 
@@ -278,8 +286,9 @@ impl WebhookRepository for Store {
         &self,
         owner: EndpointOwner,
     ) -> Result<Vec<WebhookEndpoint>, StorageError> {
+        let now = self.now();
         Ok(self
-            .read(move |conn| Box::pin(webhooks::list(conn, owner)))
+            .read(move |conn| Box::pin(webhooks::list(conn, owner, now)))
             .await?)
     }
 
@@ -288,8 +297,9 @@ impl WebhookRepository for Store {
         id: i64,
         owner: EndpointOwner,
     ) -> Result<Option<WebhookEndpoint>, StorageError> {
+        let now = self.now();
         Ok(self
-            .read(move |conn| Box::pin(webhooks::find(conn, id, owner)))
+            .read(move |conn| Box::pin(webhooks::find(conn, id, owner, now)))
             .await?)
     }
 
@@ -299,9 +309,10 @@ impl WebhookRepository for Store {
         owner: EndpointOwner,
         update: &EndpointUpdate,
     ) -> Result<EndpointWrite<WebhookEndpoint>, StorageError> {
+        let now = self.now();
         let update = update.clone();
         Ok(self
-            .write(move |conn| Box::pin(webhooks::update(conn, id, owner, update)))
+            .write(move |conn| Box::pin(webhooks::update(conn, id, owner, update, now)))
             .await?)
     }
 
@@ -310,8 +321,9 @@ impl WebhookRepository for Store {
         id: i64,
         owner: EndpointOwner,
     ) -> Result<bool, StorageError> {
+        let now = self.now();
         Ok(self
-            .write(move |conn| Box::pin(webhooks::delete(conn, id, owner)))
+            .write(move |conn| Box::pin(webhooks::delete(conn, id, owner, now)))
             .await?)
     }
 
@@ -321,9 +333,12 @@ impl WebhookRepository for Store {
         owner: EndpointOwner,
         grace_until: i64,
     ) -> Result<Option<(WebhookEndpoint, SigningSecret)>, StorageError> {
+        let now = self.now();
         let secret = webhooks::random_secret()?;
         Ok(self
-            .write(move |conn| Box::pin(webhooks::rotate(conn, id, owner, grace_until, secret)))
+            .write(move |conn| {
+                Box::pin(webhooks::rotate(conn, id, owner, grace_until, secret, now))
+            })
             .await?)
     }
 
@@ -379,14 +394,18 @@ impl WebhookRepository for Store {
     }
 
     async fn webhook_backlog(&self) -> Result<Backlog, StorageError> {
-        Ok(self.read(|conn| Box::pin(webhooks::backlog(conn))).await?)
+        let now = self.now();
+        Ok(self
+            .read(move |conn| Box::pin(webhooks::backlog(conn, now)))
+            .await?)
     }
 
     /// In rounds of [`webhooks::PRUNE_BATCH`], each a call of its own.
     async fn prune_webhook_deliveries(&self, before: i64) -> Result<u64, StorageError> {
+        let now = self.now();
         Ok(self
             .in_rounds(webhooks::PRUNE_BATCH, move |conn| {
-                Box::pin(webhooks::prune_batch(conn, before))
+                Box::pin(webhooks::prune_batch(conn, before, now))
             })
             .await?)
     }

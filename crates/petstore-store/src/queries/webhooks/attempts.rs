@@ -36,15 +36,20 @@ pub(crate) async fn record_attempt(mut conn: Conn<'_>, record: AttemptRecord) ->
         return Ok(true);
     };
     conn.begin().await?;
-    let disabled = disable_after(&mut conn, endpoint, &turn_off).await;
+    let disabled = disable_after(&mut conn, endpoint, &turn_off, record.attempted_at).await;
     conn.finish(disabled).await?;
     Ok(true)
 }
 
 /// Turns the endpoint off as `turn_off` says: at once, or only if nothing was delivered to it
 /// since the time it names (the event of the delivery given up on), which is read here with
-/// the endpoint's row locked.
-async fn disable_after(conn: &mut Conn<'_>, endpoint: i64, turn_off: &TurnOff) -> Result<()> {
+/// the endpoint's row locked; `at`, the attempt's time, is when its pending deliveries end.
+async fn disable_after(
+    conn: &mut Conn<'_>,
+    endpoint: i64,
+    turn_off: &TurnOff,
+    at: i64,
+) -> Result<()> {
     let lock = webhook_endpoints::table
         .find(endpoint)
         .select(webhook_endpoints::id);
@@ -70,7 +75,7 @@ async fn disable_after(conn: &mut Conn<'_>, endpoint: i64, turn_off: &TurnOff) -
             return Ok(());
         }
     }
-    disable(conn, endpoint, &turn_off.reason).await
+    disable(conn, endpoint, &turn_off.reason, at).await
 }
 
 /// What [`record_in`] did.

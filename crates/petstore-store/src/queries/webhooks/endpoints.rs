@@ -12,7 +12,7 @@ use petstore_domain::webhook::{
 use super::stored::{OPERATORS, events_to_stored, owner_id};
 use super::{EndpointRow, failed};
 use crate::conn::Conn;
-use crate::queries::{Result, columns, unix_now};
+use crate::queries::{Now, Result, columns};
 use crate::schema::{api_keys, webhook_deliveries, webhook_endpoints, webhook_operator_lock};
 
 /// A new signing secret.
@@ -114,9 +114,10 @@ pub(crate) async fn create(
     owner: EndpointOwner,
     spec: EndpointSpec,
     secret: SigningSecret,
+    now: Now,
 ) -> Result<EndpointWrite<(WebhookEndpoint, SigningSecret)>> {
     conn.begin().await?;
-    let created = create_in(&mut conn, owner, &spec, &secret).await;
+    let created = create_in(&mut conn, owner, &spec, &secret, now).await;
     conn.finish(created).await.map(|written| match written {
         EndpointWrite::Done(endpoint) => EndpointWrite::Done((endpoint, secret)),
         EndpointWrite::NotFound => EndpointWrite::NotFound,
@@ -130,6 +131,7 @@ async fn create_in(
     owner: EndpointOwner,
     spec: &EndpointSpec,
     secret: &SigningSecret,
+    now: Now,
 ) -> Result<EndpointWrite<WebhookEndpoint>> {
     lock_owner(conn, owner).await?;
     let count = endpoints_of(owner_id(owner)).select(count_star());
@@ -147,21 +149,25 @@ async fn create_in(
         webhook_endpoints::description.eq(&spec.description),
         webhook_endpoints::secret.eq(secret.to_stored()),
         webhook_endpoints::enabled.eq(true),
-        webhook_endpoints::created_at.eq(unix_now()),
+        webhook_endpoints::created_at.eq(now.unix()),
     ));
     let row: EndpointRow = run_returning!(conn, get_result,
         insert.returning(columns::<EndpointRow>()),
         mysql(c) => mysql_inserted!(c, insert, webhook_endpoints::table, EndpointRow))?;
-    Ok(EndpointWrite::Done(row.endpoint()?))
+    Ok(EndpointWrite::Done(row.endpoint(now)?))
 }
 
 /// The owner's endpoints, in id order.
-pub(crate) async fn list(mut conn: Conn<'_>, owner: EndpointOwner) -> Result<Vec<WebhookEndpoint>> {
+pub(crate) async fn list(
+    mut conn: Conn<'_>,
+    owner: EndpointOwner,
+    now: Now,
+) -> Result<Vec<WebhookEndpoint>> {
     let query = endpoints_of(owner_id(owner))
         .order(webhook_endpoints::id.asc())
         .select(columns::<EndpointRow>());
     let rows: Vec<EndpointRow> = run!(&mut conn, load, query)?;
-    rows.iter().map(EndpointRow::endpoint).collect()
+    rows.iter().map(|row| row.endpoint(now)).collect()
 }
 
 /// Endpoint `id`, if `owner`'s.
@@ -169,10 +175,11 @@ pub(crate) async fn find(
     mut conn: Conn<'_>,
     id: i64,
     owner: EndpointOwner,
+    now: Now,
 ) -> Result<Option<WebhookEndpoint>> {
     endpoint_row(&mut conn, id, owner)
         .await?
-        .map(|row| row.endpoint())
+        .map(|row| row.endpoint(now))
         .transpose()
 }
 
@@ -184,9 +191,10 @@ pub(crate) async fn update(
     id: i64,
     owner: EndpointOwner,
     update: EndpointUpdate,
+    now: Now,
 ) -> Result<EndpointWrite<WebhookEndpoint>> {
     conn.begin().await?;
-    let updated = update_in(&mut conn, id, owner, &update).await;
+    let updated = update_in(&mut conn, id, owner, &update, now).await;
     conn.finish(updated).await
 }
 
@@ -195,6 +203,7 @@ async fn update_in(
     id: i64,
     owner: EndpointOwner,
     update: &EndpointUpdate,
+    now: Now,
 ) -> Result<EndpointWrite<WebhookEndpoint>> {
     if update.url.is_some() {
         lock_owner(conn, owner).await?;
@@ -222,7 +231,7 @@ async fn update_in(
         Some(false) if row.enabled => {
             row.enabled = false;
             row.disabled_reason = Some("turned off by its owner".to_owned());
-            fail_pending(conn, id, "the endpoint was turned off").await?;
+            fail_pending(conn, id, "the endpoint was turned off", now.unix()).await?;
         }
         _ => {}
     }
@@ -234,24 +243,24 @@ async fn update_in(
         webhook_endpoints::disabled_reason.eq(&row.disabled_reason),
     ));
     run!(conn, execute, write)?;
-    Ok(EndpointWrite::Done(row.endpoint()?))
+    Ok(EndpointWrite::Done(row.endpoint(now)?))
 }
-/// Ends endpoint `id`'s pending deliveries as failed, with `why`.
-async fn fail_pending(conn: &mut Conn<'_>, id: i64, why: &str) -> Result<()> {
+/// Ends endpoint `id`'s pending deliveries as failed `at` (Unix seconds), with `why`.
+async fn fail_pending(conn: &mut Conn<'_>, id: i64, why: &str, at: i64) -> Result<()> {
     let fail = diesel::update(
         webhook_deliveries::table
             .filter(webhook_deliveries::endpoint_id.eq(id))
             .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str())),
     )
-    .set(failed(why, unix_now()));
+    .set(failed(why, at));
     run!(conn, execute, fail)?;
     Ok(())
 }
 
-/// Turns endpoint `id` off, with `why`, and fails its pending deliveries, unless it is off
-/// already. The endpoint's row is locked first, then its deliveries' (the order every
-/// transaction that takes both follows).
-pub(super) async fn disable(conn: &mut Conn<'_>, id: i64, why: &str) -> Result<()> {
+/// Turns endpoint `id` off `at` (Unix seconds), with `why`, and fails its pending deliveries,
+/// unless it is off already. The endpoint's row is locked first, then its deliveries' (the
+/// order every transaction that takes both follows).
+pub(super) async fn disable(conn: &mut Conn<'_>, id: i64, why: &str, at: i64) -> Result<()> {
     let write = diesel::update(
         webhook_endpoints::table
             .find(id)
@@ -264,7 +273,7 @@ pub(super) async fn disable(conn: &mut Conn<'_>, id: i64, why: &str) -> Result<(
     if run!(conn, execute, write)? == 0 {
         return Ok(());
     }
-    fail_pending(conn, id, &format!("the endpoint was turned off: {why}")).await
+    fail_pending(conn, id, &format!("the endpoint was turned off: {why}"), at).await
 }
 
 /// Deletes endpoint `id` (`owner`'s): marks it deleted and off at once (no event is recorded
@@ -272,9 +281,14 @@ pub(super) async fn disable(conn: &mut Conn<'_>, id: i64, why: &str) -> Result<(
 /// deliveries, their attempts and its row are removed in the background
 /// ([`prune_batch`](super::prune_batch)), in batches, so that deleting an endpoint with a long
 /// log neither runs out its statement timeout nor holds rows the writes recording events need.
-pub(crate) async fn delete(mut conn: Conn<'_>, id: i64, owner: EndpointOwner) -> Result<bool> {
+pub(crate) async fn delete(
+    mut conn: Conn<'_>,
+    id: i64,
+    owner: EndpointOwner,
+    now: Now,
+) -> Result<bool> {
     let mark = diesel::update(owned_endpoint(id, owner_id(owner))).set((
-        webhook_endpoints::deleted_at.eq(unix_now()),
+        webhook_endpoints::deleted_at.eq(now.unix()),
         webhook_endpoints::enabled.eq(false),
         webhook_endpoints::disabled_reason.eq("deleted"),
     ));
@@ -288,9 +302,10 @@ pub(crate) async fn rotate(
     owner: EndpointOwner,
     grace_until: i64,
     secret: SigningSecret,
+    now: Now,
 ) -> Result<Option<(WebhookEndpoint, SigningSecret)>> {
     conn.begin().await?;
-    let rotated = rotate_in(&mut conn, id, owner, grace_until, &secret).await;
+    let rotated = rotate_in(&mut conn, id, owner, grace_until, &secret, now).await;
     conn.finish(rotated)
         .await
         .map(|endpoint| endpoint.map(|endpoint| (endpoint, secret)))
@@ -302,6 +317,7 @@ async fn rotate_in(
     owner: EndpointOwner,
     grace_until: i64,
     secret: &SigningSecret,
+    now: Now,
 ) -> Result<Option<WebhookEndpoint>> {
     let Some(mut row) = locked_endpoint(conn, id, owner).await? else {
         return Ok(None);
@@ -315,5 +331,5 @@ async fn rotate_in(
         webhook_endpoints::previous_secret_until.eq(row.previous_secret_until),
     ));
     run!(conn, execute, write)?;
-    Ok(Some(row.endpoint()?))
+    Ok(Some(row.endpoint(now)?))
 }

@@ -21,7 +21,7 @@ use petstore_domain::webhook::{
     Delivery, DeliveryState, EventType, SigningSecret, WebhookEndpoint,
 };
 
-use super::{Result, unix_now};
+use super::{Now, Result};
 use crate::StoreError;
 use crate::schema::{webhook_deliveries, webhook_endpoints};
 use stored::{events_from_stored, owner_of};
@@ -88,7 +88,8 @@ struct EndpointRow {
 }
 
 impl EndpointRow {
-    fn endpoint(&self) -> Result<WebhookEndpoint> {
+    /// The endpoint as shown `now` (a rotated-out secret's grace shown while it lasts).
+    fn endpoint(&self, now: Now) -> Result<WebhookEndpoint> {
         let events = events_from_stored(&self.events).ok_or_else(|| StoreError::Corrupt {
             table: "webhook_endpoints",
             reason: format!("endpoint {} has events {:?}", self.id, self.events),
@@ -102,7 +103,7 @@ impl EndpointRow {
             disabled_reason: self.disabled_reason.clone(),
             previous_secret_expires_at: self
                 .previous_secret_until
-                .filter(|until| *until > unix_now()),
+                .filter(|until| *until > now.unix()),
             created_at: self.created_at,
             owner: owner_of(self.owner_key_id),
         })

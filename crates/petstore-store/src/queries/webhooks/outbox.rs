@@ -13,7 +13,7 @@ use petstore_domain::webhook::{
 use super::stored::{OPERATORS, events_pattern, owner_id, owner_of};
 use super::{DeliveryRow, EndpointRow, failed};
 use crate::conn::Conn;
-use crate::queries::{Result, columns, unix_now};
+use crate::queries::{Now, Result, columns};
 use crate::schema::{webhook_deliveries, webhook_endpoints};
 
 /// How many due deliveries a claim looks at (and locks) for each it may take: a few owners'
@@ -38,8 +38,8 @@ pub(crate) fn event_id() -> Result<String> {
 /// each enabled endpoint subscribed to its type that is its key's (while the key works) or the
 /// operators'. One statement (`INSERT ... SELECT`), which writes nothing when no endpoint
 /// wants the event.
-pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent) -> Result<()> {
-    let (id, now) = (event_id()?, unix_now());
+pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent, now: Now) -> Result<()> {
+    let (id, now) = (event_id()?, now.unix());
     let endpoints = webhook_endpoints::table
         .filter(sendable!(now))
         .filter(webhook_endpoints::events.like(events_pattern(event.kind)))
@@ -189,9 +189,9 @@ async fn claim_in(conn: &mut Conn<'_>, claim: &DeliveryClaim) -> Result<Vec<DueD
 }
 
 /// The pending deliveries to endpoints that may be sent to, and the oldest one's creation.
-pub(crate) async fn backlog(mut conn: Conn<'_>) -> Result<Backlog> {
+pub(crate) async fn backlog(mut conn: Conn<'_>, now: Now) -> Result<Backlog> {
     let enabled = webhook_endpoints::table
-        .filter(sendable!(unix_now()))
+        .filter(sendable!(now.unix()))
         .select(webhook_endpoints::id);
     let query = webhook_deliveries::table
         .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()))
@@ -216,11 +216,12 @@ const PURGE_AFTER: i64 = 60;
 /// endpoint has none left, its row. First, it ends as failed up to as many pending deliveries
 /// of endpoints whose key was revoked or has expired (never to be sent). Returns how many
 /// deliveries it deleted or ended.
-pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64) -> Result<u64> {
+pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64, now: Now) -> Result<u64> {
     let conn = &mut conn;
-    let failed = fail_stranded(conn).await?;
+    let now = now.unix();
+    let failed = fail_stranded(conn, now).await?;
     let deleted_endpoints = webhook_endpoints::table
-        .filter(webhook_endpoints::deleted_at.lt(unix_now() - PURGE_AFTER))
+        .filter(webhook_endpoints::deleted_at.lt(now - PURGE_AFTER))
         .select(webhook_endpoints::id);
     let of_deleted = webhook_deliveries::table
         .filter(webhook_deliveries::endpoint_id.eq_any(deleted_endpoints))
@@ -241,7 +242,7 @@ pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64) -> Result<u64> 
         // Deleted endpoints with no delivery left: their rows.
         let gone = diesel::delete(
             webhook_endpoints::table
-                .filter(webhook_endpoints::deleted_at.lt(unix_now() - PURGE_AFTER))
+                .filter(webhook_endpoints::deleted_at.lt(now - PURGE_AFTER))
                 .filter(diesel::dsl::not(diesel::dsl::exists(
                     webhook_deliveries::table
                         .filter(webhook_deliveries::endpoint_id.eq(webhook_endpoints::id)),
@@ -259,8 +260,7 @@ pub(crate) async fn prune_batch(mut conn: Conn<'_>, before: i64) -> Result<u64> 
 
 /// Ends as failed up to [`PRUNE_BATCH`] pending deliveries of endpoints whose key was revoked
 /// or has expired (never to be sent: [`key_works!`]); how many.
-async fn fail_stranded(conn: &mut Conn<'_>) -> Result<u64> {
-    let now = unix_now();
+async fn fail_stranded(conn: &mut Conn<'_>, now: i64) -> Result<u64> {
     let of_gone_keys = webhook_endpoints::table
         .filter(webhook_endpoints::owner_key_id.ne(OPERATORS))
         .filter(diesel::dsl::not(key_works!(now)))
