@@ -31,8 +31,8 @@ pub enum StoreError {
     /// the connection is not used again (see `postgres::connections::Connections::call`).
     #[error("the database server accepts no writes (it is a standby, or read-only)")]
     ReadOnly(#[source] BoxError),
-    /// A transaction lost a race with another one (a serialization failure); running it again
-    /// may succeed.
+    /// A transaction lost a race with another one (a serialization failure, or a deadlock it was
+    /// chosen to end) and was rolled back; running it again may succeed.
     #[error("the transaction conflicted with another one")]
     Conflict(#[source] BoxError),
     /// The caller stopped waiting (its deadline passed, its client left) before the call
@@ -122,6 +122,15 @@ impl StoreError {
     }
 }
 
+/// PostgreSQL's message for a deadlock (`deadlock_detected`, 40P01), which diesel-async reports
+/// as a database error of no kind, without its code: the transaction chosen to end the deadlock
+/// was rolled back, and running it again may succeed, as after a serialization failure. The
+/// message is the server's in English (`lc_messages` `C` or `en_*`, the usual setting); a
+/// server that writes its messages in another language has its deadlocks answered as faults
+/// (`500`, logged with the server's text). No other backend writes this text (MariaDB's
+/// deadlock carries its code, 1213, and is read by `mysql::classify`).
+const POSTGRES_DEADLOCK: &str = "deadlock detected";
+
 impl From<DieselError> for StoreError {
     fn from(error: DieselError) -> Self {
         match &error {
@@ -130,6 +139,11 @@ impl From<DieselError> for StoreError {
                 _,
             ) => Self::ConnectionLost(error.into()),
             DieselError::DatabaseError(DatabaseErrorKind::SerializationFailure, _) => {
+                Self::Conflict(error.into())
+            }
+            DieselError::DatabaseError(DatabaseErrorKind::Unknown, info)
+                if info.message() == POSTGRES_DEADLOCK =>
+            {
                 Self::Conflict(error.into())
             }
             DieselError::DatabaseError(DatabaseErrorKind::ReadOnlyTransaction, _) => {

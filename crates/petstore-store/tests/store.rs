@@ -392,6 +392,63 @@ async fn an_unreachable_postgres_is_unavailable_not_a_hang() {
     );
 }
 
+/// A deadlock the database ends by rolling back the store's transaction (PostgreSQL's
+/// `deadlock_detected`, which diesel-async reports without its code) is a conflict: unavailable,
+/// to be retried (`503` with `Retry-After` over HTTP), not a fault; nothing of the transaction
+/// is kept, and the call runs once the other session is done.
+#[tokio::test]
+async fn a_deadlock_the_database_ends_is_a_conflict_to_retry_not_a_fault() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let store = db.store().await;
+    let pet = add(&store, "Rex", PetStatus::Available).await;
+    let order = PlaceOrder {
+        pet_id: pet.id,
+        owner: None,
+        completion: None,
+    };
+    let order = store.place_order(&order).await.expect("placed");
+    // Another session holds the pet's row; a cancel locks the order, then waits for the pet.
+    // That session then asks for the order: a cycle. Only the store's session looks for
+    // deadlocks in time (the other's `deadlock_timeout` is long), so it is the one ended.
+    let holder = std::sync::Arc::new(RawPostgres::connect(db.url()).expect("connect"));
+    holder
+        .execute(&format!(
+            "SET deadlock_timeout = '60s'; BEGIN; SELECT id FROM pets WHERE id = {} FOR UPDATE",
+            pet.id
+        ))
+        .expect("lock the pet");
+    let cancel = store.change_order(order.id, None, OrderAction::Cancel);
+    let cycle = async {
+        a_session_waits_for_a_lock(db.url()).await;
+        let holder = holder.clone();
+        let order_lock = format!("SELECT id FROM orders WHERE id = {} FOR UPDATE", order.id);
+        tokio::task::spawn_blocking(move || holder.execute(&order_lock))
+            .await
+            .expect("the holder's thread")
+    };
+    let (cancelled, locked) = tokio::join!(cancel, cycle);
+    locked.expect("the holder gets the order once the store's transaction is rolled back");
+    let Err(OrderError::Storage(error)) = cancelled else {
+        panic!("not ended by the deadlock: {cancelled:?}");
+    };
+    assert_eq!(error.kind(), StorageErrorKind::Unavailable, "{error:?}");
+    assert!(
+        matches!(store_error(&error), StoreError::Conflict(_)),
+        "{error:?}"
+    );
+    holder.execute("COMMIT").expect("release");
+    // Rolled back whole; run again, it succeeds.
+    let kept = store.find_order(order.id, None).await.expect("find");
+    assert_eq!(kept.expect("the order").status, OrderStatus::Placed);
+    let cancelled = store
+        .change_order(order.id, None, OrderAction::Cancel)
+        .await
+        .expect("cancelled");
+    assert_eq!(cancelled.status, OrderStatus::Cancelled);
+}
+
 /// Returns once a session of the database at `url` waits for a lock (panics after 10 s): a call
 /// to give up on is then inside its transaction, not before it.
 async fn a_session_waits_for_a_lock(url: &str) {
