@@ -1,6 +1,8 @@
 //! `docs/architecture.md`'s module tables against the tree, for every crate of the workspace:
 //! each crate's table names every module of its `src/` and no other, and each row's "Uses"
-//! names every module of the crate that its code imports (as `crate::module`).
+//! names every module of the crate that its code imports (as `crate::module`). And the README
+//! against the repository: every link it has leads to a file of the repository, or to the
+//! service its own command starts.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -148,5 +150,40 @@ fn each_row_names_what_its_modules_import() {
     assert!(
         drift.is_empty(),
         "docs/architecture.md's Uses columns miss: {drift:#?}"
+    );
+}
+
+/// The README is read on a fresh clone, perhaps offline: each of its links (`[text](target)`,
+/// `<scheme://...>`) names a file of the repository (an anchor after `#` allowed) or the
+/// service the README's command starts on `http://127.0.0.1:8080`, never a page elsewhere.
+#[test]
+fn every_link_of_the_readme_stays_inside_the_repository() {
+    let readme = std::fs::read_to_string(root().join("README.md")).expect("README.md");
+    let mut targets = Vec::new();
+    for (open, close) in [("](", ')'), ("<", '>')] {
+        let mut rest = readme.as_str();
+        while let Some(at) = rest.find(open) {
+            rest = &rest[at + open.len()..];
+            let end = rest.find(close).unwrap_or(rest.len());
+            let target = &rest[..end];
+            if open == "](" || target.contains("://") {
+                targets.push(target.to_owned());
+            }
+        }
+    }
+    assert!(!targets.is_empty(), "the README links to its docs");
+    let outside: Vec<&String> = targets
+        .iter()
+        .filter(|target| {
+            if target.starts_with("http://127.0.0.1:8080") {
+                return false;
+            }
+            let path = target.split('#').next().unwrap_or_default();
+            target.contains("://") || path.is_empty() || !root().join(path).exists()
+        })
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "README links that lead outside the repository (or to no file): {outside:?}"
     );
 }
