@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use petstore_domain::Clock;
 use reqwest::Url;
 use reqwest::header::HeaderValue;
 
@@ -22,6 +23,7 @@ pub struct ClientBuilder {
     pub(crate) wait_when_exhausted: bool,
     pub(crate) max_wait: Duration,
     pub(crate) kept_answers: usize,
+    pub(crate) clock: Arc<dyn Clock>,
 }
 
 impl fmt::Debug for ClientBuilder {
@@ -36,6 +38,7 @@ impl fmt::Debug for ClientBuilder {
             .field("wait_when_exhausted", &self.wait_when_exhausted)
             .field("max_wait", &self.max_wait)
             .field("kept_answers", &self.kept_answers)
+            .field("clock", &self.clock)
             .finish()
     }
 }
@@ -89,6 +92,13 @@ impl ClientBuilder {
         self
     }
 
+    /// The clock the rate-limit window resets (`X-RateLimit-Reset`, Unix time) are read
+    /// against (default: the system's; tests set their own, `petstore_domain::ManualClock`).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// The client. Fails if the base URL is not an `http` or `https` URL, or the key cannot be
     /// sent in a header.
     pub fn build(self) -> Result<Client, Error> {
@@ -119,6 +129,7 @@ impl ClientBuilder {
                 max_wait: self.max_wait,
                 limits: Mutex::new(Limits::default()),
                 kept: Mutex::new(Validators::new(self.kept_answers)),
+                clock: self.clock,
             }),
         })
     }

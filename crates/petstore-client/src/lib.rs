@@ -93,6 +93,8 @@ struct Inner {
     limits: Mutex<Limits>,
     /// Answers to `GET`s, with their tags.
     kept: Mutex<Validators>,
+    /// What the windows' resets are read against.
+    clock: Arc<dyn petstore_domain::Clock>,
 }
 
 /// What the client knows of its limits, shared by every call.
@@ -132,6 +134,7 @@ impl Client {
             wait_when_exhausted: true,
             max_wait: Duration::from_secs(120),
             kept_answers: 64,
+            clock: Arc::new(petstore_domain::SystemClock),
         }
     }
 

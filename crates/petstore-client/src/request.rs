@@ -282,10 +282,13 @@ impl Client {
                     .unwrap_or_default();
                 let exhausted = match (&limits.last, self.inner.wait_when_exhausted) {
                     // A reset beyond what a clock can hold is "too long".
-                    (Some(state), true) if state.remaining == 0 => reset_at(state)
-                        .map_or(Duration::MAX, |reset| {
-                            reset.duration_since(SystemTime::now()).unwrap_or_default()
-                        }),
+                    (Some(state), true) if state.remaining == 0 => {
+                        reset_at(state).map_or(Duration::MAX, |reset| {
+                            reset
+                                .duration_since(self.inner.clock.now())
+                                .unwrap_or_default()
+                        })
+                    }
                     _ => Duration::ZERO,
                 };
                 blocked.max(exhausted)
@@ -300,7 +303,7 @@ impl Client {
             // The window has reset: what the last response said no longer holds.
             let mut limits = self.limits();
             let passed = |state: &RateLimitState| {
-                reset_at(state).is_some_and(|reset| reset <= SystemTime::now())
+                reset_at(state).is_some_and(|reset| reset <= self.inner.clock.now())
             };
             if limits.last.as_ref().is_some_and(passed) {
                 limits.last = None;

@@ -10,6 +10,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use petstore_client::{Client, Error, ErrorCode, PetQuery, RetryPolicy};
+use petstore_domain::ManualClock;
 
 /// One canned answer: status, extra headers, JSON body; `None` closes the connection unanswered.
 type Answer = Option<(u16, Vec<(&'static str, String)>, String)>;
@@ -324,6 +325,43 @@ async fn a_retry_after_beyond_max_wait_holds_back_the_next_calls_too() {
         1,
         "nothing sent before Retry-After"
     );
+}
+
+/// A used-up window holds calls back until its reset (`X-RateLimit-Reset`), as the client's
+/// clock reads it: too long a wait is refused at once, naming it; once the clock has passed the
+/// reset, the call is sent.
+#[tokio::test]
+async fn a_used_up_window_waits_for_its_reset_by_the_clients_clock() {
+    const T: u64 = 1_900_000_000;
+    let used_up = Some((
+        200,
+        vec![
+            ("X-RateLimit-Limit", "60".to_owned()),
+            ("X-RateLimit-Remaining", "0".to_owned()),
+            ("X-RateLimit-Reset", (T + 90).to_string()),
+        ],
+        "[]".to_owned(),
+    ));
+    let (base, arrivals) = serve(vec![used_up.clone(), used_up]);
+    let clock = Arc::new(ManualClock::at(T));
+    let client = Client::builder(&base, "pst_test")
+        .max_wait(Duration::from_secs(60))
+        .clock(clock.clone())
+        .build()
+        .expect("client");
+    client.list_pets(&PetQuery::default()).await.expect("200");
+    let held = client.list_pets(&PetQuery::default()).await;
+    assert!(
+        matches!(held, Err(Error::RateLimitWait(wait)) if wait == Duration::from_secs(90)),
+        "{held:?}"
+    );
+    assert_eq!(arrivals.lock().expect("lock").len(), 1, "held back");
+    clock.set(T + 90);
+    client
+        .list_pets(&PetQuery::default())
+        .await
+        .expect("sent at the reset");
+    assert_eq!(arrivals.lock().expect("lock").len(), 2);
 }
 
 #[test]

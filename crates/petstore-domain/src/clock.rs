@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// A source of the current time.
-pub trait Clock: Send + Sync + 'static {
+pub trait Clock: Send + Sync + std::fmt::Debug + 'static {
     /// Now.
     fn now(&self) -> SystemTime;
 
