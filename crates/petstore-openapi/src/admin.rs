@@ -4,12 +4,13 @@
 
 use petstore_domain::Plan;
 use petstore_http::admin::ADMIN_BASE;
-use petstore_http::admin::{key_webhooks, orders, routes, webhooks};
+use petstore_http::admin::{orders, routes};
 use petstore_http::error::responses::AdminUnauthorized;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
+use crate::admin_webhooks as webhooks;
 use crate::conventions::{Bearer, declare, describe_methods, operations};
 
 #[derive(OpenApi)]
@@ -40,19 +41,19 @@ use crate::conventions::{Bearer, declare, describe_methods, operations};
         orders::approve,
         orders::deliver,
         orders::cancel,
-        webhooks::list_endpoints,
-        webhooks::create_endpoint,
-        webhooks::get_endpoint,
-        webhooks::update_endpoint,
-        webhooks::delete_endpoint,
-        webhooks::rotate_secret,
-        webhooks::list_deliveries,
-        webhooks::get_delivery,
-        webhooks::redeliver,
-        key_webhooks::list_endpoints,
-        key_webhooks::get_endpoint,
-        key_webhooks::update_endpoint,
-        key_webhooks::delete_endpoint
+        webhooks::list_operator_webhook_endpoints,
+        webhooks::create_operator_webhook_endpoint,
+        webhooks::get_operator_webhook_endpoint,
+        webhooks::update_operator_webhook_endpoint,
+        webhooks::delete_operator_webhook_endpoint,
+        webhooks::rotate_operator_webhook_secret,
+        webhooks::list_operator_webhook_deliveries,
+        webhooks::get_operator_webhook_delivery,
+        webhooks::redeliver_operator_webhook,
+        webhooks::list_key_webhook_endpoints,
+        webhooks::get_key_webhook_endpoint,
+        webhooks::update_key_webhook_endpoint,
+        webhooks::delete_key_webhook_endpoint
     ),
     // The schemas come with the operations' bodies and responses; `Plan`, which only a query
     // parameter names, is listed.

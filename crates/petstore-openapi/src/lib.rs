@@ -13,6 +13,7 @@ use utoipa::OpenApi;
 use utoipa::openapi::OpenApi as Document;
 
 mod admin;
+mod admin_webhooks;
 mod conventions;
 mod links;
 

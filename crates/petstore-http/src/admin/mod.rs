@@ -1,11 +1,10 @@
-//! The admin API, over what operators do to API keys, orders and their webhook endpoints (`petstore_domain::key_admin`
-//! and `order_admin`, which the `petstore keys` and `petstore orders` commands run too), served
-//! on a listener of its own (`--admin-bind`), never on the public one: its routes
-//! ([`configure`]), its
-//! admin-token authentication ([`token`]) and its audit log. Its OpenAPI document is built by
-//! `petstore-openapi` from these handlers' annotations, and served by `routes::openapi`.
+//! The admin API, over what operators do to API keys, orders and webhook endpoints
+//! (`petstore_domain::key_admin` and `order_admin`, which the `petstore keys` and `petstore
+//! orders` commands run too), served on a listener of its own (`--admin-bind`), never on the
+//! public one: its routes ([`configure`]), its admin-token authentication ([`token`]) and its
+//! audit log. Its OpenAPI document is built by `petstore-openapi`, and served by
+//! `routes::openapi`.
 
-pub mod key_webhooks;
 pub mod orders;
 pub mod routes;
 pub mod token;
@@ -17,7 +16,9 @@ use actix_web::{Route, web};
 pub use routes::AUDIT_LOG;
 
 use crate::routes::openapi::admin_openapi_json;
+use crate::routes::webhooks as endpoints;
 use crate::routes::{and, read, resource};
+use webhooks::{KeyEndpoints, Operators};
 
 /// The admin API's base path.
 pub const ADMIN_BASE: &str = "/admin/v1";
@@ -44,11 +45,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         ("/{keyId}/revoke", "revokeKey", "POST", vec![post().to(routes::revoke_key)]),
         ("/{keyId}/unban", "unbanKey", "POST", vec![post().to(routes::unban_key)]),
         ("/{keyId}/webhook_endpoints", "listKeyWebhookEndpoints", "GET, HEAD",
-            read(key_webhooks::list_endpoints)),
+            read(endpoints::list_endpoints::<KeyEndpoints>)),
         ("/{keyId}/webhook_endpoints/{endpointId}", "getKeyWebhookEndpoint",
             "GET, HEAD, PATCH, DELETE",
-            and(and(read(key_webhooks::get_endpoint), patch().to(key_webhooks::update_endpoint)),
-                delete().to(key_webhooks::delete_endpoint))),
+            and(and(read(endpoints::get_endpoint::<KeyEndpoints>),
+                    patch().to(endpoints::update_endpoint::<KeyEndpoints>)),
+                delete().to(endpoints::delete_endpoint::<KeyEndpoints>))),
     ];
     // Path under `/orders`, name, `Allow`, routes.
     #[rustfmt::skip]
@@ -63,18 +65,20 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     #[rustfmt::skip]
     let endpoints: [(&str, &'static str, &'static str, Vec<Route>); 6] = [
         ("", "listOperatorWebhookEndpoints", "GET, HEAD, POST",
-            and(read(webhooks::list_endpoints), post().to(webhooks::create_endpoint))),
+            and(read(endpoints::list_endpoints::<Operators>),
+                post().to(endpoints::create_endpoint::<Operators>))),
         ("/{endpointId}", "getOperatorWebhookEndpoint", "GET, HEAD, PATCH, DELETE",
-            and(and(read(webhooks::get_endpoint), patch().to(webhooks::update_endpoint)),
-                delete().to(webhooks::delete_endpoint))),
+            and(and(read(endpoints::get_endpoint::<Operators>),
+                    patch().to(endpoints::update_endpoint::<Operators>)),
+                delete().to(endpoints::delete_endpoint::<Operators>))),
         ("/{endpointId}/rotate_secret", "rotateOperatorWebhookSecret", "POST",
-            vec![post().to(webhooks::rotate_secret)]),
+            vec![post().to(endpoints::rotate_secret::<Operators>)]),
         ("/{endpointId}/deliveries", "listOperatorWebhookDeliveries", "GET, HEAD",
             read(webhooks::list_deliveries)),
         ("/{endpointId}/deliveries/{deliveryId}", "getOperatorWebhookDelivery", "GET, HEAD",
-            read(webhooks::get_delivery)),
+            read(endpoints::get_delivery::<Operators>)),
         ("/{endpointId}/deliveries/{deliveryId}/redeliver", "redeliverOperatorWebhook", "POST",
-            vec![post().to(webhooks::redeliver)]),
+            vec![post().to(endpoints::redeliver::<Operators>)]),
     ];
     let tables: [(&str, Vec<_>); 3] = [
         ("keys", keys.into()),

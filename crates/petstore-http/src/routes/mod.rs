@@ -15,6 +15,7 @@ pub mod webhooks;
 use actix_web::middleware::from_fn;
 use actix_web::{FromRequest, Handler, HttpRequest, HttpResponse, Resource, Responder, Route, web};
 
+use crate::auth::{Caller, Read, Write};
 use crate::error::ApiError;
 use crate::middleware::{Access, Counting, Marks, admission};
 
@@ -57,19 +58,21 @@ pub fn configure(cfg: &mut web::ServiceConfig, base: &str) {
         ("/store/inventory", "getInventory", experimental, "GET, HEAD",
             read(orders::get_inventory)),
         ("/webhook_endpoints", "listWebhookEndpoints", experimental, "GET, HEAD, POST",
-            and(read(webhooks::list_endpoints), post().to(webhooks::create_endpoint))),
+            and(read(webhooks::list_endpoints::<Caller<Read>>),
+                post().to(webhooks::create_endpoint::<Caller<Write>>))),
         ("/webhook_endpoints/{endpointId}", "getWebhookEndpoint", experimental,
             "GET, HEAD, PATCH, DELETE",
-            and(and(read(webhooks::get_endpoint), patch().to(webhooks::update_endpoint)),
-                delete().to(webhooks::delete_endpoint))),
+            and(and(read(webhooks::get_endpoint::<Caller<Read>>),
+                    patch().to(webhooks::update_endpoint::<Caller<Write>>)),
+                delete().to(webhooks::delete_endpoint::<Caller<Write>>))),
         ("/webhook_endpoints/{endpointId}/rotate_secret", "rotateWebhookSecret", experimental,
-            "POST", vec![post().to(webhooks::rotate_secret)]),
+            "POST", vec![post().to(webhooks::rotate_secret::<Caller<Write>>)]),
         ("/webhook_endpoints/{endpointId}/deliveries", "listWebhookDeliveries", experimental,
             "GET, HEAD", read(webhooks::list_deliveries)),
         ("/webhook_endpoints/{endpointId}/deliveries/{deliveryId}", "getWebhookDelivery",
-            experimental, "GET, HEAD", read(webhooks::get_delivery)),
+            experimental, "GET, HEAD", read(webhooks::get_delivery::<Caller<Read>>)),
         ("/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver", "redeliverWebhook",
-            experimental, "POST", vec![post().to(webhooks::redeliver)]),
+            experimental, "POST", vec![post().to(webhooks::redeliver::<Caller<Write>>)]),
     ];
     for (path, name, access, allow, routes) in table {
         let resource = resource(&format!("{base}{path}"), name, allow, routes);

@@ -689,7 +689,43 @@ async fn orders_are_listed_filtered_and_fulfilled(app: TestApp) {
     .assert_error(404, "route_not_found");
 }
 
+/// A key's webhook endpoints as operators see them: an unknown key is `key_not_found` on every
+/// method, a known key's missing endpoint `webhook_endpoint_not_found`.
+async fn a_keys_endpoints_name_which_of_key_and_endpoint_is_missing(app: TestApp) {
+    let token = admin_token(&app, "ops").await;
+    let keys = admin_get(&app, &token, "/admin/v1/keys").await.json();
+    let key = keys["keys"][0]["id"].as_i64().expect("the app's key");
+    for (whose, code) in [
+        (999_999, "key_not_found"),
+        (key, "webhook_endpoint_not_found"),
+    ] {
+        let uri = format!("/admin/v1/keys/{whose}/webhook_endpoints/12345");
+        admin_get(&app, &token, &uri).await.assert_error(404, code);
+        admin_send(&app, &token, "PATCH", &uri, json!({"enabled": false}))
+            .await
+            .assert_error(404, code);
+        app.send_admin(
+            TestRequest::delete()
+                .uri(&uri)
+                .insert_header(bearer(&token)),
+        )
+        .await
+        .assert_error(404, code);
+    }
+    admin_get(&app, &token, "/admin/v1/keys/999999/webhook_endpoints")
+        .await
+        .assert_error(404, "key_not_found");
+    let listed = admin_get(
+        &app,
+        &token,
+        &format!("/admin/v1/keys/{key}/webhook_endpoints"),
+    )
+    .await;
+    assert_eq!(listed.json(), json!([]));
+}
+
 api_tests!(
+    a_keys_endpoints_name_which_of_key_and_endpoint_is_missing,
     orders_are_listed_filtered_and_fulfilled,
     every_bad_token_gets_the_same_401,
     a_key_issued_over_http_works_and_goes_through_its_lifecycle,

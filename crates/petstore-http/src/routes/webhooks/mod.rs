@@ -2,20 +2,22 @@
 //! `order.*`, the pets it creates' `pet.created`), reads each endpoint's delivery log and sends
 //! a delivery again. Another key's endpoint is a `404`, so ids do not leak.
 //!
-//! The handlers of a key's own endpoints: each takes the caller's key as the owner and makes
-//! one call of [`operations`], which are written once for any owner and served by the admin API
-//! too (the operators' endpoints, which receive every event, and a key's as operators see them).
+//! The handlers are written once for whoever owns the endpoints ([`Owner`]) and make one call
+//! of [`operations`] each: the public API serves them for the caller's key (`Caller`), the
+//! admin API for the operators' endpoints and for a key's as the operators see them
+//! (`admin/webhooks.rs`). Their annotations describe the public API's routes; the admin
+//! document describes its own (`petstore-openapi`).
 
-pub(crate) mod operations;
+pub mod operations;
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, web};
 use petstore_domain::PageRequest;
 use petstore_domain::webhook::{
     Delivery, DeliveryRecord, EndpointChanges, EndpointOwner, IssuedEndpoint, NewEndpoint,
     WebhookEndpoint,
 };
 
-use crate::auth::{Caller, Read, Scope, Write};
+use crate::auth::{Caller, Read, Scope};
 use crate::error::responses::{
     DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointChangeErrors,
     NoParameters, PageParams, ReadOnlyKey,
@@ -25,9 +27,45 @@ use crate::extract::{DeliveryId, EndpointId, JsonBody, NoQuery, Query};
 use crate::state::AppState;
 use operations::RotateSecretRequest;
 
-/// The caller's key, whose endpoints these are.
-fn owner<S: Scope>(caller: &Caller<S>) -> EndpointOwner {
-    EndpointOwner::Key(caller.key().id)
+/// Whose endpoints a request acts on, as its front-end names them, and what becomes of the
+/// changes it makes.
+pub trait Owner: FromRequest<Error = ApiError> + 'static {
+    /// Whose endpoints these are.
+    fn owner(&self) -> EndpointOwner;
+    /// The address of the endpoints' collection: a new endpoint's is under it.
+    fn collection(&self, state: &AppState, req: &HttpRequest) -> String;
+    /// Notes a change made (the admin API writes it to its audit log).
+    fn changed(&self, _change: Change<'_>) {}
+}
+
+/// A change made to a webhook endpoint, for [`Owner::changed`].
+pub enum Change<'a> {
+    /// Registered.
+    Created(&'a WebhookEndpoint),
+    /// Changed, as it is now.
+    Updated(&'a WebhookEndpoint),
+    /// Deleted: its id.
+    Deleted(i64),
+    /// Given a new secret: its id.
+    Rotated(i64),
+    /// A delivery sent again.
+    Redelivered {
+        /// The endpoint's id.
+        endpoint: i64,
+        /// The delivery's id.
+        delivery: i64,
+    },
+}
+
+/// The caller's key, whose own endpoints these are.
+impl<S: Scope + 'static> Owner for Caller<S> {
+    fn owner(&self) -> EndpointOwner {
+        EndpointOwner::Key(self.key().id)
+    }
+
+    fn collection(&self, state: &AppState, req: &HttpRequest) -> String {
+        format!("{}/webhook_endpoints", state.links.public_base(req))
+    }
 }
 
 /// `listWebhookEndpoints`.
@@ -44,13 +82,13 @@ fn owner<S: Scope>(caller: &Caller<S>) -> EndpointOwner {
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn list_endpoints(
+pub async fn list_endpoints<O: Owner>(
     state: web::Data<AppState>,
     req: HttpRequest,
-    caller: Caller<Read>,
+    owner: O,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    operations::list(&state, &req, owner(&caller)).await
+    operations::list(&state, &req, owner.owner()).await
 }
 
 /// `createWebhookEndpoint`.
@@ -78,15 +116,16 @@ pub async fn list_endpoints(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn create_endpoint(
+pub async fn create_endpoint<O: Owner>(
     state: web::Data<AppState>,
     req: HttpRequest,
-    caller: Caller<Write>,
+    owner: O,
     _: NoQuery,
     JsonBody(body): JsonBody<NewEndpoint>,
 ) -> Result<HttpResponse, ApiError> {
-    let collection = format!("{}/webhook_endpoints", state.links.public_base(&req));
-    let (_, response) = operations::create(&state, &collection, owner(&caller), body).await?;
+    let collection = owner.collection(&state, &req);
+    let (endpoint, response) = operations::create(&state, &collection, owner.owner(), body).await?;
+    owner.changed(Change::Created(&endpoint));
     Ok(response)
 }
 
@@ -104,14 +143,14 @@ pub async fn create_endpoint(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn get_endpoint(
+pub async fn get_endpoint<O: Owner>(
     state: web::Data<AppState>,
     req: HttpRequest,
-    caller: Caller<Read>,
+    owner: O,
     EndpointId(id): EndpointId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    operations::get(&state, &req, owner(&caller), id).await
+    operations::get(&state, &req, owner.owner(), id).await
 }
 
 /// `updateWebhookEndpoint`.
@@ -135,14 +174,15 @@ pub async fn get_endpoint(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn update_endpoint(
+pub async fn update_endpoint<O: Owner>(
     state: web::Data<AppState>,
-    caller: Caller<Write>,
+    owner: O,
     EndpointId(id): EndpointId,
     _: NoQuery,
     JsonBody(body): JsonBody<EndpointChanges>,
 ) -> Result<HttpResponse, ApiError> {
-    let (_, response) = operations::update(&state, owner(&caller), id, body).await?;
+    let (endpoint, response) = operations::update(&state, owner.owner(), id, body).await?;
+    owner.changed(Change::Updated(&endpoint));
     Ok(response)
 }
 
@@ -162,13 +202,15 @@ pub async fn update_endpoint(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn delete_endpoint(
+pub async fn delete_endpoint<O: Owner>(
     state: web::Data<AppState>,
-    caller: Caller<Write>,
+    owner: O,
     EndpointId(id): EndpointId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    operations::delete(&state, owner(&caller), id).await
+    let response = operations::delete(&state, owner.owner(), id).await?;
+    owner.changed(Change::Deleted(id));
+    Ok(response)
 }
 
 /// `rotateWebhookSecret`.
@@ -190,14 +232,16 @@ pub async fn delete_endpoint(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn rotate_secret(
+pub async fn rotate_secret<O: Owner>(
     state: web::Data<AppState>,
-    caller: Caller<Write>,
+    owner: O,
     EndpointId(id): EndpointId,
     _: NoQuery,
     JsonBody(body): JsonBody<RotateSecretRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    operations::rotate(&state, owner(&caller), id, body).await
+    let response = operations::rotate(&state, owner.owner(), id, body).await?;
+    owner.changed(Change::Rotated(id));
+    Ok(response)
 }
 
 /// `listWebhookDeliveries`.
@@ -227,7 +271,7 @@ pub async fn list_deliveries(
     EndpointId(id): EndpointId,
     Query(page): Query<PageRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    operations::delivery_log(&state, &req, owner(&caller), id, page).await
+    operations::delivery_log(&state, &req, caller.owner(), id, page).await
 }
 
 /// `getWebhookDelivery`.
@@ -245,15 +289,15 @@ pub async fn list_deliveries(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn get_delivery(
+pub async fn get_delivery<O: Owner>(
     state: web::Data<AppState>,
     req: HttpRequest,
-    caller: Caller<Read>,
+    owner: O,
     EndpointId(endpoint): EndpointId,
     DeliveryId(delivery): DeliveryId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    operations::delivery_record(&state, &req, owner(&caller), endpoint, delivery).await
+    operations::delivery_record(&state, &req, owner.owner(), endpoint, delivery).await
 }
 
 /// `redeliverWebhook`.
@@ -276,12 +320,14 @@ pub async fn get_delivery(
     ),
     extensions(("x-stability" = json!("experimental"))),
 )]
-pub async fn redeliver(
+pub async fn redeliver<O: Owner>(
     state: web::Data<AppState>,
-    caller: Caller<Write>,
+    owner: O,
     EndpointId(endpoint): EndpointId,
     DeliveryId(delivery): DeliveryId,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    operations::send_again(&state, owner(&caller), endpoint, delivery).await
+    let response = operations::send_again(&state, owner.owner(), endpoint, delivery).await?;
+    owner.changed(Change::Redelivered { endpoint, delivery });
+    Ok(response)
 }
