@@ -78,7 +78,7 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
                 documents.admin().to_pretty_json()
             } else {
                 documents
-                    .public(&args.openapi_servers.0, &args.server())
+                    .public(&args.addresses.openapi_servers.0, &args.server())
                     .to_pretty_json()
             }?;
             println!("{document}");

@@ -107,7 +107,7 @@ pub fn check_serve(args: &ServeArgs) -> Result<(), String> {
             return Err(format!("{flag} ({variable}) {value:?}: {why}"));
         }
     }
-    if let Some(url) = &args.public_base_url
+    if let Some(url) = &args.addresses.public_base_url
         && !(url.starts_with("http://") || url.starts_with("https://"))
     {
         return Err(format!(

@@ -311,19 +311,38 @@ pub enum Format {
     Json,
 }
 
-/// Options of `openapi`.
+/// Where the API is, as `serve` and `openapi` take it: what links, `Location` and the
+/// document's `servers` name.
 #[derive(Debug, Clone, Args)]
-pub struct OpenapiArgs {
-    /// The `servers` entry: the public base address (e.g. `https://api.example.com/v1`); the base
-    /// path alone when unset.
+pub struct AddressArgs {
+    /// Public base address used in `Link` and `Location` and as the document's server (e.g.
+    /// `https://api.example.com/v1`); derived from each request's `Host` when unset (`openapi`:
+    /// the base path alone).
     #[arg(long, env = "PETSTORE_PUBLIC_BASE_URL")]
     pub public_base_url: Option<String>,
     /// Path prefix of the API.
     #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
     pub base_path: String,
-    /// The servers the document lists, as `serve` takes them (`--openapi-servers`).
+    /// The servers the OpenAPI document lists, as `NAME=URL` pairs separated by commas (e.g.
+    /// `Production=https://api.example.com/v1,Staging=https://staging.example.com/v1`); the
+    /// document served lists this instance's own base address alone when unset.
     #[arg(long, env = "PETSTORE_OPENAPI_SERVERS", default_value = "")]
     pub openapi_servers: NamedServers,
+}
+
+impl AddressArgs {
+    /// The application's paths and links.
+    pub fn settings(self) -> HttpSettings {
+        HttpSettings::new(&self.base_path, self.public_base_url).with_servers(self.openapi_servers)
+    }
+}
+
+/// Options of `openapi`.
+#[derive(Debug, Clone, Args)]
+pub struct OpenapiArgs {
+    /// Where the API is.
+    #[command(flatten)]
+    pub addresses: AddressArgs,
     /// Print the admin API's document (`/admin/v1/openapi.json`) instead.
     #[arg(long)]
     pub admin: bool,
@@ -332,7 +351,7 @@ pub struct OpenapiArgs {
 impl OpenapiArgs {
     /// The `servers` URL these options give.
     pub fn server(&self) -> String {
-        let http = HttpSettings::new(&self.base_path, self.public_base_url.clone());
+        let http = self.addresses.clone().settings();
         match http.public_base_url() {
             Some(url) => url.to_owned(),
             None => http.base_path().to_owned(),

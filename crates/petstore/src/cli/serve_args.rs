@@ -9,9 +9,9 @@ use petstore_domain::BanPolicy;
 use petstore_domain::webhook::UrlPolicy;
 use petstore_store::StoreConfig;
 
-use super::{DatabaseArgs, positive_duration};
+use super::{AddressArgs, DatabaseArgs, positive_duration};
 use crate::serve::{MetricsEndpoint, ServeConfig};
-use petstore_http::config::{Config, CorsOrigins, HttpSettings, NamedServers, RateLimitConfig};
+use petstore_http::config::{Config, CorsOrigins, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
 use petstore_webhooks::SenderConfig;
 
@@ -21,18 +21,9 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "PETSTORE_BIND", default_value = "127.0.0.1:8080")]
     pub bind: String,
-    /// Public base address used in `Link` and `Location` (e.g. `https://api.example.com/v1`);
-    /// derived from each request's `Host` when unset.
-    #[arg(long, env = "PETSTORE_PUBLIC_BASE_URL")]
-    pub public_base_url: Option<String>,
-    /// Path prefix of the API.
-    #[arg(long, env = "PETSTORE_BASE_PATH", default_value = "/v1")]
-    pub base_path: String,
-    /// The servers the OpenAPI document lists, as `NAME=URL` pairs separated by commas (e.g.
-    /// `Production=https://api.example.com/v1,Staging=https://staging.example.com/v1`); the
-    /// document served lists this instance's own base address alone when unset.
-    #[arg(long, env = "PETSTORE_OPENAPI_SERVERS", default_value = "")]
-    pub openapi_servers: NamedServers,
+    /// Where the API is.
+    #[command(flatten)]
+    pub addresses: AddressArgs,
     /// Worker threads, 1 to 512 (default: one per CPU).
     #[arg(long, env = "PETSTORE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=512))]
     pub workers: Option<u16>,
@@ -188,8 +179,7 @@ impl ServeArgs {
         let app = Config {
             key_cache_ttl: self.key_cache_ttl,
             client_body_timeout: self.client_body_timeout,
-            http: HttpSettings::new(&self.base_path, self.public_base_url)
-                .with_servers(self.openapi_servers),
+            http: self.addresses.settings(),
             cors: self.cors_allowed_origins,
             idempotency_retention: self.idempotency_retention,
             webhook_policy: UrlPolicy {
