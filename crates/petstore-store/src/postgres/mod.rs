@@ -51,10 +51,15 @@ impl Postgres {
     }
 
     /// Runs `op`, a read that a standby may answer, on one ([`replicas`]) where there are
-    /// standbys, else as [`Self::read`].
-    pub(crate) async fn read_replica<T>(&self, op: impl Op<T> + Clone) -> Result<T, StoreError> {
+    /// standbys (again on the primary when the standby's answer is not `settled`), else as
+    /// [`Self::read`].
+    pub(crate) async fn read_replica<T>(
+        &self,
+        op: impl Op<T> + Clone,
+        settled: fn(&T) -> bool,
+    ) -> Result<T, StoreError> {
         match &self.replicas {
-            Some(replicas) => replicas.read(&self.primary, op).await,
+            Some(replicas) => replicas.read(&self.primary, op, settled).await,
             None => self.primary.read(op).await,
         }
     }

@@ -14,7 +14,9 @@
 //!   current by that measure.
 //! - **Failure.** A read a standby fails runs again on the primary (reads change nothing), and
 //!   a standby that failed it as unavailable is skipped until the next look; but a read that
-//!   ran out its statement timeout there is answered so (`503`), not run a second time.
+//!   ran out its statement timeout there is answered so (`503`), not run a second time. A read
+//!   by id that finds nothing on a standby runs again on the primary: the standby may not
+//!   have applied the write yet.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -118,12 +120,15 @@ impl Replicas {
         }))
     }
 
-    /// Runs `op` on a usable standby; on the primary (`primary`) when there is none, or when
-    /// the standby fails it as unavailable.
+    /// Runs `op` on a usable standby; on the primary (`primary`) when there is none, when the
+    /// standby fails it as unavailable, or when its answer is not `settled`: a standby that
+    /// finds nothing by an id may not have applied the write yet (within its lag bound, or
+    /// while a failover manager shrinks the synchronous set), the primary knows.
     pub(crate) async fn read<T>(
         &self,
         primary: &Connections,
         op: impl Op<T> + Clone,
+        settled: fn(&T) -> bool,
     ) -> Result<T, StoreError> {
         let standbys = &self.shared.standbys;
         let first = self.next.fetch_add(1, Ordering::Relaxed);
@@ -132,10 +137,11 @@ impl Replicas {
             .find(|standby| standby.usable.load(Ordering::Relaxed));
         let reason = match usable {
             Some(standby) => match standby.db.read(op.clone()).await {
-                Ok(value) => {
+                Ok(value) if settled(&value) => {
                     ::metrics::counter!(metrics::READS, "target" => "replica").increment(1);
                     return Ok(value);
                 }
+                Ok(_) => "not_found",
                 // A read that ran out its statement timeout there would most likely run it out
                 // on the primary too, past the call's deadline, and load it twice as long.
                 Err(error @ StoreError::TimedOut(..)) => return Err(error),

@@ -167,16 +167,18 @@ impl Store {
     }
 
     /// Runs a read that a PostgreSQL standby may answer (`postgres::replicas`: one that is
-    /// current enough, with read-your-writes), else as [`Self::read`]; boxed like it.
+    /// current enough, with read-your-writes), else as [`Self::read`]; boxed like it. An answer
+    /// that is not `settled` (nothing found by an id) is asked of the primary again.
     fn read_replica<T: Send + 'static>(
         &self,
         op: impl Op<T> + Clone,
+        settled: fn(&T) -> bool,
     ) -> BoxFuture<'_, Result<T, StoreError>> {
         match &self.inner.db {
             #[cfg(feature = "sqlite")]
             Db::Sqlite(db) => Box::pin(db.read(op)),
             #[cfg(feature = "postgres")]
-            Db::Postgres(db) => Box::pin(db.read_replica(op)),
+            Db::Postgres(db) => Box::pin(db.read_replica(op, settled)),
             #[cfg(feature = "mysql")]
             Db::Mysql(db) => Box::pin(db.read(op)),
         }

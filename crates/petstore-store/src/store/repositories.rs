@@ -41,14 +41,14 @@ impl PetRepository for Store {
 
     async fn find_pet(&self, id: i64) -> Result<Option<Pet>, StorageError> {
         Ok(self
-            .read_replica(move |conn| Box::pin(pets::find(conn, id)))
+            .read_replica(move |conn| Box::pin(pets::find(conn, id)), Option::is_some)
             .await?)
     }
 
     async fn list_pets(&self, query: &PetListQuery) -> Result<Page<Pet>, StorageError> {
         let query = *query;
         Ok(self
-            .read_replica(move |conn| Box::pin(pets::list(conn, query)))
+            .read_replica(move |conn| Box::pin(pets::list(conn, query)), |_| true)
             .await?)
     }
 }
@@ -77,20 +77,23 @@ impl OrderRepository for Store {
 
     async fn find_order(&self, id: i64, owner: Option<i64>) -> Result<Option<Order>, StorageError> {
         Ok(self
-            .read_replica(move |conn| Box::pin(orders::find(conn, id, owner)))
+            .read_replica(
+                move |conn| Box::pin(orders::find(conn, id, owner)),
+                Option::is_some,
+            )
             .await?)
     }
 
     async fn list_orders(&self, query: &OrderListQuery) -> Result<Page<Order>, StorageError> {
         let query = *query;
         Ok(self
-            .read_replica(move |conn| Box::pin(orders::list(conn, query)))
+            .read_replica(move |conn| Box::pin(orders::list(conn, query)), |_| true)
             .await?)
     }
 
     async fn inventory(&self) -> Result<Inventory, StorageError> {
         Ok(self
-            .read_replica(|conn| Box::pin(orders::inventory(conn)))
+            .read_replica(|conn| Box::pin(orders::inventory(conn)), |_| true)
             .await?)
     }
 }

@@ -4,7 +4,8 @@
 //! cancelled) created on one instance and read at once on the other are all found as written,
 //! and the reads ran on the standby (its metrics). A standby whose replay
 //! is paused past the lag bound, or that is down, is skipped (reads answered by the primary,
-//! counted as fallbacks) and read from again once it has caught up or is back.
+//! counted as fallbacks) and read from again once it has caught up or is back; one behind
+//! within the bound that finds nothing by an id has the primary asked.
 
 use std::thread;
 use std::time::{Duration, Instant};
@@ -101,6 +102,17 @@ fn reads_from_a_standby_see_every_write_answered_and_skip_it_when_behind_or_down
     let second = TestServer::start(&url, &args);
     let bases = vec![first.base.clone(), second.base.clone()];
     wait_for_usable(&bases, &replica, 1.0, Duration::from_secs(10));
+    let patient = TestServer::start(
+        &url,
+        &[
+            "--bootstrap-key=false",
+            "--database-read-url",
+            &standby_url,
+            "--database-read-max-lag",
+            "1h",
+        ],
+    );
+    let patient_base = [patient.base.clone()];
 
     // Each pair: created on one instance, read at once on the other (one pet, and for every
     // tenth an order on it, read too).
@@ -202,6 +214,24 @@ fn reads_from_a_standby_see_every_write_answered_and_skip_it_when_behind_or_down
         assert_eq!((status, &read["name"]), (200, &Value::from("Behind")));
     }
     assert!(fallbacks(&bases, "unusable") >= skipped + 2.0);
+
+    // Behind but within an instance's bound (an hour for this one, which has watched the
+    // standby from the start): a read by id that finds nothing there is asked of the primary,
+    // which has the pet; a page is the standby's.
+    wait_for_usable(&patient_base, &replica, 1.0, Duration::from_secs(10));
+    let not_found = fallbacks(&patient_base, "not_found");
+    let (status, read) = send("GET", &format!("{}/pets/{id}", patient.base), &key, None);
+    assert_eq!((status, &read["name"]), (200, &Value::from("Behind")));
+    assert_eq!(fallbacks(&patient_base, "not_found"), not_found + 1.0);
+    let after = id - 1;
+    let (status, page) = send(
+        "GET",
+        &format!("{}/pets?after={after}", patient.base),
+        &key,
+        None,
+    );
+    assert_eq!((status, page), (200, Value::from(Vec::<Value>::new())));
+    patient.stop();
 
     // Caught up: read from again.
     standby
