@@ -27,6 +27,7 @@
 #   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
 #   scripts/bench.sh --postgres-topologies [--runs 5] [--duration 10]
 #     (target/bench/postgres-topologies.md)
+#   scripts/bench.sh --patroni [--runs 5] [--duration 10]   (target/bench/patroni.md)
 #   scripts/bench.sh --webhooks-cost [--backends sqlite,postgres] [--runs 5] [--duration 10]
 #     (target/bench/webhooks-cost.md)
 #   scripts/bench.sh --webhooks-throughput [--against OLD_BIN] [--backends sqlite,postgres]
@@ -83,6 +84,13 @@
 # alternate; reports the medians and the median of each pair's ratio to the direct run. Then
 # POST /v1/pets on the same three: what the pooler and `remote_apply` cost a create.
 #
+# --patroni: the list route and creates on the Patroni cluster of deploy/patroni/ (etcd with
+# three members, three nodes with the shipped patroni.yml, HAProxy with the shipped
+# haproxy.cfg, on free ports; Patroni as the `postgres` user), paired: straight to the leader,
+# through HAProxy's read-write port, and through it with reads on the synchronous standbys
+# (HAProxy's read-only port). Three servers, one worker each, on the same core; runs alternate;
+# reports the medians and the median of each pair's ratio to the direct run.
+#
 # --metrics-cost: the list route's throughput with metrics recorded against the same without
 # (--metrics=false), SQLite with 1,000 pets, two servers on the same core, runs alternating;
 # reports the median of the paired ratios.
@@ -110,6 +118,7 @@ CONDITIONAL_COST=0
 REDIS_COST=0
 POST_AGAINST=""
 TOPOLOGIES=0
+PATRONI=0
 WEBHOOKS_COST=0
 WEBHOOKS_THROUGHPUT=0
 AGAINST=""
@@ -132,6 +141,7 @@ while [ $# -gt 0 ]; do
     --redis-cost) REDIS_COST=1; shift ;;
     --post-against) POST_AGAINST=$2; shift 2 ;;
     --postgres-topologies) TOPOLOGIES=1; shift ;;
+    --patroni) PATRONI=1; shift ;;
     --webhooks-cost) WEBHOOKS_COST=1; shift ;;
     --webhooks-throughput) WEBHOOKS_THROUGHPUT=1; shift ;;
     --against) AGAINST=$2; shift 2 ;;
@@ -226,9 +236,20 @@ cleanup() {
     done
     rm -rf "$TOPO"
   fi
+  # --patroni's cluster: HAProxy, Patroni, each node's PostgreSQL at once, etcd.
+  if [ -n "$CLUSTER" ]; then
+    for pid in "${CLUSTER_PIDS[@]}"; do { kill -9 "$pid" && wait "$pid"; } 2>/dev/null || true; done
+    for pidfile in "$CLUSTER"/node*/data/postmaster.pid; do
+      [ -f "$pidfile" ] && kill -QUIT "$(head -n1 "$pidfile")" 2>/dev/null || true
+    done
+    sleep 0.5
+    rm -rf "$CLUSTER"
+  fi
   rm -rf "$WORK"
 }
 TOPO=""
+CLUSTER=""
+CLUSTER_PIDS=()
 # Runs a command as the `postgres` user when root (PostgreSQL and PgBouncer refuse root).
 as_postgres() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 trap cleanup EXIT
@@ -1059,6 +1080,121 @@ INI
     echo "| Direct (median req/s) | Through PgBouncer (median req/s) | PgBouncer / direct (median of pairs) | With read URLs, remote_apply (median req/s) | remote_apply / direct (median of pairs) |"
     echo "|---|---|---|---|---|"
     echo "| $(printf '%s\n' "${post_direct[@]}" | median) | $(printf '%s\n' "${post_pooled[@]}" | median) | $(printf '%s\n' "${post_pooled_ratios[@]}" | median) | $(printf '%s\n' "${post_replica[@]}" | median) | $(printf '%s\n' "${post_replica_ratios[@]}" | median) |"
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
+
+# The list route and creates on deploy/patroni/'s cluster: straight to the leader, through
+# HAProxy, and with reads on the synchronous standbys.
+if [ "$PATRONI" = 1 ]; then
+  { [ -x /usr/bin/patroni ] && [ -x /usr/bin/etcd ] && [ -x /usr/sbin/haproxy ]; } ||
+    { apt-get update -qq >/dev/null && apt-get install -y -qq patroni etcd-server haproxy >/dev/null; }
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
+  free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+  # Patroni (and the PostgreSQL it starts) as `postgres`, run in the background: the job's
+  # shell becomes Patroni (exec), so that `$!` is Patroni's pid.
+  as_postgres_exec() {
+    if [ "$(id -u)" = 0 ]; then exec setpriv --reuid postgres --regid postgres --init-groups "$@"; fi
+    exec "$@"
+  }
+  CLUSTER=$(mktemp -d)
+  peers=() clients=()
+  for n in 0 1 2; do peers+=("$(free_port)"); clients+=("$(free_port)"); done
+  initial="e0=http://127.0.0.1:${peers[0]},e1=http://127.0.0.1:${peers[1]},e2=http://127.0.0.1:${peers[2]}"
+  for n in 0 1 2; do
+    /usr/bin/etcd --name "e$n" --data-dir "$CLUSTER/etcd$n" \
+      --listen-client-urls "http://127.0.0.1:${clients[$n]}" \
+      --advertise-client-urls "http://127.0.0.1:${clients[$n]}" \
+      --listen-peer-urls "http://127.0.0.1:${peers[$n]}" \
+      --initial-advertise-peer-urls "http://127.0.0.1:${peers[$n]}" \
+      --initial-cluster "$initial" --initial-cluster-state new >/dev/null 2>"$CLUSTER/etcd$n.log" &
+    CLUSTER_PIDS+=($!)
+  done
+  etcd_hosts="127.0.0.1:${clients[0]},127.0.0.1:${clients[1]},127.0.0.1:${clients[2]}"
+  node_ports=() api_ports=()
+  for n in 1 2 3; do node_ports+=("$(free_port)"); api_ports+=("$(free_port)"); mkdir -p "$CLUSTER/node$n"; done
+  [ "$(id -u)" = 0 ] && chown -R postgres:postgres "$CLUSTER"
+  for n in 1 2 3; do
+    port=${node_ports[$((n - 1))]} api=${api_ports[$((n - 1))]}
+    as_postgres_exec env PATRONI_NAME="node$n" PATRONI_RESTAPI_LISTEN="127.0.0.1:$api" \
+      PATRONI_RESTAPI_CONNECT_ADDRESS="127.0.0.1:$api" PATRONI_POSTGRESQL_LISTEN="127.0.0.1:$port" \
+      PATRONI_POSTGRESQL_CONNECT_ADDRESS="127.0.0.1:$port" \
+      PATRONI_POSTGRESQL_DATA_DIR="$CLUSTER/node$n/data" PATRONI_POSTGRESQL_PGPASS="$CLUSTER/node$n/pgpass" \
+      PATRONI_POSTGRESQL_BIN_DIR="$PG_BIN" PATRONI_ETCD3_HOSTS="$etcd_hosts" HOME="$CLUSTER/node$n" \
+      /usr/bin/patroni deploy/patroni/patroni.yml >"$CLUSTER/node$n.log" 2>&1 &
+    CLUSTER_PIDS+=($!)
+  done
+  rw_port=$(free_port) ro_port=$(free_port)
+  env PATRONI_NODE1="127.0.0.1:${node_ports[0]}" PATRONI_NODE2="127.0.0.1:${node_ports[1]}" \
+    PATRONI_NODE3="127.0.0.1:${node_ports[2]}" PATRONI_NODE1_API="${api_ports[0]}" \
+    PATRONI_NODE2_API="${api_ports[1]}" PATRONI_NODE3_API="${api_ports[2]}" \
+    PETSTORE_HAPROXY_RW="127.0.0.1:$rw_port" PETSTORE_HAPROXY_RO="127.0.0.1:$ro_port" \
+    /usr/sbin/haproxy -f deploy/patroni/haproxy.cfg >/dev/null 2>"$CLUSTER/haproxy.log" &
+  CLUSTER_PIDS+=($!)
+  # Whole: a leader and two synchronous standbys, HAProxy's read-write port on the leader.
+  leader=""
+  for _ in $(seq 1 300); do
+    leader=$(curl -s "http://127.0.0.1:${api_ports[0]}/cluster" | python3 -c '
+import json, sys
+try:
+    members = [m for m in json.load(sys.stdin)["members"] if m["state"] == "running"]
+except Exception:
+    sys.exit()
+roles = sorted(m["role"] for m in members)
+if roles == ["leader", "sync_standby", "sync_standby"]:
+    print(next(m["port"] for m in members if m["role"] == "leader"))' 2>/dev/null || true)
+    [ -n "$leader" ] && [ "$(psql -qAt "postgres://postgres@127.0.0.1:$rw_port/postgres?sslmode=disable" \
+      -c 'SELECT pg_is_in_recovery()' 2>/dev/null || true)" = f ] && break
+    leader=""
+    sleep 0.2
+  done
+  [ -n "$leader" ] || { echo "bench: the Patroni cluster did not come up" >&2; tail -n 20 "$CLUSTER"/node*.log >&2; exit 1; }
+  direct=postgres://postgres@127.0.0.1:$leader/postgres?sslmode=disable
+  through=postgres://postgres@127.0.0.1:$rw_port/postgres?sslmode=disable
+  standbys=postgres://postgres@127.0.0.1:$ro_port/postgres?sslmode=disable
+  seed postgres "$direct" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$direct")")
+  serve=(serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --no-migrate)
+  start_server patroni-direct env RUST_LOG=warn "$BIN" --database-url "$direct" "${serve[@]}"
+  direct_pid=$SERVER_PID direct_url=$BASE
+  start_server patroni-haproxy env RUST_LOG=warn "$BIN" --database-url "$through" "${serve[@]}"
+  haproxy_pid=$SERVER_PID haproxy_url=$BASE
+  start_server patroni-standbys env RUST_LOG=warn "$BIN" --database-url "$through" "${serve[@]}" \
+    --database-read-url "$standbys"
+  standbys_pid=$SERVER_PID standbys_url=$BASE
+  sleep 1 # the standbys' first lag reading
+  for url in "$direct_url" "$haproxy_url" "$standbys_url"; do
+    status=$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$url/v1/pets?limit=20")
+    [ "$status" = 200 ] || { echo "bench: $url answered the list $status, not 200" >&2; exit 1; }
+  done
+  # For the list, then creates: alternating runs of the three servers; a table row each.
+  declare -A results
+  for what in list create; do
+    d=() h=() s=() hr=() sr=()
+    for _ in $(seq 1 "$RUNS"); do
+      if [ "$what" = list ]; then args=("${auth[@]}") path=/v1/pets?limit=20
+      else args=("${auth[@]}" -s scripts/bench/post.lua) path=/v1/pets; fi
+      d+=("$(wrk_once "${args[@]}" "$direct_url$path" | rps_of)")
+      h+=("$(wrk_once "${args[@]}" "$haproxy_url$path" | rps_of)")
+      s+=("$(wrk_once "${args[@]}" "$standbys_url$path" | rps_of)")
+      hr+=("$(awk -v a="${h[-1]}" -v b="${d[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+      sr+=("$(awk -v a="${s[-1]}" -v b="${d[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+      echo "bench: $what direct ${d[-1]} req/s, through HAProxy ${h[-1]} req/s, with reads on the standbys ${s[-1]} req/s" >&2
+    done
+    results[$what]="| $what | $(printf '%s\n' "${d[@]}" | median) | $(printf '%s\n' "${h[@]}" | median) | $(printf '%s\n' "${hr[@]}" | median) | $(printf '%s\n' "${s[@]}" | median) | $(printf '%s\n' "${sr[@]}" | median) |"
+  done
+  kill -TERM "$direct_pid" "$haproxy_pid" "$standbys_pid"
+  wait "$direct_pid" "$haproxy_pid" "$standbys_pid" 2>/dev/null || true
+  SERVER_PID=""
+  OUT=${OUT%/*}/patroni.md
+  {
+    echo "deploy/patroni/ on one machine: etcd $(/usr/bin/etcd --version | awk 'NR == 1 { print $3 }'), Patroni $(/usr/bin/patroni --version | awk '{ print $2 }'), PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a leader and two synchronous standbys), HAProxy $(/usr/sbin/haproxy -v | awk 'NR == 1 { print $3 }'); 1,000 pets; 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown). GET /v1/pets?limit=20 and POST /v1/pets (each commit waits for both standbys: flushed, and with read URLs applied)."
+    echo
+    echo "| Route | Straight to the leader (median req/s) | Through HAProxy (median req/s) | HAProxy / direct (median of pairs) | Through HAProxy, reads on the standbys (median req/s) | That / direct (median of pairs) |"
+    echo "|---|---|---|---|---|---|"
+    echo "${results[list]}"
+    echo "${results[create]}"
   } >"$OUT"
   cat "$OUT"
   exit 0
