@@ -169,6 +169,10 @@ impl Store {
     /// Runs a read that a PostgreSQL standby may answer (`postgres::replicas`: one that is
     /// current enough, with read-your-writes), else as [`Self::read`]; boxed like it. An answer
     /// that is not `settled` (nothing found by an id) is asked of the primary again.
+    #[cfg_attr(
+        not(feature = "postgres"),
+        expect(unused_variables, reason = "only PostgreSQL has standbys")
+    )]
     fn read_replica<T: Send + 'static>(
         &self,
         op: impl Op<T> + Clone,
