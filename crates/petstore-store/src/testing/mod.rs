@@ -21,7 +21,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::{Store, StoreConfig};
 pub use mariadb::MariaDbServer;
 pub use pgbouncer::PgBouncer;
-pub use server::PostgresServer;
+pub use server::{PostgresServer, server_programs, system_user};
 
 /// The key of the PostgreSQL advisory lock that migrations hold, for tests that hold it
 /// themselves (to stand for an instance that is migrating).

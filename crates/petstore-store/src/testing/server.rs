@@ -253,8 +253,8 @@ impl Drop for PostgresServer {
     }
 }
 
-/// The folder of the newest installed PostgreSQL's server programs.
-fn server_programs() -> Option<PathBuf> {
+/// The folder of the newest installed PostgreSQL's server programs (`initdb`, `postgres`, ...).
+pub fn server_programs() -> Option<PathBuf> {
     let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
         .flatten()
@@ -286,7 +286,7 @@ pub(super) fn stop(child: &mut Child, signal: rustix::process::Signal) {
 }
 
 /// The uid and gid of the system user `name` (a server's), from `/etc/passwd`.
-pub(super) fn system_user(name: &str) -> Option<(u32, u32)> {
+pub fn system_user(name: &str) -> Option<(u32, u32)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
     passwd.lines().find_map(|line| {
         let fields: Vec<&str> = line.split(':').collect();

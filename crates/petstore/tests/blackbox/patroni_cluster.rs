@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use petstore_store::testing::{RawPostgres, in_ci, loud_skip};
+use petstore_store::testing::{RawPostgres, in_ci, loud_skip, server_programs, system_user};
 use serde_json::Value;
 
 /// The shipped configuration.
@@ -60,7 +60,7 @@ impl Cluster {
     /// where that fails (`scripts/test-tools.sh` installs them).
     pub fn start() -> Option<Self> {
         let programs = ["/usr/bin/patroni", "/usr/bin/etcd", "/usr/sbin/haproxy"];
-        let bin = postgres_programs();
+        let bin = server_programs();
         if bin.is_none() || programs.iter().any(|p| !Path::new(p).is_file()) {
             let what = "Patroni, etcd, HAProxy or PostgreSQL's server programs are not installed \
                 (scripts/test-tools.sh installs them); the Patroni test did not run";
@@ -435,31 +435,10 @@ fn is_root() -> bool {
         .is_ok_and(|output| output.stdout.trim_ascii() == b"0")
 }
 
-/// As root, the `postgres` user's uid and gid (from `/etc/passwd`), which Patroni runs as.
+/// As root, the `postgres` user's uid and gid, which Patroni runs as.
 fn postgres_user() -> Option<(u32, u32)> {
-    if !is_root() {
-        return None;
-    }
-    let passwd = std::fs::read_to_string("/etc/passwd").expect("/etc/passwd");
-    let found = passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.first() == Some(&"postgres") && fields.len() > 3)
-            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
-            .flatten()
-    });
-    Some(found.expect("the postgres user (Debian's package creates it)"))
-}
-
-/// The folder of the newest installed PostgreSQL's server programs.
-fn postgres_programs() -> Option<PathBuf> {
-    let mut versions: Vec<PathBuf> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .flatten()
-        .map(|entry| entry.path().join("bin"))
-        .filter(|bin| bin.join("initdb").is_file() && bin.join("postgres").is_file())
-        .collect();
-    versions.sort();
-    versions.pop()
+    is_root()
+        .then(|| system_user("postgres").expect("the postgres user (Debian's package creates it)"))
 }
 
 fn free_port() -> u16 {
