@@ -22,7 +22,8 @@ fn shipped(file: &str) -> PathBuf {
 
 /// One etcd member.
 struct Member {
-    client: u16,
+    /// Its client address, `host:port`.
+    address: String,
     child: Option<Child>,
 }
 
@@ -30,6 +31,9 @@ struct Member {
 pub struct Node {
     /// Its name (`node1` ...).
     pub name: String,
+    /// The loopback address it listens on, its own (`127.0.2.N`): while the node is down,
+    /// another test's server may take its port on 127.0.0.1, and must not be taken for it.
+    host: String,
     /// PostgreSQL's port.
     pub port: u16,
     /// Patroni's REST API's port.
@@ -69,11 +73,13 @@ impl Cluster {
             return None;
         }
         let dir = tempfile::tempdir().expect("temporary folder");
-        let peers: Vec<u16> = (0..3).map(|_| free_port()).collect();
+        // Each member on a loopback address of its own too (`127.0.3.N`), for a lost one's ports.
+        let etcd_host = |n: usize| format!("127.0.3.{}", n + 1);
+        let peers: Vec<u16> = (0..3).map(|n| free_port_on(&etcd_host(n))).collect();
         let initial: Vec<String> = peers
             .iter()
             .enumerate()
-            .map(|(n, peer)| format!("e{n}=http://127.0.0.1:{peer}"))
+            .map(|(n, peer)| format!("e{n}=http://{}:{peer}", etcd_host(n)))
             .collect();
         let mut cluster = Self {
             etcd: Vec::new(),
@@ -85,25 +91,23 @@ impl Cluster {
             dir,
         };
         for (n, peer) in peers.iter().enumerate() {
-            let client = free_port();
+            let host = etcd_host(n);
+            let client = free_port_on(&host);
             let data = cluster.dir.path().join(format!("etcd{n}"));
             let log = std::fs::File::create(cluster.dir.path().join(format!("etcd{n}.log")))
                 .expect("etcd's log");
             let child = Command::new("/usr/bin/etcd")
                 .args(["--name", &format!("e{n}"), "--data-dir"])
                 .arg(&data)
-                .args([
-                    "--listen-client-urls",
-                    &format!("http://127.0.0.1:{client}"),
-                ])
+                .args(["--listen-client-urls", &format!("http://{host}:{client}")])
                 .args([
                     "--advertise-client-urls",
-                    &format!("http://127.0.0.1:{client}"),
+                    &format!("http://{host}:{client}"),
                 ])
-                .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+                .args(["--listen-peer-urls", &format!("http://{host}:{peer}")])
                 .args([
                     "--initial-advertise-peer-urls",
-                    &format!("http://127.0.0.1:{peer}"),
+                    &format!("http://{host}:{peer}"),
                 ])
                 .args(["--initial-cluster", &initial.join(",")])
                 .args(["--initial-cluster-state", "new"])
@@ -113,15 +117,17 @@ impl Cluster {
                 .spawn()
                 .expect("start etcd");
             cluster.etcd.push(Member {
-                client,
+                address: format!("{host}:{client}"),
                 child: Some(child),
             });
         }
         for n in 1..=3 {
+            let host = format!("127.0.2.{n}");
             let node = Node {
                 name: format!("node{n}"),
-                port: free_port(),
-                api: free_port(),
+                port: free_port_on(&host),
+                api: free_port_on(&host),
+                host,
                 data: cluster.dir.path().join(format!("node{n}")),
                 log: cluster.dir.path().join(format!("node{n}.log")),
                 patroni: None,
@@ -150,7 +156,7 @@ impl Cluster {
         let hosts: Vec<String> = self
             .etcd
             .iter()
-            .map(|member| format!("127.0.0.1:{}", member.client))
+            .map(|member| member.address.clone())
             .collect();
         hosts.join(",")
     }
@@ -173,18 +179,21 @@ impl Cluster {
         let child = command
             .arg(shipped("patroni.yml"))
             .env("PATRONI_NAME", &node.name)
-            .env("PATRONI_RESTAPI_LISTEN", format!("127.0.0.1:{}", node.api))
+            .env(
+                "PATRONI_RESTAPI_LISTEN",
+                format!("{}:{}", node.host, node.api),
+            )
             .env(
                 "PATRONI_RESTAPI_CONNECT_ADDRESS",
-                format!("127.0.0.1:{}", node.api),
+                format!("{}:{}", node.host, node.api),
             )
             .env(
                 "PATRONI_POSTGRESQL_LISTEN",
-                format!("127.0.0.1:{}", node.port),
+                format!("{}:{}", node.host, node.port),
             )
             .env(
                 "PATRONI_POSTGRESQL_CONNECT_ADDRESS",
-                format!("127.0.0.1:{}", node.port),
+                format!("{}:{}", node.host, node.port),
             )
             .env("PATRONI_POSTGRESQL_DATA_DIR", node.data.join("data"))
             .env("PATRONI_POSTGRESQL_PGPASS", node.data.join("pgpass"))
@@ -205,7 +214,7 @@ impl Cluster {
             let n = n + 1;
             command.env(
                 format!("PATRONI_NODE{n}"),
-                format!("127.0.0.1:{}", node.port),
+                format!("{}:{}", node.host, node.port),
             );
             command.env(format!("PATRONI_NODE{n}_API"), node.api.to_string());
         }
@@ -226,7 +235,7 @@ impl Cluster {
     pub fn members(&self) -> Vec<(String, String)> {
         for node in &self.nodes {
             let Ok(mut response) = agent()
-                .get(format!("http://127.0.0.1:{}/cluster", node.api))
+                .get(format!("http://{}:{}/cluster", node.host, node.api))
                 .call()
             else {
                 continue;
@@ -301,7 +310,7 @@ impl Cluster {
         let hosts: Vec<String> = self
             .nodes
             .iter()
-            .map(|node| format!("127.0.0.1:{}", node.port))
+            .map(|node| format!("{}:{}", node.host, node.port))
             .collect();
         format!(
             "postgres://postgres@{}/postgres?target_session_attrs=read-write",
@@ -311,10 +320,8 @@ impl Cluster {
 
     /// Node `n`'s own `postgres` database.
     pub fn node_url(&self, n: usize) -> String {
-        format!(
-            "postgres://postgres@127.0.0.1:{}/postgres",
-            self.nodes[n].port
-        )
+        let node = &self.nodes[n];
+        format!("postgres://postgres@{}:{}/postgres", node.host, node.port)
     }
 
     /// Kills node `n`'s postmaster (`kill -9`); Patroni, still running, notices.
@@ -442,7 +449,12 @@ fn postgres_user() -> Option<(u32, u32)> {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
+    free_port_on("127.0.0.1")
+}
+
+/// A port free on `host` (a loopback address).
+fn free_port_on(host: &str) -> u16 {
+    TcpListener::bind((host, 0))
         .and_then(|listener| listener.local_addr())
         .expect("a free port")
         .port()
