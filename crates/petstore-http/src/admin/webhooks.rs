@@ -5,6 +5,8 @@
 //! which write each change to the audit log; the delivery log is paged as the admin API pages
 //! its lists ([`list_deliveries`]).
 
+use std::future::{Ready, ready};
+
 use actix_web::{FromRequest, HttpRequest, HttpResponse, dev::Payload, web};
 use futures_util::future::LocalBoxFuture;
 use petstore_domain::PageRequest;
@@ -23,11 +25,10 @@ pub struct Operators(Admin);
 
 impl FromRequest for Operators {
     type Error = ApiError;
-    type Future = LocalBoxFuture<'static, Result<Self, ApiError>>;
+    type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let admin = Admin::from_request(req, payload);
-        Box::pin(async move { Ok(Self(admin.await?)) })
+        ready(Admin::from_request(req, payload).into_inner().map(Self))
     }
 }
 

@@ -13,7 +13,6 @@
 //! no idempotency key made two pets, and every pet read back on the other instance was seen.
 
 use std::fmt;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{TestServer, unlimited_key};
@@ -152,5 +151,4 @@ fn a_patroni_cluster_fails_over_without_losing_an_acknowledged_write() {
     );
     first.stop();
     second.stop();
-    thread::sleep(Duration::from_millis(100));
 }

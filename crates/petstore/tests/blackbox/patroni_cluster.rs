@@ -55,6 +55,8 @@ pub struct Cluster {
     /// HAProxy's read-only port (the synchronous standbys).
     pub ro: u16,
     bin: PathBuf,
+    /// As root, the `postgres` user's uid and gid, which Patroni runs as.
+    owner: Option<(u32, u32)>,
 }
 
 impl Cluster {
@@ -88,6 +90,7 @@ impl Cluster {
             rw: free_port(),
             ro: free_port(),
             bin: bin.expect("checked"),
+            owner: postgres_user(),
             dir,
         };
         for (n, peer) in peers.iter().enumerate() {
@@ -135,7 +138,7 @@ impl Cluster {
             std::fs::create_dir_all(&node.data).expect("the node's folder");
             cluster.nodes.push(node);
         }
-        if is_root() {
+        if cluster.owner.is_some() {
             let status = Command::new("chown")
                 .args(["-R", "postgres:postgres"])
                 .arg(cluster.dir.path())
@@ -167,7 +170,7 @@ impl Cluster {
         let etcd = self.etcd_hosts();
         let node = &self.nodes[n];
         let mut command = Command::new("/usr/bin/patroni");
-        if let Some((uid, gid)) = postgres_user() {
+        if let Some((uid, gid)) = self.owner {
             use std::os::unix::process::CommandExt;
             command.uid(uid).gid(gid).env("HOME", &node.data);
         }
