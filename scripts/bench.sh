@@ -30,6 +30,8 @@
 #   scripts/bench.sh --patroni [--runs 5] [--duration 10]   (target/bench/patroni.md)
 #   scripts/bench.sh --webhooks-cost [--backends sqlite,postgres] [--runs 5] [--duration 10]
 #     (target/bench/webhooks-cost.md)
+#   scripts/bench.sh --traces-cost [--against OLD_BIN] [--runs 5] [--duration 10]
+#     (target/bench/traces-cost.md)
 #   scripts/bench.sh --webhooks-throughput [--against OLD_BIN] [--backends sqlite,postgres]
 #     [--runs 3] [--deliveries 4000]   (target/bench/webhooks-throughput.md)
 #
@@ -121,6 +123,7 @@ TOPOLOGIES=0
 PATRONI=0
 WEBHOOKS_COST=0
 WEBHOOKS_THROUGHPUT=0
+TRACES_COST=0
 AGAINST=""
 DELIVERIES=4000
 KEYS=1
@@ -144,6 +147,7 @@ while [ $# -gt 0 ]; do
     --patroni) PATRONI=1; shift ;;
     --webhooks-cost) WEBHOOKS_COST=1; shift ;;
     --webhooks-throughput) WEBHOOKS_THROUGHPUT=1; shift ;;
+    --traces-cost) TRACES_COST=1; shift ;;
     --against) AGAINST=$2; shift 2 ;;
     --deliveries) DELIVERIES=$2; shift 2 ;;
     --keys) KEYS=$2; shift 2 ;;
@@ -776,6 +780,85 @@ PY
   trap 'kill "$RECEIVER_PID" 2>/dev/null; cleanup' EXIT
   for _ in $(seq 1 100); do reachable "$receiver_port" && break; sleep 0.05; done
 }
+
+# What traces cost on PostgreSQL: this build with traces off, exporting with a ratio of 0 (spans
+# made, none kept), and exporting every span to a collector on loopback; with --against OLD_BIN,
+# that build too (traces off: what the instrumentation costs when off). All on one database, one
+# worker each on the same core, runs alternating; the list and creates.
+if [ "$TRACES_COST" = 1 ]; then
+  reachable 5432 || { echo "bench: PostgreSQL is unreachable" >&2; exit 1; }
+  start_receiver taskset -c "$LOAD_CPU"
+  collector=http://127.0.0.1:$receiver_port
+  PG_DB=petstore_bench_$$_traces
+  psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_DB" >/dev/null
+  url=${PG_ADMIN%%\?*}
+  url=${url%/*}/$PG_DB${PG_PARAMS:+?$PG_PARAMS}
+  seed postgres "$url" 1000
+  auth=(-H "Authorization: Bearer $(bench_key "$url")")
+  serve=(--database-url "$url" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
+  declare -A url_of pid_of
+  configs=(off ratio0 all)
+  start_server traces-off env RUST_LOG=warn "$BIN" "${serve[@]}"
+  pid_of[off]=$SERVER_PID url_of[off]=$BASE
+  start_server traces-ratio0 env RUST_LOG=warn "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
+    --otel-traces-sampler traceidratio --otel-traces-sampler-arg 0
+  pid_of[ratio0]=$SERVER_PID url_of[ratio0]=$BASE
+  start_server traces-all env RUST_LOG=warn "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
+    --otel-traces-sampler always_on
+  pid_of[all]=$SERVER_PID url_of[all]=$BASE
+  if [ -n "$AGAINST" ]; then
+    start_server traces-old env RUST_LOG=warn "$AGAINST" "${serve[@]}"
+    pid_of[old]=$SERVER_PID url_of[old]=$BASE
+    configs+=(old)
+  fi
+  declare -A results
+  for route in list create; do
+    declare -A rps=() ratios=()
+    for _ in $(seq 1 "$RUNS"); do
+      declare -A this=()
+      for config in "${configs[@]}"; do
+        if [ "$route" = list ]; then
+          this[$config]=$(wrk_once "${auth[@]}" "${url_of[$config]}/v1/pets?limit=20" | rps_of)
+        else
+          this[$config]=$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "${url_of[$config]}/v1/pets" | rps_of)
+        fi
+        rps[$config]+="${this[$config]} "
+      done
+      for config in "${configs[@]}"; do
+        ratios[$config]+="$(awk -v a="${this[$config]}" -v b="${this[off]}" 'BEGIN { printf "%.4f", a / b }') "
+      done
+      echo "bench: $route $(for c in "${configs[@]}"; do printf '%s %s req/s, ' "$c" "${this[$c]}"; done)" >&2
+    done
+    med() { printf '%s\n' $1 | median; }
+    spread() { printf '%s\n' $1 | sort -n | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%s-%s", lo, hi }'; }
+    row="| $route | $(med "${rps[off]}")"
+    for config in ratio0 all old; do
+      [ -n "${rps[$config]:-}" ] || continue
+      row+=" | $(med "${rps[$config]}") | $(med "${ratios[$config]}") ($(spread "${ratios[$config]}"))"
+    done
+    results[$route]="$row |"
+    unset rps ratios
+  done
+  kill -TERM "${pid_of[@]}"; wait "${pid_of[@]}" 2>/dev/null || true
+  SERVER_PID=""
+  OUT=${OUT%/*}/traces-cost.md
+  {
+    echo "PostgreSQL ($PG_PARAMS), 1,000 pets to start; 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, a collector answering 204 on CPU $LOAD_CPU; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)${AGAINST:+ against $AGAINST}. Ratios are to traces off in the same run (median, and the spread over the runs)."
+    echo
+    header="| Route | Traces off (median req/s) | Ratio 0 (median req/s) | Ratio 0 / off | Every span exported (median req/s) | All / off |"
+    separator="|---|---|---|---|---|---|"
+    if [ -n "$AGAINST" ]; then
+      header+=" Other build, off (median req/s) | Other / this, off |"
+      separator+="---|---|"
+    fi
+    echo "$header"
+    echo "$separator"
+    echo "${results[list]}"
+    echo "${results[create]}"
+  } >"$OUT"
+  cat "$OUT"
+  exit 0
+fi
 
 # Orders with a webhook endpoint subscribed and without, alternating, per backend.
 if [ "$WEBHOOKS_COST" = 1 ]; then

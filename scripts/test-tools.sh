@@ -19,6 +19,7 @@ OPENAPI_PYTHON_CLIENT_VERSION=0.29.1
 MYPY_VERSION=2.4.1
 RUFF_VERSION=0.17.6
 OPENAPI_SPEC_VALIDATOR_VERSION=0.7.2
+OPENTELEMETRY_PROTO_VERSION=1.45.2
 CARGO_DENY_VERSION=0.20.2
 CARGO_ABOUT_VERSION=0.9.3
 
@@ -75,6 +76,16 @@ if ! "$venv/bin/pip" show openapi-spec-validator 2>/dev/null | grep -q "^Version
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check \
     "openapi-spec-validator==$OPENAPI_SPEC_VALIDATOR_VERSION"
+fi
+
+# The OTLP receiver of the trace tests decodes exports with OpenTelemetry's own protobuf
+# definitions.
+venv=target/tools/otlp
+if ! "$venv/bin/pip" show opentelemetry-proto 2>/dev/null | grep -q "^Version: $OPENTELEMETRY_PROTO_VERSION$"; then
+  echo "test-tools: installing opentelemetry-proto $OPENTELEMETRY_PROTO_VERSION"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check \
+    "opentelemetry-proto==$OPENTELEMETRY_PROTO_VERSION"
 fi
 
 # The licence checks: each built once from crates.io (a few minutes on 2 cores), then kept.

@@ -13,7 +13,7 @@
 //! keys, over the storage interface, is [`key_admin`] (the `petstore keys` commands and the
 //! admin API share it), and what they do to orders [`order_admin`] (`petstore orders` and the
 //! admin API). The one clock every crate reads is [`clock`]'s. No module imports one that
-//! imports it back: `clock`, `error` and `rfc3339`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
+//! imports it back: `clock`, `error`, `rfc3339` and `trace`, then `rate_limit`, `pet`, `secret`, `key`, `admin`,
 //! `idempotency`, `order`, `query`, `webhook`, `repository`, and `key_admin` and `order_admin` on top.
 #![deny(missing_docs)]
 
@@ -36,6 +36,7 @@ pub mod redact;
 pub mod repository;
 mod rfc3339;
 pub mod secret;
+pub mod trace;
 pub mod webhook;
 
 pub use admin::{ADMIN_TOKEN_PREFIX, AdminToken, AdminTokenKind, AdminTokenSecret, AdminTokenSpec};
@@ -67,6 +68,7 @@ pub use repository::{
     OrderRepository, PetRepository, Storage, WebhookRepository,
 };
 pub use secret::{KeyHash, Secret, SecretKind};
+pub use trace::{TRACES, TraceParent};
 
 /// The README's examples, run as documentation tests.
 #[doc = include_str!("../README.md")]

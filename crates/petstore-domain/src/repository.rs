@@ -341,4 +341,8 @@ pub trait Storage:
 
     /// How many calls may run at once; a caller bounds its concurrent calls by this.
     fn capacity(&self) -> Capacity;
+
+    /// The database, as OpenTelemetry's `db.system.name` names it (`sqlite`, `postgresql`,
+    /// `mysql`), for the storage calls' spans.
+    fn system(&self) -> &'static str;
 }

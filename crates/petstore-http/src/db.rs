@@ -10,10 +10,12 @@ use std::time::{Duration, Instant};
 use actix_web::rt::time::timeout;
 use futures_util::future::BoxFuture;
 use metrics::Histogram;
-use petstore_domain::Storage;
 #[cfg(doc)]
 use petstore_domain::StorageError;
+use petstore_domain::{Storage, TRACES};
 use tokio::sync::{Semaphore, SemaphorePermit, TryAcquireError};
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use crate::error::ApiError;
 use crate::telemetry::metric::{self, Kept};
@@ -22,6 +24,8 @@ use crate::telemetry::metric::{self, Kept};
 /// turn, how long one may take.
 pub struct Database {
     storage: Arc<dyn Storage>,
+    /// The database, as OpenTelemetry names it (`db.system.name`).
+    system: &'static str,
     slots: Semaphore,
     wait: Duration,
     deadline: Duration,
@@ -51,6 +55,7 @@ impl Database {
             slots: Semaphore::new(capacity.max_calls.max(1) as usize),
             wait: capacity.wait,
             deadline: capacity.deadline,
+            system: storage.system(),
             storage,
             durations: Kept::default(),
             readiness: tokio::sync::Mutex::new(None),
@@ -95,8 +100,26 @@ impl Database {
         ApiError: From<E>,
     {
         let started = Instant::now();
-        let result = self.run(f).await;
+        let collection = collection(operation);
+        let span = tracing::info_span!(
+            target: TRACES,
+            "db",
+            otel.name = format!("{operation} {collection}").trim_end(),
+            otel.kind = "client",
+            otel.status_code = Empty,
+            db.system.name = self.system,
+            db.operation.name = operation,
+            db.collection.name = (!collection.is_empty()).then_some(collection),
+            error.type = Empty,
+        );
+        let result = self.run(f).instrument(span.clone()).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
+        if let Err(error) = &result
+            && !span.is_disabled()
+        {
+            span.record("otel.status_code", "error");
+            span.record("error.type", error.code().as_str());
+        }
         self.durations
             .get(&(operation, outcome), || {
                 metrics::histogram!(
@@ -134,7 +157,11 @@ impl Database {
             Err(TryAcquireError::NoPermits) => {}
         }
         let started = Instant::now();
-        let slot = match timeout(self.wait, self.slots.acquire()).await {
+        let waiting = tracing::info_span!(target: TRACES, "wait for a storage slot");
+        let slot = match timeout(self.wait, self.slots.acquire())
+            .instrument(waiting)
+            .await
+        {
             Ok(Ok(permit)) => Ok(permit),
             Ok(Err(closed)) => Err(ApiError::internal(closed)),
             Err(_) => {
@@ -144,5 +171,24 @@ impl Database {
         };
         metrics::histogram!(metric::STORE_SLOT_WAIT).record(started.elapsed().as_secs_f64());
         slot
+    }
+}
+
+/// The table an operation is about (`db.collection.name`), by its name.
+fn collection(operation: &str) -> &'static str {
+    match operation {
+        "list_pets" | "create_pet" | "find_pet" | "inventory" => "pets",
+        "list_orders" | "place_order" | "find_order" | "cancel_order" | "change_order" => "orders",
+        "find_active_key" | "touch_key" | "ban_key" | "create_key" | "list_keys_page"
+        | "find_key" | "update_key" | "rotate_key" | "revoke_key" | "unban_key" => "api_keys",
+        "find_admin_token" => "admin_tokens",
+        "claim_idempotency_key"
+        | "complete_idempotency_key"
+        | "release_idempotency_key"
+        | "prune_idempotency_keys" => "idempotency_keys",
+        "check_ready" => "schema_migrations",
+        operation if operation.contains("deliver") => "webhook_deliveries",
+        operation if operation.contains("webhook") => "webhook_endpoints",
+        _ => "",
     }
 }

@@ -13,6 +13,7 @@ use deadpool::Runtime;
 use deadpool::managed::{Manager, Object, Pool};
 use futures_util::future::BoxFuture;
 use petstore_domain::{Capacity, StorageErrorKind};
+use tracing::Instrument;
 
 use crate::error::BoxError;
 use crate::{StoreConfig, StoreError, metrics};
@@ -131,6 +132,11 @@ pub(crate) async fn checkout<M: Manager<Error = StoreError>>(
     let started = Instant::now();
     let pooled = pool
         .get()
+        .instrument(tracing::info_span!(
+            target: petstore_domain::TRACES,
+            "wait for a connection",
+            db.system.name = backend,
+        ))
         .await
         .map_err(|error| metrics::checkout_error(error, wait, backend))?;
     ::metrics::histogram!(metrics::POOL_CHECKOUT, "backend" => backend)

@@ -115,6 +115,7 @@ diesel::table! {
         last_error -> Nullable<Text>,
         created_at -> BigInt,
         ended_at -> Nullable<BigInt>,
+        trace_context -> Nullable<Text>,
     }
 }
 

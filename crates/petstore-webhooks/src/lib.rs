@@ -8,12 +8,16 @@
 //! schedule of `retry_delay` (or after the receiver's `Retry-After`), given up on, or the
 //! endpoint gone (`410`).
 //!
-//! Modules depend one way: `sign`, `metric` and `resolve`, then `sender`.
+//! Each attempt is a client span of its own when traces are exported ([`trace`]: linked to the
+//! request that recorded the change, its `traceparent` sent to the receiver).
+//!
+//! Modules depend one way: `sign`, `metric`, `resolve` and `trace`, then `sender`.
 #![deny(missing_docs)]
 
 pub mod metric;
 pub mod resolve;
 pub mod sender;
 pub mod sign;
+mod trace;
 
 pub use sender::{Sender, SenderConfig};

@@ -20,10 +20,12 @@ use petstore_domain::webhook::{
 use petstore_domain::{Clock, Storage, SystemClock};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tracing::Instrument;
 
 use crate::metric;
 use crate::resolve::{GuardedResolver, Resolver, check_url};
 use crate::sign::signature_header;
+use crate::trace;
 
 /// How the sender works.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -317,8 +319,14 @@ impl Sender {
     async fn attempt(&self, delivery: &DueDelivery) {
         let attempted_at = self.clock.unix_now();
         let started = Instant::now();
-        let answer = self.send(delivery, attempted_at).await;
+        let span = trace::attempt_span(delivery);
+        let answer = self
+            .send(delivery, attempted_at, trace::traceparent(&span))
+            .instrument(span.clone())
+            .await;
         let elapsed = started.elapsed();
+        trace::record(&span, &answer);
+        drop(span);
         metrics::histogram!(metric::ATTEMPT_SECONDS).record(elapsed.as_secs_f64());
         let (status, retry_after, error) = match answer {
             Ok((status, retry_after)) => (Some(status), retry_after, None),
@@ -388,12 +396,13 @@ impl Sender {
         }
     }
 
-    /// Posts the delivery, signed at `timestamp`; its status and `Retry-After` (seconds), or
-    /// why there was no answer.
+    /// Posts the delivery, signed at `timestamp`, with the attempt's `traceparent` when traces
+    /// are exported; its status and `Retry-After` (seconds), or why there was no answer.
     async fn send(
         &self,
         delivery: &DueDelivery,
         timestamp: i64,
+        traceparent: Option<String>,
     ) -> Result<(u16, Option<u64>), String> {
         check_url(&delivery.url, self.config.policy)?;
         let timestamp = u64::try_from(timestamp).unwrap_or(0);
@@ -403,9 +412,11 @@ impl Sender {
             timestamp,
             delivery.body.as_bytes(),
         );
-        let response = self
-            .client
-            .post(&delivery.url)
+        let mut request = self.client.post(&delivery.url);
+        if let Some(traceparent) = traceparent {
+            request = request.header("traceparent", traceparent);
+        }
+        let response = request
             .header(CONTENT_TYPE, "application/json")
             .header("webhook-id", &delivery.event_id)
             .header("webhook-timestamp", timestamp.to_string())

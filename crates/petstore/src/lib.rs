@@ -17,6 +17,7 @@ pub mod logging;
 mod orders;
 mod redact;
 mod serve;
+mod traces;
 mod usage;
 
 use std::error::Error;
@@ -25,6 +26,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use petstore_store::{Backend, Store, StoreConfig};
+use traces::Traces;
 
 pub use serve::{MetricsEndpoint, ServeConfig, serve};
 
@@ -37,26 +39,44 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
         Ok(cli) => cli,
         Err(error) => return Ok(usage::usage_error(&error)),
     };
-    logging::init(cli.log_format).map_err(|error| error as Box<dyn Error>)?;
+    let command = match cli.command {
+        Some(command) => command,
+        None => match ServeFromEnvironment::try_parse_from(["petstore"]) {
+            Ok(serve) => Command::Serve(serve.args),
+            Err(error) => return Ok(usage::usage_error(&error)),
+        },
+    };
+    let traces = match &command {
+        Command::Serve(args) => match Traces::start(&args.traces) {
+            Ok(traces) => traces,
+            Err(error) => {
+                eprintln!("error: {error}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        _ => None,
+    };
+    logging::init(cli.log_format, traces.as_ref().map(Traces::tracer))
+        .map_err(|error| error as Box<dyn Error>)?;
     let done = |result: Result<(), Box<dyn Error>>| result.map(|()| ExitCode::SUCCESS);
     let database = cli.database;
-    let uses_database = !matches!(cli.command, Some(Command::Openapi(_) | Command::Health(_)));
+    let uses_database = !matches!(command, Command::Openapi(_) | Command::Health(_));
     if uses_database && let Err(error) = Backend::from_url(&database.database_url) {
         // A usage error, like clap's: nothing is opened or created, and the value given (which
         // may hold a password) is not repeated.
         eprintln!("error: --database-url (PETSTORE_DATABASE_URL): {error}");
         return Ok(ExitCode::from(2));
     }
-    match cli.command {
-        None => {
-            let args = match ServeFromEnvironment::try_parse_from(["petstore"]) {
-                Ok(serve) => serve.args,
-                Err(error) => return Ok(usage::usage_error(&error)),
-            };
-            serve_checked(args, &database)
+    match command {
+        Command::Serve(args) => {
+            let drain = args.shutdown_timeout;
+            let served = serve_checked(args, &database);
+            if let Some(traces) = traces {
+                traces.shutdown(drain);
+            }
+            served
         }
-        Some(Command::Serve(args)) => serve_checked(args, &database),
-        Some(Command::Migrate(MigrateArgs { action: None })) => done(administer(
+        Command::Migrate(MigrateArgs { action: None }) => done(administer(
             database.store_config(false),
             Needs::Nothing,
             |store| async move {
@@ -65,14 +85,14 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
                 Ok(())
             },
         )),
-        Some(Command::Migrate(MigrateArgs {
+        Command::Migrate(MigrateArgs {
             action: Some(MigrateCommand::Status),
-        })) => done(administer(
+        }) => done(administer(
             database.store_config(false),
             Needs::Database,
             |store| async move { migration_status(&store).await },
         )),
-        Some(Command::Openapi(args)) => {
+        Command::Openapi(args) => {
             let documents = petstore_openapi::documents();
             let document = if args.admin {
                 documents.admin().to_pretty_json()
@@ -84,18 +104,18 @@ pub fn run() -> Result<ExitCode, Box<dyn Error>> {
             println!("{document}");
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Keys(command)) => administer(
+        Command::Keys(command) => administer(
             database.store_config(false),
             Needs::Schema,
             |store| async move { keys::keys(&store, command).await },
         ),
-        Some(Command::AdminTokens(command)) => done(administer(
+        Command::AdminTokens(command) => done(administer(
             database.store_config(false),
             Needs::Schema,
             |store| async move { admin_tokens::admin_tokens(&store, command).await },
         )),
-        Some(Command::Health(args)) => Ok(health(&args)),
-        Some(Command::Orders(command)) => done(administer(
+        Command::Health(args) => Ok(health(&args)),
+        Command::Orders(command) => done(administer(
             database.store_config(false),
             Needs::Schema,
             |store| async move { orders::orders(&store, command).await },

@@ -9,11 +9,13 @@
 use std::fmt;
 use std::io::{self, Write};
 
+use opentelemetry_sdk::trace::SdkTracer;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_log::NormalizeEvent;
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::{self, EnvFilter};
 use tracing_subscriber::fmt::format::{FmtSpan, JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
@@ -33,18 +35,42 @@ pub enum LogFormat {
     Json,
 }
 
-/// Installs the process's logger. Fails if one is installed already.
-pub fn init(format: LogFormat) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let filter = EnvFilter::try_from_default_env().or_else(|_| EnvFilter::try_new("info"))?;
+/// Installs the process's logger, and with a `tracer` (traces exported) the bridge that hands
+/// the spans of target [`petstore_domain::TRACES`] to it. Fails if one is installed already.
+pub fn init(
+    format: LogFormat,
+    tracer: Option<SdkTracer>,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    // The trace spans are not for the logs, whatever `RUST_LOG` says.
+    let filter = EnvFilter::try_from_default_env()
+        .or_else(|_| EnvFilter::try_new("info"))?
+        .add_directive(format!("{}=off", petstore_domain::TRACES).parse()?);
     let layer = tracing_subscriber::fmt::layer()
         .with_writer(|| RedactingStderr)
         .with_ansi(false)
         .with_span_events(FmtSpan::NONE);
-    let registry = tracing_subscriber::registry().with(filter);
+    let bridge = tracer.map(|tracer| {
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_location(false)
+            .with_threads(false)
+            .with_level(false)
+            .with_target(false)
+            .with_tracked_inactivity(false)
+            .with_filter(filter::filter_fn(|meta| {
+                meta.target() == petstore_domain::TRACES
+            }))
+    });
+    let registry = tracing_subscriber::registry().with(bridge);
     match format {
-        LogFormat::Text => registry.with(layer).try_init()?,
+        LogFormat::Text => registry.with(layer.with_filter(filter)).try_init()?,
         LogFormat::Json => registry
-            .with(layer.fmt_fields(JsonFields::new()).event_format(JsonLines))
+            .with(
+                layer
+                    .fmt_fields(JsonFields::new())
+                    .event_format(JsonLines)
+                    .with_filter(filter),
+            )
             .try_init()?,
     }
     Ok(())

@@ -290,6 +290,7 @@ fn metrics_exporter(store: &Store) -> Result<Exporter, Box<dyn Error>> {
     metric::describe();
     petstore_webhooks::metric::describe();
     petstore_store::metrics::describe();
+    crate::traces::metric::describe();
     metrics::gauge!(
         metric::BUILD_INFO,
         "version" => env!("CARGO_PKG_VERSION"),

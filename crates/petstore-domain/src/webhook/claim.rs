@@ -5,6 +5,7 @@
 use super::endpoint::EndpointOwner;
 use super::events::EventType;
 use super::secret::SigningSecret;
+use crate::trace::TraceParent;
 
 /// A delivery due now, claimed by one sender until `lease_until`: what sending it needs.
 #[derive(Debug, Clone)]
@@ -29,6 +30,9 @@ pub struct DueDelivery {
     pub tries: u32,
     /// The claim's token: the result is recorded only by the claim that holds it.
     pub lease: i64,
+    /// The trace of the change that recorded it, when it was made in one: its attempts' spans
+    /// link to it.
+    pub trace: Option<TraceParent>,
 }
 
 /// A claim of due deliveries: at most `limit` due at `now`, held until `lease_until` by the

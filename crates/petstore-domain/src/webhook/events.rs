@@ -11,6 +11,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use crate::ValidationError;
 use crate::order::{Order, OrderAction};
 use crate::pet::Pet;
+use crate::trace::TraceParent;
 
 string_enum! {
     /// What happened. The strings are a stable contract with receivers.
@@ -142,6 +143,9 @@ pub struct NewEvent {
     pub owner: Option<i64>,
     /// The body to send.
     pub body: String,
+    /// The trace of the change that produced it, when traces are exported: each attempt's
+    /// span links back to it.
+    pub trace: Option<TraceParent>,
 }
 
 impl NewEvent {
@@ -151,7 +155,13 @@ impl NewEvent {
             kind,
             owner,
             body: event_body(kind, at, data),
+            trace: None,
         }
+    }
+
+    /// The event, made in `trace`.
+    pub fn in_trace(self, trace: Option<TraceParent>) -> Self {
+        Self { trace, ..self }
     }
 
     /// The event of `order`'s change by `action` ([`EventType::of_order`]) `at`, about the order

@@ -7,7 +7,10 @@ use actix_web::http::header::{HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
-use petstore_domain::{Ban, RateDecision, RateLimits, async_trait};
+use opentelemetry::trace::FutureExt;
+use petstore_domain::{Ban, RateDecision, RateLimits, TRACES, async_trait};
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials, bearer_token};
@@ -159,15 +162,37 @@ async fn decide(
     now: u64,
 ) -> (Result<Verdict, LimitError>, Tally) {
     let limiter = &state.limiter;
-    if admitted.status_only {
-        return (limiter.peek(&admitted.account, now).await, Tally::Uncounted);
-    }
-    let key_bans = StoredBans { state, credentials };
-    let (verdict, tally) = match limiter.check(&admitted.account, now, &key_bans).await {
-        Ok((verdict, tally)) => (Ok(verdict), tally),
-        Err(error) => (Err(error), Tally::Uncounted),
+    let span = tracing::info_span!(
+        target: TRACES,
+        "rate limit",
+        petstore.ratelimit.subject = if admitted.client.is_some() { "key" } else { "address" },
+        petstore.ratelimit.outcome = Empty,
+    );
+    let (verdict, tally) = if admitted.status_only {
+        let verdict = limiter
+            .peek(&admitted.account, now)
+            .instrument(span.clone())
+            .await;
+        (verdict, Tally::Uncounted)
+    } else {
+        let key_bans = StoredBans { state, credentials };
+        let checked = limiter.check(&admitted.account, now, &key_bans);
+        let (verdict, tally) = match checked.instrument(span.clone()).await {
+            Ok((verdict, tally)) => (Ok(verdict), tally),
+            Err(error) => (Err(error), Tally::Uncounted),
+        };
+        count_decision(state, &verdict, &admitted.account, admitted.client.as_ref());
+        (verdict, tally)
     };
-    count_decision(state, &verdict, &admitted.account, admitted.client.as_ref());
+    if !span.is_disabled() {
+        let outcome = match &verdict {
+            Ok(Verdict::Allowed(_)) => "allowed",
+            Ok(Verdict::Limited(_)) => "limited",
+            Ok(Verdict::Banned(_)) => "banned",
+            Err(_) => "error",
+        };
+        span.record("petstore.ratelimit.outcome", outcome);
+    }
     (verdict, tally)
 }
 
@@ -304,15 +329,20 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
     }
     let state = state.clone();
     let now = i64::try_from(now).unwrap_or(i64::MAX);
-    actix_web::rt::spawn(async move {
-        if let Err(error) = state
-            .db
-            .call("touch_key", |storage| storage.touch_key(id, now))
-            .await
-        {
-            log::warn!("could not record the use of key {id}: {}", Chain(&error));
+    // Its storage call's span is the request's child (when traces are exported).
+    let trace = opentelemetry::Context::current();
+    actix_web::rt::spawn(
+        async move {
+            if let Err(error) = state
+                .db
+                .call("touch_key", |storage| storage.touch_key(id, now))
+                .await
+            {
+                log::warn!("could not record the use of key {id}: {}", Chain(&error));
+            }
         }
-    });
+        .with_context(trace),
+    );
 }
 
 /// Counts the decision in [`crate::telemetry::metric::RATE_LIMIT_DECISIONS`].

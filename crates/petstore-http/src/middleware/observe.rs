@@ -20,6 +20,7 @@ use crate::ratelimit::client_address;
 use crate::state::AppState;
 use crate::telemetry::metric::RequestMetrics;
 use crate::telemetry::request_id::{X_REQUEST_ID, traceparent};
+use crate::telemetry::trace;
 use crate::telemetry::{ACCESS_LOG, RequestId};
 
 /// The `route` label of requests that matched no route (a path is never a label: unbounded).
@@ -34,6 +35,7 @@ pub async fn observe(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let started = Instant::now();
     let id = RequestId::of(req.headers());
+    let server = trace::server_span(method_label(req.method()), &req);
     let span = tracing::info_span!(
         "request",
         request_id = %id,
@@ -43,17 +45,24 @@ pub async fn observe(
     if let Some(traceparent) = &traceparent {
         span.record("traceparent", traceparent.as_str());
     }
-    // Worked out before the request is handed on, and only when the line will be written.
-    let client = tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
-        .then(|| {
-            req.app_data::<web::Data<AppState>>()
-                .map(|state| client_address(&state.trusted_proxies, &req))
-        })
-        .flatten();
+    // Worked out before the request is handed on, and only when the line or the span will
+    // show it.
+    let client = (tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
+        || !server.is_disabled())
+    .then(|| {
+        req.app_data::<web::Data<AppState>>()
+            .map(|state| client_address(&state.trusted_proxies, &req))
+    })
+    .flatten();
     // Inner layers answer every error as a response (the request is theirs until then: routing
     // needs it unshared, so no copy of it can be kept here for an `Err`).
     let connection = Connection::of_chunked(&req);
-    let response = next.call(req).instrument(span).await?.map_into_boxed_body();
+    let response = next
+        .call(req)
+        .instrument(span)
+        .instrument(server.clone())
+        .await?
+        .map_into_boxed_body();
     if let Some(connection) = connection {
         let body_read = response.request().extensions().contains::<BodyRead>();
         connection.answered(response.status(), body_read);
@@ -85,10 +94,21 @@ pub async fn observe(
     }
     let extensions = request.extensions();
     let key = extensions.get::<ApiClient>().map(ApiClient::key);
+    trace::record(
+        &server,
+        trace::Answered {
+            status,
+            client: client.map(|client| client.to_string()),
+            key: key.map(|key| (key.id, key.plan.as_str())),
+        },
+    );
+    let (trace_id, span_id) = trace::ids(&server).unzip();
     tracing::info!(
         target: ACCESS_LOG,
         request_id = %id,
         traceparent,
+        trace_id,
+        span_id,
         method = request.method().as_str(),
         route,
         path = request.path(),

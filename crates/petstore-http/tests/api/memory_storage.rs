@@ -1056,6 +1056,8 @@ impl WebhookRepository for MemoryStorage {
                     secrets: endpoint.secrets(claim.now),
                     tries: stored.tries,
                     lease: claim.token,
+                    // This storage keeps no trace context (the store's outbox does).
+                    trace: None,
                 })
             })
             .collect())
@@ -1212,6 +1214,10 @@ impl Storage for MemoryStorage {
             deadline: Duration::from_secs(5),
             blocking_calls: 0,
         }
+    }
+
+    fn system(&self) -> &'static str {
+        "other_sql"
     }
 }
 

@@ -22,11 +22,13 @@ mod tests;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use petstore_domain::{Ban, RateLimits, Window, async_trait};
+use petstore_domain::{Ban, RateLimits, TRACES, Window, async_trait};
 use redis::TlsCertificates;
 use redis::aio::ConnectionManagerConfig;
 use redis::cluster::{ClusterClientBuilder, ClusterConfig};
 use tokio::sync::oneshot;
+use tracing::Instrument;
+use tracing::field::Empty;
 
 use crate::{BanStarted, Counted, CounterError, CounterStore, Subject, TakenBack};
 
@@ -275,22 +277,58 @@ impl RedisCounters {
 #[async_trait(?Send)]
 impl CounterStore for RedisCounters {
     async fn ping(&self) -> Result<(), CounterError> {
-        self.ping_inner().await
+        traced("PING", "", self.ping_inner()).await
     }
 
     async fn hit(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
-        self.hit_batched(subject, limits, now).await
+        traced("EVALSHA", "hit", self.hit_batched(subject, limits, now)).await
     }
 
     async fn peek(&self, subject: Subject, limits: RateLimits, now: u64) -> Counted {
-        self.peek_inner(subject, limits, now).await
+        traced("EVALSHA", "peek", self.peek_inner(subject, limits, now)).await
     }
 
     async fn start_ban(&self, subject: Subject, ban: Option<Ban>, now: u64) -> BanStarted {
-        self.start_ban_inner(subject, ban, now).await
+        traced(
+            "EVALSHA",
+            "start_ban",
+            self.start_ban_inner(subject, ban, now),
+        )
+        .await
     }
 
     async fn revalidated(&self, subject: Subject, allowance: RateLimits, now: u64) -> TakenBack {
-        self.revalidated_inner(subject, allowance, now).await
+        traced(
+            "EVALSHA",
+            "revalidated",
+            self.revalidated_inner(subject, allowance, now),
+        )
+        .await
     }
+}
+
+/// `call`, a Redis round trip, in a client span (OpenTelemetry's database conventions; the
+/// batched hit's covers its wait for the batch too), marked as an error when it fails.
+async fn traced<T>(
+    command: &'static str,
+    script: &'static str,
+    call: impl Future<Output = Result<T, CounterError>>,
+) -> Result<T, CounterError> {
+    let span = tracing::info_span!(
+        target: TRACES,
+        "redis",
+        otel.name = format!("{command} {script}").trim_end(),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        db.system.name = "redis",
+        db.operation.name = command,
+        petstore.redis.script = script,
+        error.type = Empty,
+    );
+    let result = call.instrument(span.clone()).await;
+    if result.is_err() && !span.is_disabled() {
+        span.record("otel.status_code", "error");
+        span.record("error.type", "limiter_unavailable");
+    }
+    result
 }

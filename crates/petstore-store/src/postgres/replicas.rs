@@ -28,6 +28,7 @@ use diesel::QueryableByName;
 use diesel::sql_types::{BigInt, Nullable};
 use diesel_async::AsyncPgConnection;
 use petstore_domain::StorageErrorKind;
+use tracing::Instrument;
 
 use super::connections::Connections;
 use super::settings::PgSettings;
@@ -136,7 +137,16 @@ impl Replicas {
             .map(|n| &standbys[(first + n) % standbys.len()])
             .find(|standby| standby.usable.load(Ordering::Relaxed));
         let reason = match usable {
-            Some(standby) => match standby.db.read(op.clone()).await {
+            Some(standby) => match standby
+                .db
+                .read(op.clone())
+                .instrument(tracing::info_span!(
+                    target: petstore_domain::TRACES,
+                    "read on a standby",
+                    petstore.db.replica = %standby.name,
+                ))
+                .await
+            {
                 Ok(value) if settled(&value) => {
                     ::metrics::counter!(metrics::READS, "target" => "replica").increment(1);
                     return Ok(value);
@@ -161,7 +171,14 @@ impl Replicas {
         };
         ::metrics::counter!(metrics::REPLICA_FALLBACKS, "reason" => reason).increment(1);
         ::metrics::counter!(metrics::READS, "target" => "primary").increment(1);
-        primary.read(op).await
+        primary
+            .read(op)
+            .instrument(tracing::info_span!(
+                target: petstore_domain::TRACES,
+                "read on the primary",
+                petstore.db.fallback = reason,
+            ))
+            .await
     }
 
     /// Closes the standbys' connections and stops the watcher (at its next look).

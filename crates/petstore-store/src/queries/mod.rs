@@ -14,6 +14,8 @@ use diesel::Selectable;
 use diesel::sql_types::{BigInt, Nullable};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use petstore_domain::TraceParent;
+
 /// A backend the crate is built with, to name a row type's columns by: a row type's
 /// `Selectable` (derived, or written once for `PetRow`) has the same columns on every backend.
 #[cfg(feature = "sqlite")]
@@ -39,14 +41,22 @@ diesel::define_sql_function! {
 type Result<T, E = crate::StoreError> = std::result::Result<T, E>;
 
 /// The time a call runs at, read once from the store's clock (`Store::with_clock`) when the
-/// call is made: what its rows are stamped with and compared against, and its events' time.
+/// call is made: what its rows are stamped with and compared against, and its events' time;
+/// and the trace the call is made in, when traces are exported (its events keep it, for their
+/// webhook attempts' spans to link back to).
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Now(pub(crate) SystemTime);
+pub(crate) struct Now {
+    pub(crate) at: SystemTime,
+    pub(crate) trace: Option<TraceParent>,
+}
 
 impl Now {
     /// In Unix seconds.
     pub(crate) fn unix(self) -> i64 {
-        let seconds = self.0.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let seconds = self
+            .at
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         i64::try_from(seconds).unwrap_or(i64::MAX)
     }
 }

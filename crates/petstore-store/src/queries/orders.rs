@@ -128,7 +128,7 @@ async fn place_in(conn: &mut Conn<'_>, order: &PlaceOrder, now: Now) -> Result<O
     let row: OrderRow = run_returning!(conn, get_result, insert.returning(columns::<OrderRow>()),
         mysql(c) => mysql_inserted!(c, insert, orders::table, OrderRow))?;
     let placed = Order::try_from(row)?;
-    let event = NewEvent::order_changed(now.0, OrderAction::Place, &placed);
+    let event = NewEvent::order_changed(now.at, OrderAction::Place, &placed).in_trace(now.trace);
     super::webhooks::record(conn, &event, now).await?;
     if let Some(completion) = &order.completion {
         let response = StoredResponse::created(&placed, &completion.base);
@@ -167,7 +167,7 @@ async fn change_in(
         set_pet_status(conn, order.pet_id, pet_after).await?;
     }
     let changed = Order { status, ..order };
-    let event = NewEvent::order_changed(now.0, action, &changed);
+    let event = NewEvent::order_changed(now.at, action, &changed).in_trace(now.trace);
     super::webhooks::record(conn, &event, now).await?;
     Ok(changed)
 }

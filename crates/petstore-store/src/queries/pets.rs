@@ -145,7 +145,7 @@ pub(crate) async fn insert_completing(
     now: Now,
 ) -> Result<Pet> {
     let created = insert_pet(&mut conn, &pet.draft, now).await?;
-    let event = NewEvent::pet_created(now.0, &created, pet.creator);
+    let event = NewEvent::pet_created(now.at, &created, pet.creator).in_trace(now.trace);
     super::webhooks::record(&mut conn, &event, now).await?;
     if let Some(completion) = &pet.completion {
         let response = StoredResponse::created(&created, &completion.base);

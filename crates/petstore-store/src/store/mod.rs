@@ -8,7 +8,10 @@ mod repositories;
 use std::sync::Arc;
 
 use futures_util::future::BoxFuture;
-use petstore_domain::{Capacity, Clock, Storage, StorageError, SystemClock, async_trait};
+use opentelemetry::trace::TraceContextExt;
+use petstore_domain::{
+    Capacity, Clock, Storage, StorageError, SystemClock, TraceParent, async_trait,
+};
 
 use crate::conn::Op;
 #[cfg(feature = "mysql")]
@@ -110,9 +113,22 @@ impl Store {
         Self { clock, ..self }
     }
 
-    /// Now, as the store's clock says.
+    /// Now, as the store's clock says, in the caller's trace (the span its call is made in,
+    /// when traces are exported).
     fn now(&self) -> Now {
-        Now(self.clock.now())
+        let trace = opentelemetry::Context::map_current(|context| {
+            let span = context.span();
+            let span = span.span_context();
+            TraceParent::new(
+                span.trace_id().to_bytes(),
+                span.span_id().to_bytes(),
+                span.trace_flags().to_u8(),
+            )
+        });
+        Now {
+            at: self.clock.now(),
+            trace,
+        }
     }
 
     /// `sqlite`, `postgres` or `mysql`.
@@ -232,5 +248,12 @@ impl Storage for Store {
 
     fn capacity(&self) -> Capacity {
         on_backend!(self, db => db.capacity())
+    }
+
+    fn system(&self) -> &'static str {
+        match self.backend_name() {
+            "postgres" => "postgresql",
+            name => name,
+        }
     }
 }

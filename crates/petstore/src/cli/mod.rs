@@ -1,6 +1,6 @@
 //! The `petstore` command line, defined with clap (the only module that uses it). Every flag
 //! can also be set by the environment variable shown in `--help`. `serve`'s options
-//! ([`ServeArgs`]) are in `serve_args`.
+//! ([`ServeArgs`]) are in `serve_args` (its traces' with the trace set-up, `crate::traces`).
 
 mod serve_args;
 

@@ -11,6 +11,7 @@ use petstore_store::StoreConfig;
 
 use super::{AddressArgs, DatabaseArgs, positive_duration};
 use crate::serve::{MetricsEndpoint, ServeConfig};
+use crate::traces::TraceArgs;
 use petstore_http::config::{Config, CorsOrigins, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
 use petstore_webhooks::SenderConfig;
@@ -24,6 +25,9 @@ pub struct ServeArgs {
     /// Where the API is.
     #[command(flatten)]
     pub addresses: AddressArgs,
+    /// Traces (OpenTelemetry).
+    #[command(flatten)]
+    pub traces: TraceArgs,
     /// Worker threads, 1 to 512 (default: one per CPU).
     #[arg(long, env = "PETSTORE_WORKERS", value_parser = clap::value_parser!(u16).range(1..=512))]
     pub workers: Option<u16>,

@@ -27,6 +27,7 @@ mod shutdown;
 mod standards;
 mod store_area;
 mod telemetry;
+mod traces;
 mod webhook_owners;
 mod webhook_support;
 mod webhooks;

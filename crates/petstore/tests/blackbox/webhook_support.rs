@@ -25,6 +25,8 @@ pub(crate) struct Received {
     pub(crate) timestamp: String,
     pub(crate) signature: String,
     pub(crate) body: String,
+    /// Its `traceparent`, when it came with one (traces exported).
+    pub(crate) traceparent: Option<String>,
 }
 
 impl Received {
@@ -167,6 +169,7 @@ fn serve(stream: TcpStream, received: &Mutex<Vec<Received>>, answer: &Mutex<Answ
         timestamp: header("webhook-timestamp"),
         signature: header("webhook-signature"),
         body: String::from_utf8(body).expect("UTF-8 body"),
+        traceparent: headers.get("traceparent").cloned(),
     });
     let mut stream = stream;
     let answer = *answer.lock().expect("lock");

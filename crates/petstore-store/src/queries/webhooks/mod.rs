@@ -147,6 +147,7 @@ struct DeliveryRow {
     last_latency_ms: Option<i32>,
     last_error: Option<String>,
     created_at: i64,
+    trace_context: Option<String>,
 }
 
 impl DeliveryRow {

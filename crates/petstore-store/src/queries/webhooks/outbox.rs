@@ -5,7 +5,8 @@
 
 use diesel::dsl::count_star;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Nullable, Text};
+use petstore_domain::TraceParent;
 use petstore_domain::webhook::{
     Backlog, DeliveryClaim, DeliveryState, DueDelivery, EndpointOwner, NewEvent, take_in_turn,
 };
@@ -40,6 +41,7 @@ pub(crate) fn event_id() -> Result<String> {
 /// wants the event.
 pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent, now: Now) -> Result<()> {
     let (id, now) = (event_id()?, now.unix());
+    let trace = event.trace.map(|trace| trace.to_string());
     let endpoints = webhook_endpoints::table
         .filter(sendable!(now))
         .filter(webhook_endpoints::events.like(events_pattern(event.kind)))
@@ -60,6 +62,7 @@ pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent, now: Now) -> R
             0_i64.into_sql::<BigInt>(),
             0_i64.into_sql::<BigInt>(),
             now.into_sql::<BigInt>(),
+            trace.into_sql::<Nullable<Text>>(),
         ));
     let insert = diesel::insert_into(webhook_deliveries::table)
         .values(endpoints)
@@ -75,6 +78,7 @@ pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent, now: Now) -> R
             webhook_deliveries::lease_token,
             webhook_deliveries::lease_until,
             webhook_deliveries::created_at,
+            webhook_deliveries::trace_context,
         ));
     run!(conn, execute, insert)?;
     Ok(())
@@ -171,6 +175,11 @@ async fn claim_in(conn: &mut Conn<'_>, claim: &DeliveryClaim) -> Result<Vec<DueD
                 url: endpoint.url,
                 tries: u32::try_from(delivery.tries).unwrap_or(0),
                 lease: claim.token,
+                // A context that does not read back (not the service's writing) is no link.
+                trace: delivery
+                    .trace_context
+                    .as_deref()
+                    .and_then(TraceParent::parse),
             }),
             // A row the service did not write as it is: failed, with why, rather than claimed
             // again and again (and ahead of every other, being the oldest).

@@ -1,0 +1,118 @@
+//! The request's server span, under [`TRACES`]: what becomes an OpenTelemetry span when the
+//! program exports traces, and a disabled span (a check, nothing more) when it does not. Its
+//! attributes follow the HTTP semantic conventions; the key's id and plan are the service's
+//! own (`petstore.key.id`, `petstore.plan`). Never the key, never the query string.
+
+use actix_web::dev::ServiceRequest;
+use actix_web::http::StatusCode;
+use actix_web::http::header::HeaderMap;
+use opentelemetry::propagation::Extractor;
+use opentelemetry::trace::TraceContextExt;
+use petstore_domain::TRACES;
+use tracing::Span;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// A server span for `req` (whose method's label is `method`), named by the route it matches
+/// (semantic conventions: `GET /v1/pets/{petId}`; the method alone when none matches), a child
+/// of the caller's trace when its headers carry one (`traceparent`, read by the propagator the
+/// program installs).
+pub fn server_span(method: &'static str, req: &ServiceRequest) -> Span {
+    let span = tracing::info_span!(
+        target: TRACES,
+        "request",
+        otel.name = Empty,
+        otel.kind = "server",
+        otel.status_code = Empty,
+        http.request.method = method,
+        url.path = req.path(),
+        url.scheme = Empty,
+        http.route = Empty,
+        http.response.status_code = Empty,
+        error.type = Empty,
+        client.address = Empty,
+        petstore.key.id = Empty,
+        petstore.plan = Empty,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    // The name is the span's before it starts (its first child starts it).
+    match req.match_pattern() {
+        Some(route) => {
+            span.record("otel.name", format!("{method} {route}"));
+            span.record("http.route", route);
+        }
+        None => {
+            span.record("otel.name", method);
+        }
+    }
+    span.record("url.scheme", req.connection_info().scheme());
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&Headers(req.headers()))
+    });
+    // Fails only when the span has started already: it has not.
+    let _ = span.set_parent(parent);
+    span
+}
+
+/// What the answer adds to the server span: its status, and who called.
+pub struct Answered {
+    /// The answer's status.
+    pub status: StatusCode,
+    /// The client's address, as the limiter sees it.
+    pub client: Option<String>,
+    /// The key's id and plan, when a valid key called.
+    pub key: Option<(i64, &'static str)>,
+}
+
+/// Records `answered` on `span`.
+pub fn record(span: &Span, answered: Answered) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record(
+        "http.response.status_code",
+        i64::from(answered.status.as_u16()),
+    );
+    // A server span is in error for a 5xx only: a 4xx is the client's.
+    if answered.status.is_server_error() {
+        span.record("otel.status_code", "error");
+        span.record("error.type", answered.status.as_str());
+    }
+    if let Some(client) = answered.client {
+        span.record("client.address", client);
+    }
+    if let Some((id, plan)) = answered.key {
+        span.record("petstore.key.id", id);
+        span.record("petstore.plan", plan);
+    }
+}
+
+/// The trace and span ids of `span` for the access log (lowercase hex), when it is exported.
+pub fn ids(span: &Span) -> Option<(String, String)> {
+    if span.is_disabled() {
+        return None;
+    }
+    let context = span.context();
+    let span_context = context.span().span_context().clone();
+    span_context.is_valid().then(|| {
+        (
+            span_context.trace_id().to_string(),
+            span_context.span_id().to_string(),
+        )
+    })
+}
+
+/// A request's headers, as the propagator reads them.
+struct Headers<'a>(&'a HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(|name| name.as_str()).collect()
+    }
+}

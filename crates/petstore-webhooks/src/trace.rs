@@ -1,0 +1,95 @@
+//! Each attempt's span: an HTTP client span in a trace of its own (a delivery outlives the
+//! request that recorded it, and may be retried for days), linked to that request's span when
+//! the change was made in a trace; the receiver gets the attempt's `traceparent`. A disabled
+//! span (a check, nothing more) while traces are off.
+
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use petstore_domain::webhook::DueDelivery;
+use petstore_domain::{TRACES, TraceParent};
+use tracing::Span;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// The span of the next attempt at `delivery` (its URL's query, which may hold the receiver's
+/// token, is not in the span).
+pub(crate) fn attempt_span(delivery: &DueDelivery) -> Span {
+    let span = tracing::info_span!(
+        target: TRACES,
+        parent: None,
+        "POST",
+        otel.kind = "client",
+        otel.status_code = Empty,
+        http.request.method = "POST",
+        url.full = Empty,
+        server.address = Empty,
+        server.port = Empty,
+        http.response.status_code = Empty,
+        error.type = Empty,
+        petstore.webhook.delivery_id = delivery.id,
+        petstore.webhook.event_id = delivery.event_id.as_str(),
+        petstore.webhook.event_type = delivery.event_type.as_str(),
+        petstore.webhook.endpoint_id = delivery.endpoint_id,
+        petstore.webhook.attempt = i64::from(delivery.tries) + 1,
+    );
+    if span.is_disabled() {
+        return span;
+    }
+    if let Ok(url) = url::Url::parse(&delivery.url) {
+        span.record(
+            "url.full",
+            format!("{}{}", &url[..url::Position::BeforePath], url.path()),
+        );
+        if let Some(host) = url.host_str() {
+            span.record("server.address", host);
+        }
+        if let Some(port) = url.port_or_known_default() {
+            span.record("server.port", i64::from(port));
+        }
+    }
+    if let Some(change) = delivery.trace {
+        span.add_link(SpanContext::new(
+            TraceId::from_bytes(change.trace_id),
+            SpanId::from_bytes(change.span_id),
+            TraceFlags::new(change.flags),
+            true,
+            TraceState::default(),
+        ));
+    }
+    span
+}
+
+/// What the attempt's answer adds to its span: the status, or why there was none.
+pub(crate) fn record(span: &Span, answer: &Result<(u16, Option<u64>), String>) {
+    if span.is_disabled() {
+        return;
+    }
+    match answer {
+        Ok((status, _)) => {
+            span.record("http.response.status_code", i64::from(*status));
+            if *status >= 400 {
+                span.record("otel.status_code", "error");
+                span.record("error.type", status.to_string());
+            }
+        }
+        Err(_) => {
+            span.record("otel.status_code", "error");
+            span.record("error.type", "no_answer");
+        }
+    }
+}
+
+/// The `traceparent` the receiver gets: the attempt span's, when it is exported.
+pub(crate) fn traceparent(span: &Span) -> Option<String> {
+    if span.is_disabled() {
+        return None;
+    }
+    let context = span.context();
+    let span = context.span();
+    let span = span.span_context();
+    TraceParent::new(
+        span.trace_id().to_bytes(),
+        span.span_id().to_bytes(),
+        span.trace_flags().to_u8(),
+    )
+    .map(|parent| parent.to_string())
+}

@@ -1,0 +1,354 @@
+//! Traces: OpenTelemetry spans over OTLP (HTTP/protobuf), off unless an endpoint is given
+//! ([`TraceArgs`], `serve`'s trace options: OpenTelemetry's own variables, in `args.rs`). The crates below make their spans with `tracing` under
+//! [`petstore_domain::TRACES`]; the bridge (`tracing-opentelemetry`) turns those, and only
+//! those, into OpenTelemetry spans, which the SDK samples and batches on a thread of its own.
+//!
+//! Export never holds a request up: a finished span goes into a bounded queue or, when that is
+//! full, is dropped and counted ([`metric::SPANS_DROPPED`]); a collector that is down or slow
+//! costs at most the queue's memory.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_http::{HttpClient, HttpError, Request, Response};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider, Span, SpanData,
+    SpanExporter, SpanProcessor,
+};
+
+mod args;
+
+pub use args::{SamplerKind, TraceArgs};
+
+/// The largest answer read from a collector (they answer with a few bytes).
+const MAX_ANSWER: u64 = 64 * 1024;
+
+/// The metrics of the export.
+pub mod metric {
+    /// Finished spans dropped because the export queue was full (a collector down or slow).
+    pub const SPANS_DROPPED: &str = "petstore_trace_spans_dropped_total";
+    /// Spans handed to the collector, by `outcome` (`ok`, `error`: the export failed and the
+    /// spans were dropped).
+    pub const SPANS_EXPORTED: &str = "petstore_trace_spans_exported_total";
+
+    /// Describes them to the metrics exporter.
+    pub fn describe() {
+        metrics::describe_counter!(
+            SPANS_DROPPED,
+            "Finished spans dropped because the trace export queue was full."
+        );
+        metrics::describe_counter!(
+            SPANS_EXPORTED,
+            "Spans sent to the OTLP collector, by outcome."
+        );
+    }
+}
+
+/// The trace pipeline while it runs: flushed and stopped by [`Traces::shutdown`].
+pub struct Traces {
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+}
+
+impl fmt::Debug for Traces {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Traces").finish_non_exhaustive()
+    }
+}
+
+impl Traces {
+    /// The pipeline `args` ask for: `Ok(None)` when traces are off. A setting that cannot work
+    /// is an error naming it (nothing is started then).
+    pub fn start(args: &TraceArgs) -> Result<Option<Self>, String> {
+        let endpoint = match (&args.otlp_traces_endpoint, &args.otlp_endpoint) {
+            (Some(url), _) if !url.is_empty() => url.clone(),
+            (_, Some(base)) if !base.is_empty() => {
+                format!("{}/v1/traces", base.trim_end_matches('/'))
+            }
+            _ => return Ok(None),
+        };
+        if args.otel_sdk_disabled {
+            return Ok(None);
+        }
+        if args.otlp_protocol != "http/protobuf" {
+            return Err(format!(
+                "--otlp-protocol (OTEL_EXPORTER_OTLP_PROTOCOL) {:?}: only http/protobuf is built in",
+                args.otlp_protocol
+            ));
+        }
+        let uri = endpoint.parse::<http::Uri>().ok().filter(|uri| {
+            matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some()
+        });
+        if uri.is_none() {
+            return Err(format!(
+                "--otlp-traces-endpoint / --otlp-endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / \
+                 OTEL_EXPORTER_OTLP_ENDPOINT) {:?}: not an http:// or https:// URL \
+                 (e.g. http://localhost:4318)",
+                petstore_domain::redacted_url(&endpoint)
+            ));
+        }
+        let mut headers = pairs(
+            "--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS)",
+            args.otlp_headers.as_deref(),
+        )?;
+        headers.extend(pairs(
+            "--otlp-traces-headers (OTEL_EXPORTER_OTLP_TRACES_HEADERS)",
+            args.otlp_traces_headers.as_deref(),
+        )?);
+        let attributes = pairs(
+            "--otel-resource-attributes (OTEL_RESOURCE_ATTRIBUTES)",
+            Some(&args.otel_resource_attributes),
+        )?;
+        let timeout = Duration::from_millis(args.otlp_timeout);
+        let client = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|error| format!("the OTLP client: {error}"))?;
+        let exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_http_client(Client(client))
+            .with_protocol(Protocol::HttpBinary)
+            .with_endpoint(endpoint)
+            .with_timeout(timeout)
+            .with_headers(headers.into_iter().collect())
+            .build()
+            .map_err(|error| format!("the OTLP exporter: {error}"))?;
+        let capacity = args.otel_bsp_max_queue_size as usize;
+        let queued = Arc::new(AtomicUsize::new(0));
+        let batches = BatchSpanProcessor::builder(Counted {
+            inner: exporter,
+            queued: queued.clone(),
+        })
+        .with_batch_config(
+            BatchConfigBuilder::default()
+                // The gate in front ([`Bounded`]) keeps fewer than this waiting: the SDK's
+                // own queue never fills, so every drop is counted there.
+                .with_max_queue_size(capacity + 1)
+                .with_scheduled_delay(Duration::from_millis(args.otel_bsp_schedule_delay))
+                .build(),
+        )
+        .build();
+        let resource = Resource::builder_empty()
+            .with_service_name(args.otel_service_name.clone())
+            .with_attributes(
+                attributes
+                    .into_iter()
+                    .filter(|(key, _)| key != "service.name")
+                    .map(|(key, value)| KeyValue::new(key, value)),
+            )
+            .build();
+        let provider = SdkTracerProvider::builder()
+            .with_span_processor(Bounded {
+                inner: batches,
+                queued,
+                capacity,
+            })
+            .with_sampler(sampler(
+                args.otel_traces_sampler,
+                args.otel_traces_sampler_arg,
+            ))
+            .with_resource(resource)
+            .build();
+        let tracer = provider.tracer("petstore");
+        // `traceparent` in and out (the server spans' parents, the webhook attempts').
+        opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
+        Ok(Some(Self { provider, tracer }))
+    }
+
+    /// The tracer the `tracing` bridge hands spans to.
+    pub fn tracer(&self) -> SdkTracer {
+        self.tracer.clone()
+    }
+
+    /// Sends what is queued, waiting at most `within`, and stops the pipeline.
+    pub fn shutdown(&self, within: Duration) {
+        if let Err(error) = self.provider.shutdown_with_timeout(within) {
+            log::warn!("traces: the last spans were not all exported: {error}");
+        }
+    }
+}
+
+/// The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name.
+fn sampler(kind: SamplerKind, ratio: Option<f64>) -> Sampler {
+    let ratio = Sampler::TraceIdRatioBased(ratio.unwrap_or(1.0));
+    match kind {
+        SamplerKind::AlwaysOn => Sampler::AlwaysOn,
+        SamplerKind::AlwaysOff => Sampler::AlwaysOff,
+        SamplerKind::Traceidratio => ratio,
+        SamplerKind::ParentbasedAlwaysOn => Sampler::ParentBased(Box::new(Sampler::AlwaysOn)),
+        SamplerKind::ParentbasedAlwaysOff => Sampler::ParentBased(Box::new(Sampler::AlwaysOff)),
+        SamplerKind::ParentbasedTraceidratio => Sampler::ParentBased(Box::new(ratio)),
+    }
+}
+
+/// `key=value,key=value` with percent-encoded values, as OpenTelemetry's variables take them.
+fn pairs(setting: &str, text: Option<&str>) -> Result<Vec<(String, String)>, String> {
+    let mut pairs = Vec::new();
+    for pair in text
+        .unwrap_or_default()
+        .split(',')
+        .filter(|pair| !pair.trim().is_empty())
+    {
+        let (key, value) = pair
+            .split_once('=')
+            .filter(|(key, _)| !key.trim().is_empty())
+            .ok_or_else(|| format!("{setting}: expected key=value pairs separated by commas"))?;
+        let value = percent_encoding::percent_decode_str(value.trim())
+            .decode_utf8()
+            .map_err(|_| format!("{setting}: a value is not UTF-8 once percent-decoded"))?;
+        pairs.push((key.trim().to_owned(), value.into_owned()));
+    }
+    Ok(pairs)
+}
+
+/// The gate in front of the SDK's batch processor: at most `capacity` sampled spans wait for
+/// export (or are being exported); one more is dropped here, and counted.
+#[derive(Debug)]
+struct Bounded {
+    inner: BatchSpanProcessor,
+    queued: Arc<AtomicUsize>,
+    capacity: usize,
+}
+
+impl SpanProcessor for Bounded {
+    fn on_start(&self, span: &mut Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+
+    fn on_end(&self, span: SpanData) {
+        // The batch processor keeps sampled spans only; the others never reach the exporter.
+        if !span.span_context.is_sampled() {
+            return;
+        }
+        if self.queued.fetch_add(1, Ordering::Relaxed) >= self.capacity {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+            metrics::counter!(metric::SPANS_DROPPED).increment(1);
+            return;
+        }
+        self.inner.on_end(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// The OTLP exporter, telling [`Bounded`] how many spans have left the queue.
+#[derive(Debug)]
+struct Counted<E> {
+    inner: E,
+    queued: Arc<AtomicUsize>,
+}
+
+impl<E: SpanExporter> SpanExporter for Counted<E> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let spans = batch.len();
+        let result = self.inner.export(batch).await;
+        self.queued.fetch_sub(spans, Ordering::Relaxed);
+        let outcome = if result.is_ok() { "ok" } else { "error" };
+        metrics::counter!(metric::SPANS_EXPORTED, "outcome" => outcome).increment(spans as u64);
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// The exporter's HTTP client: the blocking reqwest client (rustls, the build's one reqwest),
+/// on the batch processor's own thread.
+#[derive(Debug)]
+struct Client(reqwest::blocking::Client);
+
+#[async_trait::async_trait]
+impl HttpClient for Client {
+    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        use std::io::Read;
+        let (parts, body) = request.into_parts();
+        let answer = self
+            .0
+            .request(parts.method, parts.uri.to_string())
+            .headers(parts.headers)
+            .body(body.to_vec())
+            .send()?;
+        let mut response = Response::builder().status(answer.status());
+        if let Some(headers) = response.headers_mut() {
+            *headers = answer.headers().clone();
+        }
+        let mut body = Vec::new();
+        answer.take(MAX_ANSWER).read_to_end(&mut body)?;
+        Ok(response.body(Bytes::from(body))?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairs_are_percent_decoded_and_malformed_ones_named() {
+        assert_eq!(
+            pairs("x", Some("authorization=Bearer%20abc, tenant = a=b")).expect("pairs"),
+            vec![
+                ("authorization".to_owned(), "Bearer abc".to_owned()),
+                ("tenant".to_owned(), "a=b".to_owned()),
+            ]
+        );
+        assert_eq!(pairs("x", Some("")).expect("none"), vec![]);
+        assert!(
+            pairs("--otlp-headers", Some("novalue"))
+                .expect_err("refused")
+                .starts_with("--otlp-headers")
+        );
+        assert!(pairs("x", Some("=v")).is_err());
+    }
+
+    #[test]
+    fn traces_are_off_without_an_endpoint_and_a_bad_one_is_named() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            args: TraceArgs,
+        }
+        let parse = |argv: &[&str]| Wrap::try_parse_from(argv).expect("flags").args;
+        assert!(Traces::start(&parse(&["x"])).expect("off").is_none());
+        let error = Traces::start(&parse(&["x", "--otlp-endpoint", "localhost:4318"]))
+            .expect_err("refused");
+        assert!(error.contains("not an http:// or https:// URL"), "{error}");
+        let error = Traces::start(&parse(&[
+            "x",
+            "--otlp-endpoint",
+            "http://localhost:4318",
+            "--otlp-protocol",
+            "grpc",
+        ]))
+        .expect_err("refused");
+        assert!(error.contains("only http/protobuf"), "{error}");
+    }
+}

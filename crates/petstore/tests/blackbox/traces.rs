@@ -1,0 +1,378 @@
+//! Black-box: traces. The binary exports OTLP (HTTP/protobuf) to a collector of the test's own
+//! that decodes every export with OpenTelemetry's protobuf definitions (`otlp_receiver.py`, in
+//! the virtualenv `scripts/test-tools.sh` makes): the spans a request makes and their place in
+//! the caller's trace, a webhook attempt's span and its link, what must never be exported, the
+//! samplers, and a collector that never answers.
+//! Skipped loudly without the virtualenv, except under CI, where that fails.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use petstore_store::testing::{in_ci, loud_skip};
+use serde_json::Value;
+
+use crate::common::{TestServer, agent, unlimited_key};
+use crate::telemetry::scrape;
+use crate::webhook_support::{LOOPBACK, Receiver, create_pet, register};
+
+/// The caller's trace: a sampled `traceparent`.
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const PARENT: &str = "00f067aa0ba902b7";
+
+/// OTLP's span kinds.
+const SERVER: i64 = 2;
+const CLIENT: i64 = 3;
+
+/// The test's collector: `otlp_receiver.py` on a loopback port, its spans as JSON.
+struct Collector {
+    child: Child,
+    port: u16,
+    spans: Arc<Mutex<Vec<Value>>>,
+    dump: tempfile::TempDir,
+}
+
+impl Collector {
+    /// A collector that answers every export, or (`hang`) one that never answers; `None` (after
+    /// a loud skip) without the virtualenv, outside CI.
+    fn start(hang: bool) -> Option<Self> {
+        let python =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/otlp/bin/python");
+        if !python.is_file() {
+            let what = "opentelemetry-proto is not installed (run scripts/test-tools.sh)";
+            assert!(!in_ci(), "{what}");
+            loud_skip(what);
+            return None;
+        }
+        let dump = tempfile::tempdir().expect("dump folder");
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/blackbox/otlp_receiver.py");
+        let mut command = Command::new(python);
+        command.arg(script).arg(dump.path());
+        if hang {
+            command.arg("--hang");
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start the collector");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let first = lines
+            .next()
+            .expect("the collector's first line")
+            .expect("read");
+        let port = first
+            .strip_prefix("listening on ")
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("the collector said {first:?}"));
+        let spans = Arc::new(Mutex::new(Vec::new()));
+        let kept = spans.clone();
+        thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                let span = serde_json::from_str(&line).expect("a span as JSON");
+                kept.lock().expect("lock").push(span);
+            }
+        });
+        Some(Self {
+            child,
+            port,
+            spans,
+            dump,
+        })
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Waits (up to 20 s) until `done` holds for the spans received; returns them.
+    fn wait_for(&self, what: &str, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let spans = self.spans.lock().expect("lock").clone();
+            if done(&spans) {
+                return spans;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the collector did not get {what}; it got {spans:#?}"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Every export's body, as it came over the wire.
+    fn exports(&self) -> Vec<Vec<u8>> {
+        std::fs::read_dir(self.dump.path())
+            .expect("dump folder")
+            .map(|entry| std::fs::read(entry.expect("entry").path()).expect("export"))
+            .collect()
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The spans of `trace`.
+fn in_trace<'a>(spans: &'a [Value], trace: &str) -> Vec<&'a Value> {
+    spans
+        .iter()
+        .filter(|span| span["trace_id"] == trace)
+        .collect()
+}
+
+/// The span named `name` among `spans`.
+fn named<'a>(spans: &[&'a Value], name: &str) -> &'a Value {
+    spans
+        .iter()
+        .find(|span| span["name"] == name)
+        .unwrap_or_else(|| panic!("no span {name:?} in {spans:#?}"))
+}
+
+/// `GET {url}` with `key` and, when given, a `traceparent`: the status.
+fn get(url: &str, key: &str, traceparent: Option<&str>) -> u16 {
+    let mut request = agent()
+        .get(url)
+        .header("Authorization", format!("Bearer {key}"));
+    if let Some(traceparent) = traceparent {
+        request = request.header("traceparent", traceparent);
+    }
+    request.call().expect("GET").status().as_u16()
+}
+
+/// The server's flags to export to `collector`, sent every 100 ms.
+fn exporting(collector: &Collector) -> Vec<String> {
+    [
+        "--otlp-endpoint",
+        &collector.endpoint(),
+        "--otel-bsp-schedule-delay",
+        "100",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+#[test]
+fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_spans() {
+    let Some(collector) = Collector::start(false) else {
+        return;
+    };
+    let (dir, db) = crate::common::temp_db();
+    let key = unlimited_key(&db);
+    let receiver = Receiver::start();
+    let log = dir.path().join("log");
+    let mut flags = exporting(&collector);
+    flags.extend(
+        [
+            "--bootstrap-key=false",
+            "--log-format",
+            "json",
+            "--otel-service-name",
+            "petstore-traces-test",
+            "--otel-resource-attributes",
+            "deployment.environment.name=test%20one",
+        ]
+        .map(str::to_owned),
+    );
+    flags.extend(LOOPBACK.map(str::to_owned));
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start_logging(&db, &flags, Some(&log));
+    let base = &server.base;
+    let (_, secret) = register(base, &key, &receiver.url(), &["pet.created"]);
+
+    let traceparent = format!("00-{TRACE}-{PARENT}-01");
+    let list = format!("{base}/pets?limit=1&status=available");
+    assert_eq!(get(&list, &key, Some(&traceparent)), 200);
+    let spans = collector.wait_for("the list's spans", |spans| {
+        let trace = in_trace(spans, TRACE);
+        ["GET /v1/pets", "list_pets pets", "rate limit"]
+            .iter()
+            .all(|name| trace.iter().any(|span| span["name"] == *name))
+    });
+    let trace = in_trace(&spans, TRACE);
+    let server_span = named(&trace, "GET /v1/pets");
+    assert_eq!(server_span["kind"], SERVER);
+    assert_eq!(server_span["parent_span_id"], PARENT, "the caller's span");
+    let attributes = &server_span["attributes"];
+    assert_eq!(attributes["http.request.method"], "GET");
+    assert_eq!(attributes["http.route"], "/v1/pets");
+    assert_eq!(attributes["url.path"], "/v1/pets");
+    assert_eq!(attributes["url.scheme"], "http");
+    assert_eq!(attributes["http.response.status_code"], 200);
+    assert_eq!(attributes["client.address"], "127.0.0.1");
+    assert_eq!(attributes["petstore.plan"], "enterprise");
+    assert!(attributes["petstore.key.id"].is_i64(), "{attributes}");
+    let resource = &server_span["resource"];
+    assert_eq!(resource["service.name"], "petstore-traces-test");
+    assert_eq!(resource["deployment.environment.name"], "test one");
+    let storage = named(&trace, "list_pets pets");
+    assert_eq!(storage["kind"], CLIENT);
+    assert_eq!(storage["parent_span_id"], server_span["span_id"]);
+    assert_eq!(storage["attributes"]["db.system.name"], "sqlite");
+    assert_eq!(storage["attributes"]["db.operation.name"], "list_pets");
+    assert_eq!(storage["attributes"]["db.collection.name"], "pets");
+    let limiter = named(&trace, "rate limit");
+    assert_eq!(limiter["parent_span_id"], server_span["span_id"]);
+    assert_eq!(
+        limiter["attributes"]["petstore.ratelimit.outcome"],
+        "allowed"
+    );
+    assert_eq!(limiter["attributes"]["petstore.ratelimit.subject"], "key");
+
+    // The access log line joins its trace.
+    let logged = std::fs::read_to_string(&log).expect("log");
+    let line = logged
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["target"] == "petstore::access" && line["route"] == "/v1/pets")
+        .expect("the list's access log line");
+    assert_eq!(line["trace_id"], TRACE);
+    assert_eq!(line["span_id"], server_span["span_id"]);
+
+    // A change's webhook attempt: a client span of a trace of its own, linked to the change,
+    // its context sent to the receiver.
+    let changed = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    let pet = agent()
+        .post(format!("{base}/pets"))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .header("traceparent", format!("00-{changed}-{PARENT}-01"))
+        .send(r#"{"name":"Traced","categoryId":1}"#)
+        .expect("POST");
+    assert_eq!(pet.status().as_u16(), 201);
+    let delivered = receiver.wait_for(Duration::from_secs(20), |received| !received.is_empty());
+    let sent = delivered[0].traceparent.clone().expect("a traceparent");
+    let (attempt_trace, attempt_span) = {
+        let parts: Vec<&str> = sent.split('-').collect();
+        assert_eq!(parts.len(), 4, "{sent}");
+        (parts[1].to_owned(), parts[2].to_owned())
+    };
+    assert_ne!(attempt_trace, changed, "a trace of its own");
+    let spans = collector.wait_for("the attempt's span", |spans| {
+        spans
+            .iter()
+            .any(|span| span["span_id"] == attempt_span.as_str())
+            && !in_trace(spans, changed).is_empty()
+    });
+    let attempt = spans
+        .iter()
+        .find(|span| span["span_id"] == attempt_span.as_str())
+        .expect("the attempt");
+    assert_eq!(attempt["trace_id"], attempt_trace.as_str());
+    assert_eq!(attempt["kind"], CLIENT);
+    assert_eq!(attempt["parent_span_id"], "");
+    assert_eq!(attempt["attributes"]["http.response.status_code"], 204);
+    assert_eq!(
+        attempt["attributes"]["petstore.webhook.event_type"],
+        "pet.created"
+    );
+    assert_eq!(attempt["attributes"]["url.full"], receiver.url());
+    let link = &attempt["links"][0];
+    assert_eq!(link["trace_id"], changed, "linked to the change's trace");
+    let change = in_trace(&spans, changed);
+    assert!(
+        change.iter().any(|span| span["span_id"] == link["span_id"]),
+        "the link names a span of the change: {change:#?}"
+    );
+    assert!(create_pet(base, &key, "Untraced") > 0);
+
+    // Nothing secret, nothing of a query string, in any export.
+    let exports = collector.exports();
+    assert!(!exports.is_empty());
+    for export in exports {
+        let text = String::from_utf8_lossy(&export);
+        for secret in [key.as_str(), secret.as_str(), "limit=1", "status=available"] {
+            assert!(!text.contains(secret), "{secret:?} was exported");
+        }
+    }
+}
+
+#[test]
+fn parent_based_sampling_follows_the_caller_and_samples_the_rest_by_ratio() {
+    let Some(collector) = Collector::start(false) else {
+        return;
+    };
+    let (_dir, db) = crate::common::temp_db();
+    let key = unlimited_key(&db);
+    let mut flags = exporting(&collector);
+    flags.extend(
+        [
+            "--bootstrap-key=false",
+            "--otel-traces-sampler",
+            "parentbased_traceidratio",
+            "--otel-traces-sampler-arg",
+            "0",
+        ]
+        .map(str::to_owned),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start(&db, &flags);
+    let pets = format!("{}/pets", server.base);
+    for _ in 0..20 {
+        assert_eq!(get(&pets, &key, None), 200);
+    }
+    let unsampled = "cccccccccccccccccccccccccccccccc";
+    assert_eq!(
+        get(&pets, &key, Some(&format!("00-{unsampled}-{PARENT}-00"))),
+        200
+    );
+    assert_eq!(
+        get(&pets, &key, Some(&format!("00-{TRACE}-{PARENT}-01"))),
+        200
+    );
+    let spans = collector.wait_for("the sampled caller's spans", |spans| {
+        in_trace(spans, TRACE).len() >= 2
+    });
+    // Ratio 0 keeps none of the traces that start here, and a caller's decision holds.
+    assert!(
+        spans.iter().all(|span| span["trace_id"] == TRACE),
+        "only the sampled caller's trace: {spans:#?}"
+    );
+}
+
+#[test]
+fn a_collector_that_never_answers_changes_no_answer_and_what_does_not_fit_is_dropped() {
+    let Some(collector) = Collector::start(true) else {
+        return;
+    };
+    let (_dir, db) = crate::common::temp_db();
+    let key = unlimited_key(&db);
+    let mut flags = exporting(&collector);
+    flags.extend(
+        [
+            "--bootstrap-key=false",
+            "--otel-bsp-max-queue-size",
+            "16",
+            "--otlp-timeout",
+            "60000",
+            "--shutdown-timeout",
+            "2s",
+        ]
+        .map(str::to_owned),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let mut server = TestServer::start(&db, &flags);
+    let pets = format!("{}/pets", server.base);
+    for _ in 0..200 {
+        assert_eq!(get(&pets, &key, None), 200);
+    }
+    let metrics = scrape(&server.base);
+    let dropped = metrics
+        .value("petstore_trace_spans_dropped_total", &[])
+        .unwrap_or(0.0);
+    // Three spans a request (the request, the limiter, the list), 16 at most waiting.
+    assert!(
+        dropped >= 600.0 - 16.0 - 16.0,
+        "spans beyond the queue are dropped, not kept: {dropped} dropped"
+    );
+    // It still stops when told to, its last export given up on within the drain time.
+    server.terminate();
+    server.wait_for_exit();
+}

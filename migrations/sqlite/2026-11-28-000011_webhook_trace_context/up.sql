@@ -1,0 +1,4 @@
+-- Kept in lockstep with migrations/postgres and migrations/mysql.
+-- The trace the change that recorded a delivery was made in (W3C `traceparent`, version 00),
+-- when traces are exported: each attempt's span links back to it. NULL: none.
+ALTER TABLE webhook_deliveries ADD COLUMN trace_context TEXT;
