@@ -6,8 +6,9 @@
 # deploy/patroni starts a cluster of its own); playwright-core (npm,
 # pinned by tests/browser/package-lock.json; it never downloads a browser of its own);
 # openapi-typescript, typescript and @redocly/cli (npm, pinned by tests/clients/package-lock.json);
-# schemathesis, openapi-spec-validator and openapi-python-client with mypy (PyPI, pinned, each
-# in a virtualenv under target/tools); cargo-deny and cargo-about
+# schemathesis, openapi-spec-validator, openapi-python-client with mypy, and opentelemetry-proto
+# (the trace tests' collector decodes with it) (PyPI, pinned, each in a virtualenv under
+# target/tools); cargo-deny and cargo-about
 # (crates.io, pinned; the licence checks of .ci/run). `.ci/run` runs it; so can a developer,
 # once. Without these tools the tests that need them skip loudly, except under CI, where they
 # fail.

@@ -100,18 +100,24 @@ impl Database {
         ApiError: From<E>,
     {
         let started = Instant::now();
-        let collection = collection(operation);
         let span = tracing::info_span!(
             target: TRACES,
             "db",
-            otel.name = format!("{operation} {collection}").trim_end(),
+            otel.name = Empty,
             otel.kind = "client",
             otel.status_code = Empty,
             db.system.name = self.system,
             db.operation.name = operation,
-            db.collection.name = (!collection.is_empty()).then_some(collection),
+            db.collection.name = Empty,
             error.type = Empty,
         );
+        if !span.is_disabled() {
+            let collection = collection(operation);
+            span.record("otel.name", format!("{operation} {collection}").trim_end());
+            if !collection.is_empty() {
+                span.record("db.collection.name", collection);
+            }
+        }
         let result = self.run(f).instrument(span.clone()).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
         if let Err(error) = &result

@@ -4,14 +4,14 @@
 //! span (a check, nothing more) while traces are off.
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
-use petstore_domain::webhook::DueDelivery;
+use petstore_domain::webhook::{DueDelivery, loggable_url};
 use petstore_domain::{TRACES, TraceParent};
 use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-/// The span of the next attempt at `delivery` (its URL's query, which may hold the receiver's
-/// token, is not in the span).
+/// The span of the next attempt at `delivery`: its URL as the logs name it (scheme, host, port
+/// and the path's first segment: a receiver's token may be in the rest, or in the query).
 pub(crate) fn attempt_span(delivery: &DueDelivery) -> Span {
     let span = tracing::info_span!(
         target: TRACES,
@@ -35,13 +35,9 @@ pub(crate) fn attempt_span(delivery: &DueDelivery) -> Span {
         return span;
     }
     if let Ok(url) = url::Url::parse(&delivery.url) {
-        span.record(
-            "url.full",
-            format!("{}{}", &url[..url::Position::BeforePath], url.path()),
-        );
-        if let Some(host) = url.host_str() {
-            span.record("server.address", host);
-        }
+        // As the logs name it: receivers carry tokens in the path and the query.
+        span.record("url.full", loggable_url(&delivery.url));
+        span.record("server.address", url.host_str().unwrap_or_default());
         if let Some(port) = url.port_or_known_default() {
             span.record("server.port", i64::from(port));
         }

@@ -37,36 +37,47 @@ pub enum LogFormat {
 
 /// Installs the process's logger, and with a `tracer` (traces exported) the bridge that hands
 /// the spans of target [`petstore_domain::TRACES`] to it. Fails if one is installed already.
+///
+/// Without a tracer the filter is the subscriber's own, as it always was: the trace spans are
+/// then disabled where they are made (a check each). With one, each layer filters for itself:
+/// the logs never show the trace spans, whatever `RUST_LOG` says, and the bridge sees nothing
+/// else.
 pub fn init(
     format: LogFormat,
     tracer: Option<SdkTracer>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    // The trace spans are not for the logs, whatever `RUST_LOG` says.
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new("info"))?
         .add_directive(format!("{}=off", petstore_domain::TRACES).parse()?);
-    let layer = tracing_subscriber::fmt::layer()
-        .with_writer(|| RedactingStderr)
-        .with_ansi(false)
-        .with_span_events(FmtSpan::NONE);
-    let bridge = tracer.map(|tracer| {
-        tracing_opentelemetry::layer()
-            .with_tracer(tracer)
-            .with_location(false)
-            .with_threads(false)
-            .with_level(false)
-            .with_target(false)
-            .with_tracked_inactivity(false)
-            .with_filter(filter::filter_fn(|meta| {
-                meta.target() == petstore_domain::TRACES
-            }))
-    });
-    let registry = tracing_subscriber::registry().with(bridge);
-    match format {
-        LogFormat::Text => registry.with(layer.with_filter(filter)).try_init()?,
-        LogFormat::Json => registry
+    // The same lines whichever subscriber they go through (a macro: the layer's type names the
+    // subscriber it is part of).
+    macro_rules! lines {
+        () => {
+            tracing_subscriber::fmt::layer()
+                .with_writer(|| RedactingStderr)
+                .with_ansi(false)
+                .with_span_events(FmtSpan::NONE)
+        };
+    }
+    let registry = tracing_subscriber::registry();
+    match (format, tracer) {
+        (LogFormat::Text, None) => registry.with(filter).with(lines!()).try_init()?,
+        (LogFormat::Json, None) => registry
+            .with(filter)
             .with(
-                layer
+                lines!()
+                    .fmt_fields(JsonFields::new())
+                    .event_format(JsonLines),
+            )
+            .try_init()?,
+        (LogFormat::Text, Some(tracer)) => registry
+            .with(bridge(tracer))
+            .with(lines!().with_filter(filter))
+            .try_init()?,
+        (LogFormat::Json, Some(tracer)) => registry
+            .with(bridge(tracer))
+            .with(
+                lines!()
                     .fmt_fields(JsonFields::new())
                     .event_format(JsonLines)
                     .with_filter(filter),
@@ -74,6 +85,24 @@ pub fn init(
             .try_init()?,
     }
     Ok(())
+}
+
+/// The bridge to `tracer`: the spans of target [`petstore_domain::TRACES`], and only those, as
+/// OpenTelemetry spans (their fields as attributes, nothing of the code's location or thread).
+fn bridge<S>(tracer: SdkTracer) -> impl Layer<S>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_level(false)
+        .with_target(false)
+        .with_tracked_inactivity(false)
+        .with_filter(filter::filter_fn(|meta| {
+            meta.target() == petstore_domain::TRACES
+        }))
 }
 
 /// One JSON object a line: `time`, `level`, `target`, the fields of the spans the event is in

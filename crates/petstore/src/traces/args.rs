@@ -36,9 +36,10 @@ pub struct TraceArgs {
     #[arg(long, env = "OTEL_EXPORTER_OTLP_TIMEOUT", default_value_t = 10_000,
         value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub otlp_timeout: u64,
-    /// The service's name in its traces.
-    #[arg(long, env = "OTEL_SERVICE_NAME", default_value = "petstore")]
-    pub otel_service_name: String,
+    /// The service's name in its traces (default: the `service.name` of
+    /// `--otel-resource-attributes`, else `petstore`).
+    #[arg(long, env = "OTEL_SERVICE_NAME")]
+    pub otel_service_name: Option<String>,
     /// More resource attributes: `key=value` pairs separated by commas, values
     /// percent-encoded (`deployment.environment.name=production,service.version=1.4`).
     #[arg(long, env = "OTEL_RESOURCE_ATTRIBUTES", default_value = "")]

@@ -20,6 +20,7 @@ use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
+use opentelemetry_sdk::resource::TelemetryResourceDetector;
 use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider, Span, SpanData,
     SpanExporter, SpanProcessor,
@@ -96,15 +97,26 @@ impl Traces {
                 petstore_domain::redacted_url(&endpoint)
             ));
         }
-        let mut headers = pairs(
-            "--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS)",
-            args.otlp_headers.as_deref(),
-        )?;
-        headers.extend(pairs(
-            "--otlp-traces-headers (OTEL_EXPORTER_OTLP_TRACES_HEADERS)",
-            args.otlp_traces_headers.as_deref(),
-        )?);
-        let attributes = pairs(
+        let mut headers = http::HeaderMap::new();
+        for (setting, text) in [
+            (
+                "--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS)",
+                &args.otlp_headers,
+            ),
+            (
+                "--otlp-traces-headers (OTEL_EXPORTER_OTLP_TRACES_HEADERS)",
+                &args.otlp_traces_headers,
+            ),
+        ] {
+            for (name, value) in pairs(setting, text.as_deref())? {
+                let name = http::HeaderName::try_from(name.as_str())
+                    .map_err(|_| format!("{setting}: {name:?} is not a header name"))?;
+                let value = http::HeaderValue::try_from(value)
+                    .map_err(|_| format!("{setting}: the value of {name} is not a header value"))?;
+                headers.insert(name, value);
+            }
+        }
+        let mut attributes = pairs(
             "--otel-resource-attributes (OTEL_RESOURCE_ATTRIBUTES)",
             Some(&args.otel_resource_attributes),
         )?;
@@ -115,11 +127,10 @@ impl Traces {
             .map_err(|error| format!("the OTLP client: {error}"))?;
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_http_client(Client(client))
+            .with_http_client(Client { client, headers })
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(endpoint)
             .with_timeout(timeout)
-            .with_headers(headers.into_iter().collect())
             .build()
             .map_err(|error| format!("the OTLP exporter: {error}"))?;
         let capacity = args.otel_bsp_max_queue_size as usize;
@@ -137,14 +148,23 @@ impl Traces {
                 .build(),
         )
         .build();
+        // The name: the flag (or `OTEL_SERVICE_NAME`), else the attributes' `service.name`.
+        let named = attributes
+            .iter()
+            .position(|(key, _)| key == "service.name")
+            .map(|at| attributes.remove(at).1);
+        let service = (args.otel_service_name.clone())
+            .or(named)
+            .unwrap_or_else(|| "petstore".into());
         let resource = Resource::builder_empty()
-            .with_service_name(args.otel_service_name.clone())
+            .with_detectors(&[Box::new(TelemetryResourceDetector)])
+            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
             .with_attributes(
                 attributes
                     .into_iter()
-                    .filter(|(key, _)| key != "service.name")
                     .map(|(key, value)| KeyValue::new(key, value)),
             )
+            .with_service_name(service)
             .build();
         let provider = SdkTracerProvider::builder()
             .with_span_processor(Bounded {
@@ -281,17 +301,28 @@ impl<E: SpanExporter> SpanExporter for Counted<E> {
 }
 
 /// The exporter's HTTP client: the blocking reqwest client (rustls, the build's one reqwest),
-/// on the batch processor's own thread.
-#[derive(Debug)]
-struct Client(reqwest::blocking::Client);
+/// on the batch processor's own thread, sending the configured headers (over any of the same
+/// name the exporter read from the environment itself: a flag wins over its variable).
+struct Client {
+    client: reqwest::blocking::Client,
+    headers: http::HeaderMap,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Not the headers: they may hold a token.
+        f.debug_struct("Client").finish_non_exhaustive()
+    }
+}
 
 #[async_trait::async_trait]
 impl HttpClient for Client {
     async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
         use std::io::Read;
-        let (parts, body) = request.into_parts();
+        let (mut parts, body) = request.into_parts();
+        parts.headers.extend(self.headers.clone());
         let answer = self
-            .0
+            .client
             .request(parts.method, parts.uri.to_string())
             .headers(parts.headers)
             .body(body.to_vec())
@@ -350,5 +381,17 @@ mod tests {
         ]))
         .expect_err("refused");
         assert!(error.contains("only http/protobuf"), "{error}");
+        let error = Traces::start(&parse(&[
+            "x",
+            "--otlp-endpoint",
+            "http://localhost:4318",
+            "--otlp-headers",
+            "bad name=x",
+        ]))
+        .expect_err("refused");
+        assert!(
+            error.starts_with("--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS): \"bad name\""),
+            "{error}"
+        );
     }
 }

@@ -3,7 +3,8 @@ protobuf definitions (opentelemetry-proto, installed by scripts/test-tools.sh).
 
     python otlp_receiver.py DUMP_DIR [--hang]
 
-Prints `listening on PORT` once it listens on 127.0.0.1, then one JSON line per span received:
+Prints `listening on PORT` once it listens on 127.0.0.1, then for each export a JSON line with
+its request's headers ({"headers": {...}}, names in lowercase), and one JSON line per span:
 trace_id, span_id, parent_span_id (hex, "" for none), name, kind (SpanKind's number),
 attributes, links ([{trace_id, span_id}]) and the resource's attributes. Every request's raw
 body is also written to DUMP_DIR (so a test can search it for what must never be exported).
@@ -43,6 +44,7 @@ class Receiver(BaseHTTPRequestHandler):
         with LOCK:
             COUNT[0] += 1
             (DUMP / f"{COUNT[0]}.bin").write_bytes(body)
+            print(json.dumps({"headers": {k.lower(): v for k, v in self.headers.items()}}), flush=True)
         if HANG:
             time.sleep(3600)
             return

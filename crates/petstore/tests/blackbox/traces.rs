@@ -32,6 +32,8 @@ struct Collector {
     child: Child,
     port: u16,
     spans: Arc<Mutex<Vec<Value>>>,
+    /// Each export's request headers.
+    headers: Arc<Mutex<Vec<Value>>>,
     dump: tempfile::TempDir,
 }
 
@@ -69,17 +71,22 @@ impl Collector {
             .and_then(|port| port.parse().ok())
             .unwrap_or_else(|| panic!("the collector said {first:?}"));
         let spans = Arc::new(Mutex::new(Vec::new()));
-        let kept = spans.clone();
+        let headers = Arc::new(Mutex::new(Vec::new()));
+        let (kept, kept_headers) = (spans.clone(), headers.clone());
         thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
-                let span = serde_json::from_str(&line).expect("a span as JSON");
-                kept.lock().expect("lock").push(span);
+                let line: Value = serde_json::from_str(&line).expect("a line of JSON");
+                match line.get("headers") {
+                    Some(sent) => kept_headers.lock().expect("lock").push(sent.clone()),
+                    None => kept.lock().expect("lock").push(line),
+                }
             }
         });
         Some(Self {
             child,
             port,
             spans,
+            headers,
             dump,
         })
     }
@@ -178,6 +185,8 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
             "petstore-traces-test",
             "--otel-resource-attributes",
             "deployment.environment.name=test%20one",
+            "--otlp-headers",
+            "authorization=Bearer%20collector-token",
         ]
         .map(str::to_owned),
     );
@@ -185,7 +194,9 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
     let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
     let server = TestServer::start_logging(&db, &flags, Some(&log));
     let base = &server.base;
-    let (_, secret) = register(base, &key, &receiver.url(), &["pet.created"]);
+    // A receiver's tokens, in its path and its query.
+    let hook = format!("{}/path-t0ken?token=query-t0ken", receiver.url());
+    let (_, secret) = register(base, &key, &hook, &["pet.created"]);
 
     let traceparent = format!("00-{TRACE}-{PARENT}-01");
     let list = format!("{base}/pets?limit=1&status=available");
@@ -212,6 +223,16 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
     let resource = &server_span["resource"];
     assert_eq!(resource["service.name"], "petstore-traces-test");
     assert_eq!(resource["deployment.environment.name"], "test one");
+    assert_eq!(resource["service.version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(resource["telemetry.sdk.language"], "rust");
+    let sent = collector.headers.lock().expect("lock").clone();
+    assert!(
+        sent.iter().all(|headers| {
+            headers["authorization"] == "Bearer collector-token"
+                && headers["content-type"] == "application/x-protobuf"
+        }),
+        "every export with the configured headers: {sent:#?}"
+    );
     let storage = named(&trace, "list_pets pets");
     assert_eq!(storage["kind"], CLIENT);
     assert_eq!(storage["parent_span_id"], server_span["span_id"]);
@@ -273,7 +294,11 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
         attempt["attributes"]["petstore.webhook.event_type"],
         "pet.created"
     );
-    assert_eq!(attempt["attributes"]["url.full"], receiver.url());
+    // As the logs name it: the path's first segment only.
+    assert_eq!(
+        attempt["attributes"]["url.full"],
+        format!("{}/…", receiver.url())
+    );
     let link = &attempt["links"][0];
     assert_eq!(link["trace_id"], changed, "linked to the change's trace");
     let change = in_trace(&spans, changed);
@@ -288,7 +313,13 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
     assert!(!exports.is_empty());
     for export in exports {
         let text = String::from_utf8_lossy(&export);
-        for secret in [key.as_str(), secret.as_str(), "limit=1", "status=available"] {
+        for secret in [
+            key.as_str(),
+            secret.as_str(),
+            "limit=1",
+            "status=available",
+            "t0ken",
+        ] {
             assert!(!text.contains(secret), "{secret:?} was exported");
         }
     }
