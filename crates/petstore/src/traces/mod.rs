@@ -70,64 +70,20 @@ impl Traces {
     /// The pipeline `args` ask for: `Ok(None)` when traces are off. A setting that cannot work
     /// is an error naming it (nothing is started then).
     pub fn start(args: &TraceArgs) -> Result<Option<Self>, String> {
-        let endpoint = match (&args.otlp_traces_endpoint, &args.otlp_endpoint) {
-            (Some(url), _) if !url.is_empty() => url.clone(),
-            (_, Some(base)) if !base.is_empty() => {
-                format!("{}/v1/traces", base.trim_end_matches('/'))
-            }
-            _ => return Ok(None),
-        };
-        if args.otel_sdk_disabled {
+        let Some(endpoint) = endpoint(args)? else {
             return Ok(None);
-        }
-        if args.otlp_protocol != "http/protobuf" {
-            return Err(format!(
-                "--otlp-protocol (OTEL_EXPORTER_OTLP_PROTOCOL) {:?}: only http/protobuf is built in",
-                args.otlp_protocol
-            ));
-        }
-        let uri = endpoint.parse::<http::Uri>().ok().filter(|uri| {
-            matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some()
-        });
-        if uri.is_none() {
-            return Err(format!(
-                "--otlp-traces-endpoint / --otlp-endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / \
-                 OTEL_EXPORTER_OTLP_ENDPOINT) {:?}: not an http:// or https:// URL \
-                 (e.g. http://localhost:4318)",
-                petstore_domain::redacted_url(&endpoint)
-            ));
-        }
-        let mut headers = http::HeaderMap::new();
-        for (setting, text) in [
-            (
-                "--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS)",
-                &args.otlp_headers,
-            ),
-            (
-                "--otlp-traces-headers (OTEL_EXPORTER_OTLP_TRACES_HEADERS)",
-                &args.otlp_traces_headers,
-            ),
-        ] {
-            for (name, value) in pairs(setting, text.as_deref())? {
-                let name = http::HeaderName::try_from(name.as_str())
-                    .map_err(|_| format!("{setting}: {name:?} is not a header name"))?;
-                let value = http::HeaderValue::try_from(value)
-                    .map_err(|_| format!("{setting}: the value of {name} is not a header value"))?;
-                headers.insert(name, value);
-            }
-        }
-        let mut attributes = pairs(
-            "--otel-resource-attributes (OTEL_RESOURCE_ATTRIBUTES)",
-            Some(&args.otel_resource_attributes),
-        )?;
+        };
         let timeout = Duration::from_millis(args.otlp_timeout);
-        let client = reqwest::blocking::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|error| format!("the OTLP client: {error}"))?;
+        let client = Client {
+            client: reqwest::blocking::Client::builder()
+                .timeout(timeout)
+                .build()
+                .map_err(|error| format!("the OTLP client: {error}"))?,
+            headers: headers(args)?,
+        };
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_http()
-            .with_http_client(Client { client, headers })
+            .with_http_client(client)
             .with_protocol(Protocol::HttpBinary)
             .with_endpoint(endpoint)
             .with_timeout(timeout)
@@ -148,24 +104,6 @@ impl Traces {
                 .build(),
         )
         .build();
-        // The name: the flag (or `OTEL_SERVICE_NAME`), else the attributes' `service.name`.
-        let named = attributes
-            .iter()
-            .position(|(key, _)| key == "service.name")
-            .map(|at| attributes.remove(at).1);
-        let service = (args.otel_service_name.clone())
-            .or(named)
-            .unwrap_or_else(|| "petstore".into());
-        let resource = Resource::builder_empty()
-            .with_detectors(&[Box::new(TelemetryResourceDetector)])
-            .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
-            .with_attributes(
-                attributes
-                    .into_iter()
-                    .map(|(key, value)| KeyValue::new(key, value)),
-            )
-            .with_service_name(service)
-            .build();
         let provider = SdkTracerProvider::builder()
             .with_span_processor(Bounded {
                 inner: batches,
@@ -176,10 +114,10 @@ impl Traces {
                 args.otel_traces_sampler,
                 args.otel_traces_sampler_arg,
             ))
-            .with_resource(resource)
+            .with_resource(resource(args)?)
             .build();
         let tracer = provider.tracer("petstore");
-        // `traceparent` in and out (the server spans' parents, the webhook attempts').
+        // An incoming `traceparent` is read by the global propagator (the server spans' parents).
         opentelemetry::global::set_text_map_propagator(TraceContextPropagator::new());
         Ok(Some(Self { provider, tracer }))
     }
@@ -195,6 +133,89 @@ impl Traces {
             log::warn!("traces: the last spans were not all exported: {error}");
         }
     }
+}
+
+/// Where traces go: `None` when they are off (no endpoint, or the SDK disabled).
+fn endpoint(args: &TraceArgs) -> Result<Option<String>, String> {
+    let endpoint = match (&args.otlp_traces_endpoint, &args.otlp_endpoint) {
+        (Some(url), _) if !url.is_empty() => url.clone(),
+        (_, Some(base)) if !base.is_empty() => {
+            format!("{}/v1/traces", base.trim_end_matches('/'))
+        }
+        _ => return Ok(None),
+    };
+    if args.otel_sdk_disabled {
+        return Ok(None);
+    }
+    if args.otlp_protocol != "http/protobuf" {
+        return Err(format!(
+            "--otlp-protocol (OTEL_EXPORTER_OTLP_PROTOCOL) {:?}: only http/protobuf is built in",
+            args.otlp_protocol
+        ));
+    }
+    let uri = endpoint
+        .parse::<http::Uri>()
+        .ok()
+        .filter(|uri| matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some());
+    if uri.is_none() {
+        return Err(format!(
+            "--otlp-traces-endpoint / --otlp-endpoint (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / \
+             OTEL_EXPORTER_OTLP_ENDPOINT) {:?}: not an http:// or https:// URL \
+             (e.g. http://localhost:4318)",
+            petstore_domain::redacted_url(&endpoint)
+        ));
+    }
+    Ok(Some(endpoint))
+}
+
+/// The headers every export carries: `--otlp-headers`, then `--otlp-traces-headers` over them.
+fn headers(args: &TraceArgs) -> Result<http::HeaderMap, String> {
+    let mut headers = http::HeaderMap::new();
+    for (setting, text) in [
+        (
+            "--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS)",
+            &args.otlp_headers,
+        ),
+        (
+            "--otlp-traces-headers (OTEL_EXPORTER_OTLP_TRACES_HEADERS)",
+            &args.otlp_traces_headers,
+        ),
+    ] {
+        for (name, value) in pairs(setting, text.as_deref())? {
+            let name = http::HeaderName::try_from(name.as_str())
+                .map_err(|_| format!("{setting}: {name:?} is not a header name"))?;
+            let value = http::HeaderValue::try_from(value)
+                .map_err(|_| format!("{setting}: the value of {name} is not a header value"))?;
+            headers.insert(name, value);
+        }
+    }
+    Ok(headers)
+}
+
+/// What the spans say of the service: its name (the flag, else `service.name` among the
+/// attributes, else `petstore`), the build's version, the SDK's attributes, and the others given.
+fn resource(args: &TraceArgs) -> Result<Resource, String> {
+    let mut attributes = pairs(
+        "--otel-resource-attributes (OTEL_RESOURCE_ATTRIBUTES)",
+        Some(&args.otel_resource_attributes),
+    )?;
+    let named = attributes
+        .iter()
+        .position(|(key, _)| key == "service.name")
+        .map(|at| attributes.remove(at).1);
+    let service = (args.otel_service_name.clone())
+        .or(named)
+        .unwrap_or_else(|| "petstore".into());
+    Ok(Resource::builder_empty()
+        .with_detectors(&[Box::new(TelemetryResourceDetector)])
+        .with_attribute(KeyValue::new("service.version", env!("CARGO_PKG_VERSION")))
+        .with_attributes(
+            attributes
+                .into_iter()
+                .map(|(key, value)| KeyValue::new(key, value)),
+        )
+        .with_service_name(service)
+        .build())
 }
 
 /// The sampler `OTEL_TRACES_SAMPLER` and `OTEL_TRACES_SAMPLER_ARG` name.
