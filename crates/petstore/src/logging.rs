@@ -100,6 +100,9 @@ where
         .with_level(false)
         .with_target(false)
         .with_tracked_inactivity(false)
+        // A span's parent is its parent in `tracing` (not a thread's current OpenTelemetry
+        // context, which would be set and reset on every poll of every traced future).
+        .with_context_activation(false)
         .with_filter(filter::filter_fn(|meta| {
             meta.target() == petstore_domain::TRACES
         }))

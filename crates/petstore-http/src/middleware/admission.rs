@@ -7,7 +7,6 @@ use actix_web::http::header::{HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
-use opentelemetry::trace::FutureExt;
 use petstore_domain::{Ban, RateDecision, RateLimits, TRACES, async_trait};
 use tracing::Instrument;
 use tracing::field::Empty;
@@ -330,7 +329,7 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
     let state = state.clone();
     let now = i64::try_from(now).unwrap_or(i64::MAX);
     // Its storage call's span is the request's child (when traces are exported).
-    let trace = opentelemetry::Context::current();
+    let request = tracing::Span::current();
     actix_web::rt::spawn(
         async move {
             if let Err(error) = state
@@ -341,7 +340,7 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
                 log::warn!("could not record the use of key {id}: {}", Chain(&error));
             }
         }
-        .with_context(trace),
+        .instrument(request),
     );
 }
 

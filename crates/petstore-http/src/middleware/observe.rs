@@ -36,7 +36,10 @@ pub async fn observe(
     let started = Instant::now();
     let id = RequestId::of(req.headers());
     let server = trace::server_span(method_label(req.method()), &req);
+    // The log's span, inside the server span: what the request's code traces is the server
+    // span's (its nearest traced ancestor).
     let span = tracing::info_span!(
+        parent: &server,
         "request",
         request_id = %id,
         traceparent = tracing::field::Empty

@@ -10,8 +10,9 @@ use std::sync::Arc;
 use futures_util::future::BoxFuture;
 use opentelemetry::trace::TraceContextExt;
 use petstore_domain::{
-    Capacity, Clock, Storage, StorageError, SystemClock, TraceParent, async_trait,
+    Capacity, Clock, Storage, StorageError, SystemClock, TRACES, TraceParent, async_trait,
 };
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::conn::Op;
 #[cfg(feature = "mysql")]
@@ -116,15 +117,18 @@ impl Store {
     /// Now, as the store's clock says, in the caller's trace (the span its call is made in,
     /// when traces are exported).
     fn now(&self) -> Now {
-        let trace = opentelemetry::Context::map_current(|context| {
-            let span = context.span();
-            let span = span.span_context();
-            TraceParent::new(
-                span.trace_id().to_bytes(),
-                span.span_id().to_bytes(),
-                span.trace_flags().to_u8(),
-            )
-        });
+        let trace = tracing::enabled!(target: TRACES, tracing::Level::INFO)
+            .then(|| {
+                let context = tracing::Span::current().context();
+                let span = context.span();
+                let span = span.span_context();
+                TraceParent::new(
+                    span.trace_id().to_bytes(),
+                    span.span_id().to_bytes(),
+                    span.trace_flags().to_u8(),
+                )
+            })
+            .flatten();
         Now {
             at: self.clock.now(),
             trace,
