@@ -407,3 +407,50 @@ fn a_collector_that_never_answers_changes_no_answer_and_what_does_not_fit_is_dro
     server.terminate();
     server.wait_for_exit();
 }
+
+#[test]
+fn the_shared_limiters_redis_round_trip_is_a_client_span_under_the_limiters() {
+    let Some(redis) = crate::common::redis_support::TestRedis::new() else {
+        return;
+    };
+    let Some(collector) = Collector::start(false) else {
+        return;
+    };
+    let (_dir, db) = crate::common::temp_db();
+    let key = unlimited_key(&db);
+    let mut flags = exporting(&collector);
+    flags.extend(
+        [
+            "--bootstrap-key=false",
+            "--rate-limit-store",
+            &redis.url,
+            "--rate-limit-prefix",
+            &redis.prefix,
+        ]
+        .map(str::to_owned),
+    );
+    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+    let server = TestServer::start(&db, &flags);
+    let pets = format!("{}/pets", server.base);
+    assert_eq!(
+        get(&pets, &key, Some(&format!("00-{TRACE}-{PARENT}-01"))),
+        200
+    );
+    let spans = collector.wait_for("the Redis round trip", |spans| {
+        in_trace(spans, TRACE)
+            .iter()
+            .any(|span| span["name"] == "EVALSHA hit")
+    });
+    let trace = in_trace(&spans, TRACE);
+    let limiter = named(&trace, "rate limit");
+    let round_trip = named(&trace, "EVALSHA hit");
+    assert_eq!(round_trip["kind"], CLIENT);
+    assert_eq!(round_trip["parent_span_id"], limiter["span_id"]);
+    assert_eq!(round_trip["attributes"]["db.system.name"], "redis");
+    assert_eq!(round_trip["attributes"]["db.operation.name"], "EVALSHA");
+    assert_eq!(round_trip["status"], 0, "unset: it succeeded");
+    assert_eq!(
+        limiter["attributes"]["petstore.ratelimit.outcome"],
+        "allowed"
+    );
+}
