@@ -154,16 +154,24 @@ fn get(url: &str, key: &str, traceparent: Option<&str>) -> u16 {
     request.call().expect("GET").status().as_u16()
 }
 
-/// The server's flags to export to `collector`, sent every 100 ms.
-fn exporting(collector: &Collector) -> Vec<String> {
-    [
+/// A server on `db` exporting to `collector` every 100 ms, with `extra` flags (its log in `log`
+/// when given).
+fn exporting_to(
+    collector: &Collector,
+    db: &str,
+    extra: &[&str],
+    log: Option<&std::path::Path>,
+) -> TestServer {
+    let endpoint = collector.endpoint();
+    let mut flags = vec![
+        "--bootstrap-key=false",
         "--otlp-endpoint",
-        &collector.endpoint(),
+        &endpoint,
         "--otel-bsp-schedule-delay",
         "100",
-    ]
-    .map(str::to_owned)
-    .to_vec()
+    ];
+    flags.extend(extra);
+    TestServer::start_logging(db, &flags, log)
 }
 
 #[test]
@@ -175,10 +183,10 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
     let key = unlimited_key(&db);
     let receiver = Receiver::start();
     let log = dir.path().join("log");
-    let mut flags = exporting(&collector);
-    flags.extend(
-        [
-            "--bootstrap-key=false",
+    let server = exporting_to(
+        &collector,
+        &db,
+        &[
             "--log-format",
             "json",
             "--otel-service-name",
@@ -187,12 +195,11 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
             "deployment.environment.name=test%20one",
             "--otlp-headers",
             "authorization=Bearer%20collector-token",
-        ]
-        .map(str::to_owned),
+            LOOPBACK[0],
+            LOOPBACK[1],
+        ],
+        Some(&log),
     );
-    flags.extend(LOOPBACK.map(str::to_owned));
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start_logging(&db, &flags, Some(&log));
     let base = &server.base;
     // A receiver's tokens, in its path and its query.
     let hook = format!("{}/path-t0ken?token=query-t0ken", receiver.url());
@@ -332,19 +339,17 @@ fn parent_based_sampling_follows_the_caller_and_samples_the_rest_by_ratio() {
     };
     let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let mut flags = exporting(&collector);
-    flags.extend(
-        [
-            "--bootstrap-key=false",
+    let server = exporting_to(
+        &collector,
+        &db,
+        &[
             "--otel-traces-sampler",
             "parentbased_traceidratio",
             "--otel-traces-sampler-arg",
             "0",
-        ]
-        .map(str::to_owned),
+        ],
+        None,
     );
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start(&db, &flags);
     let pets = format!("{}/pets", server.base);
     for _ in 0..20 {
         assert_eq!(get(&pets, &key, None), 200);
@@ -375,21 +380,19 @@ fn a_collector_that_never_answers_changes_no_answer_and_what_does_not_fit_is_dro
     };
     let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let mut flags = exporting(&collector);
-    flags.extend(
-        [
-            "--bootstrap-key=false",
+    let mut server = exporting_to(
+        &collector,
+        &db,
+        &[
             "--otel-bsp-max-queue-size",
             "16",
             "--otlp-timeout",
             "60000",
             "--shutdown-timeout",
             "2s",
-        ]
-        .map(str::to_owned),
+        ],
+        None,
     );
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let mut server = TestServer::start(&db, &flags);
     let pets = format!("{}/pets", server.base);
     for _ in 0..200 {
         assert_eq!(get(&pets, &key, None), 200);
@@ -418,19 +421,17 @@ fn the_shared_limiters_redis_round_trip_is_a_client_span_under_the_limiters() {
     };
     let (_dir, db) = crate::common::temp_db();
     let key = unlimited_key(&db);
-    let mut flags = exporting(&collector);
-    flags.extend(
-        [
-            "--bootstrap-key=false",
+    let server = exporting_to(
+        &collector,
+        &db,
+        &[
             "--rate-limit-store",
             &redis.url,
             "--rate-limit-prefix",
             &redis.prefix,
-        ]
-        .map(str::to_owned),
+        ],
+        None,
     );
-    let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
-    let server = TestServer::start(&db, &flags);
     let pets = format!("{}/pets", server.base);
     assert_eq!(
         get(&pets, &key, Some(&format!("00-{TRACE}-{PARENT}-01"))),
