@@ -2,7 +2,8 @@
 //! that decodes every export with OpenTelemetry's protobuf definitions (`otlp_receiver.py`, in
 //! the virtualenv `scripts/test-tools.sh` makes): the spans a request makes and their place in
 //! the caller's trace, a webhook attempt's span and its link, what must never be exported, the
-//! samplers, and a collector that never answers.
+//! samplers, a collector that never answers, the flush at shutdown, and a storage call on
+//! PostgreSQL.
 //! Skipped loudly without the virtualenv, except under CI, where that fails.
 
 use std::io::{BufRead, BufReader};
@@ -12,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use petstore_store::testing::{in_ci, loud_skip};
+use petstore_store::testing::{TestDatabase, in_ci, loud_skip};
 use serde_json::Value;
 
 use crate::common::{TestServer, agent, unlimited_key};
@@ -154,8 +155,8 @@ fn get(url: &str, key: &str, traceparent: Option<&str>) -> u16 {
     request.call().expect("GET").status().as_u16()
 }
 
-/// A server on `db` exporting to `collector` every 100 ms, with `extra` flags (its log in `log`
-/// when given).
+/// A server on `db` exporting to `collector` every 100 ms (unless `extra` says otherwise), with
+/// `extra` flags (its log in `log` when given).
 fn exporting_to(
     collector: &Collector,
     db: &str,
@@ -163,15 +164,34 @@ fn exporting_to(
     log: Option<&std::path::Path>,
 ) -> TestServer {
     let endpoint = collector.endpoint();
-    let mut flags = vec![
-        "--bootstrap-key=false",
-        "--otlp-endpoint",
-        &endpoint,
-        "--otel-bsp-schedule-delay",
-        "100",
-    ];
+    let mut flags = vec!["--bootstrap-key=false", "--otlp-endpoint", &endpoint];
+    if !extra.contains(&"--otel-bsp-schedule-delay") {
+        flags.extend(["--otel-bsp-schedule-delay", "100"]);
+    }
     flags.extend(extra);
     TestServer::start_logging(db, &flags, log)
+}
+
+/// A collector and a server exporting to it, on a SQLite database of its own with an unlimited
+/// key; `None` (after a loud skip) without the collector's virtualenv, outside CI.
+struct Traced {
+    collector: Collector,
+    server: TestServer,
+    key: String,
+    _dir: tempfile::TempDir,
+}
+
+fn traced(hang: bool, extra: &[&str]) -> Option<Traced> {
+    let collector = Collector::start(hang)?;
+    let (dir, db) = crate::common::temp_db();
+    let key = unlimited_key(&db);
+    let server = exporting_to(&collector, &db, extra, None);
+    Some(Traced {
+        collector,
+        server,
+        key,
+        _dir: dir,
+    })
 }
 
 #[test]
@@ -334,22 +354,23 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
 
 #[test]
 fn parent_based_sampling_follows_the_caller_and_samples_the_rest_by_ratio() {
-    let Some(collector) = Collector::start(false) else {
-        return;
-    };
-    let (_dir, db) = crate::common::temp_db();
-    let key = unlimited_key(&db);
-    let server = exporting_to(
-        &collector,
-        &db,
+    let Some(Traced {
+        collector,
+        server,
+        key,
+        _dir,
+    }) = traced(
+        false,
         &[
             "--otel-traces-sampler",
             "parentbased_traceidratio",
             "--otel-traces-sampler-arg",
             "0",
         ],
-        None,
-    );
+    )
+    else {
+        return;
+    };
     let pets = format!("{}/pets", server.base);
     for _ in 0..20 {
         assert_eq!(get(&pets, &key, None), 200);
@@ -375,14 +396,13 @@ fn parent_based_sampling_follows_the_caller_and_samples_the_rest_by_ratio() {
 
 #[test]
 fn a_collector_that_never_answers_changes_no_answer_and_what_does_not_fit_is_dropped() {
-    let Some(collector) = Collector::start(true) else {
-        return;
-    };
-    let (_dir, db) = crate::common::temp_db();
-    let key = unlimited_key(&db);
-    let mut server = exporting_to(
-        &collector,
-        &db,
+    let Some(Traced {
+        collector: _hanging,
+        mut server,
+        key,
+        _dir,
+    }) = traced(
+        true,
         &[
             "--otel-bsp-max-queue-size",
             "16",
@@ -391,8 +411,10 @@ fn a_collector_that_never_answers_changes_no_answer_and_what_does_not_fit_is_dro
             "--shutdown-timeout",
             "2s",
         ],
-        None,
-    );
+    )
+    else {
+        return;
+    };
     let pets = format!("{}/pets", server.base);
     for _ in 0..200 {
         assert_eq!(get(&pets, &key, None), 200);
@@ -416,22 +438,23 @@ fn the_shared_limiters_redis_round_trip_is_a_client_span_under_the_limiters() {
     let Some(redis) = crate::common::redis_support::TestRedis::new() else {
         return;
     };
-    let Some(collector) = Collector::start(false) else {
-        return;
-    };
-    let (_dir, db) = crate::common::temp_db();
-    let key = unlimited_key(&db);
-    let server = exporting_to(
-        &collector,
-        &db,
+    let Some(Traced {
+        collector,
+        server,
+        key,
+        _dir,
+    }) = traced(
+        false,
         &[
             "--rate-limit-store",
             &redis.url,
             "--rate-limit-prefix",
             &redis.prefix,
         ],
-        None,
-    );
+    )
+    else {
+        return;
+    };
     let pets = format!("{}/pets", server.base);
     assert_eq!(
         get(&pets, &key, Some(&format!("00-{TRACE}-{PARENT}-01"))),
@@ -453,5 +476,75 @@ fn the_shared_limiters_redis_round_trip_is_a_client_span_under_the_limiters() {
     assert_eq!(
         limiter["attributes"]["petstore.ratelimit.outcome"],
         "allowed"
+    );
+}
+
+#[test]
+fn what_is_queued_at_shutdown_is_exported_before_the_process_exits() {
+    // Exports once a minute: only the shutdown sends the request's spans in time.
+    let Some(Traced {
+        collector,
+        mut server,
+        key,
+        _dir,
+    }) = traced(false, &["--otel-bsp-schedule-delay", "60000"])
+    else {
+        return;
+    };
+    let pets = format!("{}/pets", server.base);
+    assert_eq!(
+        get(&pets, &key, Some(&format!("00-{TRACE}-{PARENT}-01"))),
+        200
+    );
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        in_trace(&collector.spans.lock().expect("lock"), TRACE).is_empty(),
+        "nothing exported before the schedule or the shutdown"
+    );
+    server.terminate();
+    server.wait_for_exit();
+    let spans = collector.wait_for("the request's spans, flushed at shutdown", |spans| {
+        !in_trace(spans, TRACE).is_empty()
+    });
+    named(&in_trace(&spans, TRACE), "GET /v1/pets");
+}
+
+#[test]
+fn on_postgresql_a_create_traces_its_storage_call_and_the_wait_for_a_connection() {
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let Some(collector) = Collector::start(false) else {
+        return;
+    };
+    let key = crate::common::enterprise_key(db.direct_url(), 1_000_000, 100_000_000);
+    let server = exporting_to(&collector, db.url(), &[], None);
+    let pet = agent()
+        .post(format!("{}/pets", server.base))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .header("traceparent", format!("00-{TRACE}-{PARENT}-01"))
+        .send(r#"{"name":"Traced","categoryId":1}"#)
+        .expect("POST");
+    assert_eq!(pet.status().as_u16(), 201);
+    let spans = collector.wait_for("the create's spans", |spans| {
+        let trace = in_trace(spans, TRACE);
+        ["POST /v1/pets", "create_pet pets", "wait for a connection"]
+            .iter()
+            .all(|name| trace.iter().any(|span| span["name"] == *name))
+    });
+    let trace = in_trace(&spans, TRACE);
+    let request = named(&trace, "POST /v1/pets");
+    let storage = named(&trace, "create_pet pets");
+    assert_eq!(storage["parent_span_id"], request["span_id"]);
+    assert_eq!(storage["kind"], CLIENT);
+    assert_eq!(storage["attributes"]["db.system.name"], "postgresql");
+    assert_eq!(storage["attributes"]["db.operation.name"], "create_pet");
+    assert!(
+        trace
+            .iter()
+            .any(|span| span["name"] == "wait for a connection"
+                && span["parent_span_id"] == storage["span_id"]),
+        "the create's checkout under its storage call: {trace:#?}"
     );
 }
