@@ -31,7 +31,7 @@
 #   scripts/bench.sh --webhooks-cost [--backends sqlite,postgres] [--runs 5] [--duration 10]
 #     (target/bench/webhooks-cost.md)
 #   scripts/bench.sh --traces-cost [--against OLD_BIN] [--runs 5] [--duration 10]
-#     (target/bench/traces-cost.md)
+#     (target/bench/traces-cost.md; timed, then the instructions per create counted)
 #   scripts/bench.sh --webhooks-throughput [--against OLD_BIN] [--backends sqlite,postgres]
 #     [--runs 3] [--deliveries 4000]   (target/bench/webhooks-throughput.md)
 #
@@ -425,41 +425,43 @@ conditional_tag() {
   echo "$tag"
 }
 
+# count LABEL PATH [ab args...] -- server command...: user-space instructions per request of
+# PATH (answered 2xx, or 304 with EXPECT_304=1) into IR, under callgrind (--instructions, and
+# the instruction rows of --traces-cost).
+REQUESTS=5000
+count() {
+  local label=$1 path=$2; shift 2
+  local ab_args=()
+  while [ "$1" != -- ]; do ab_args+=("$1"); shift; done
+  shift
+  local out=$WORK/callgrind.$label
+  rm -f "$out" "$out".* # never read a previous route's counts
+  start_server "callgrind-$label" env RUST_LOG=warn \
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$@"
+  # Warm up (statement cache, key cache, allocator), then count a fixed number of requests.
+  ab -q -k -n 500 -c 4 "${ab_args[@]}" "$BASE$path" >/dev/null
+  callgrind_control -z "$SERVER_PID" >/dev/null
+  local report
+  report=$(ab -q -k -n "$REQUESTS" -c 4 "${ab_args[@]}" "$BASE$path")
+  callgrind_control -d "$SERVER_PID" >/dev/null
+  stop_server
+  if [ "${EXPECT_304:-0}" = 0 ] && grep -q 'Non-2xx' <<<"$report"; then
+    echo "bench: $path answered non-2xx responses" >&2
+    exit 1
+  fi
+  local total
+  total=$(awk '/^totals:/ { print $2 }' "$out.1" 2>/dev/null)
+  if [ -z "$total" ]; then
+    echo "bench: callgrind wrote no counts for $label" >&2
+    exit 1
+  fi
+  IR=$((total / REQUESTS))
+}
+
 # --- instructions (--instructions) -----------------------------------------------------------
 if [ "$INSTRUCTIONS" = 1 ]; then
   install_missing valgrind valgrind
   install_missing ab apache2-utils
-  REQUESTS=5000
-  # count LABEL PATH [ab args...] -- server command...: instructions per request of PATH
-  # (answered 2xx, or 304 with EXPECT_304=1).
-  count() {
-    local label=$1 path=$2; shift 2
-    local ab_args=()
-    while [ "$1" != -- ]; do ab_args+=("$1"); shift; done
-    shift
-    local out=$WORK/callgrind.$label
-    rm -f "$out" "$out".* # never read a previous route's counts
-    start_server "callgrind-$label" env RUST_LOG=warn \
-      valgrind --tool=callgrind --callgrind-out-file="$out" "$@"
-    # Warm up (statement cache, key cache, allocator), then count a fixed number of requests.
-    ab -q -k -n 500 -c 4 "${ab_args[@]}" "$BASE$path" >/dev/null
-    callgrind_control -z "$SERVER_PID" >/dev/null
-    local report
-    report=$(ab -q -k -n "$REQUESTS" -c 4 "${ab_args[@]}" "$BASE$path")
-    callgrind_control -d "$SERVER_PID" >/dev/null
-    stop_server
-    if [ "${EXPECT_304:-0}" = 0 ] && grep -q 'Non-2xx' <<<"$report"; then
-      echo "bench: $path answered non-2xx responses" >&2
-      exit 1
-    fi
-    local total
-    total=$(awk '/^totals:/ { print $2 }' "$out.1" 2>/dev/null)
-    if [ -z "$total" ]; then
-      echo "bench: callgrind wrote no counts for $label" >&2
-      exit 1
-    fi
-    IR=$((total / REQUESTS))
-  }
   db=$WORK/instructions.db
   seed sqlite "$db" 1000
   auth=(-H "Authorization: Bearer $(bench_key "$db")")
@@ -784,7 +786,8 @@ PY
 # What traces cost on PostgreSQL: this build with traces off, exporting with a ratio of 0 (spans
 # made, none kept), and exporting every span to a collector on loopback; with --against OLD_BIN,
 # that build too (traces off: what the instrumentation costs when off). All on one database, one
-# worker each on the same core, runs alternating; the list and creates.
+# worker each on the same core, runs alternating (each run starts with the next server); the
+# list and creates.
 if [ "$TRACES_COST" = 1 ]; then
   reachable 5432 || { echo "bench: PostgreSQL is unreachable" >&2; exit 1; }
   start_receiver taskset -c "$LOAD_CPU"
@@ -814,9 +817,12 @@ if [ "$TRACES_COST" = 1 ]; then
   declare -A results
   for route in list create; do
     declare -A rps=() ratios=()
-    for _ in $(seq 1 "$RUNS"); do
+    for run in $(seq 1 "$RUNS"); do
       declare -A this=()
-      for config in "${configs[@]}"; do
+      # Each run starts with the next server, so that none always runs first (creates grow
+      # the table, and whoever follows a run finds the database busier with its writes).
+      first=$(((run - 1) % ${#configs[@]}))
+      for config in "${configs[@]:first}" "${configs[@]:0:first}"; do
         if [ "$route" = list ]; then
           this[$config]=$(wrk_once "${auth[@]}" "${url_of[$config]}/v1/pets?limit=20" | rps_of)
         else
@@ -841,9 +847,24 @@ if [ "$TRACES_COST" = 1 ]; then
   done
   kill -TERM "${pid_of[@]}"; wait "${pid_of[@]}" 2>/dev/null || true
   SERVER_PID=""
+  # Then counted: the server's user-space instructions per create (what it adds to the
+  # database's share), repeatable where the timed runs are not.
+  install_missing valgrind valgrind
+  install_missing ab apache2-utils
+  body=$WORK/pet.json
+  echo '{"name":"bench pet","categoryId":3,"status":"available"}' >"$body"
+  post=(-p "$body" -T application/json "${auth[@]}")
+  count create-off /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}"
+  ir_off=$IR
+  count create-ratio0 /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
+    --otel-traces-sampler traceidratio --otel-traces-sampler-arg 0
+  ir_ratio0=$IR
+  count create-all /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
+    --otel-traces-sampler always_on
+  ir_all=$IR
   OUT=${OUT%/*}/traces-cost.md
   {
-    echo "PostgreSQL ($PG_PARAMS), 1,000 pets to start; 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, a collector answering 204 on CPU $LOAD_CPU; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)${AGAINST:+ against $AGAINST}. Ratios are to traces off in the same run (median, and the spread over the runs)."
+    echo "PostgreSQL ($PG_PARAMS), 1,000 pets to start; 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, a collector answering 204 on CPU $LOAD_CPU; $RUNS alternating runs of ${DURATION}s, each starting with the next server; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)${AGAINST:+ against $AGAINST}. Ratios are to traces off in the same run (median, and the spread over the runs)."
     echo
     header="| Route | Traces off (median req/s) | Ratio 0 (median req/s) | Ratio 0 / off | Every span exported (median req/s) | All / off |"
     separator="|---|---|---|---|---|---|"
@@ -855,6 +876,8 @@ if [ "$TRACES_COST" = 1 ]; then
     echo "$separator"
     echo "${results[list]}"
     echo "${results[create]}"
+    echo
+    echo "The server's user-space instructions per create (callgrind, $REQUESTS keep-alive creates at 4 connections after 500 to warm up): off $ir_off; ratio 0 $ir_ratio0 ($(awk -v a="$ir_ratio0" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')); every span $ir_all ($(awk -v a="$ir_all" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))."
   } >"$OUT"
   cat "$OUT"
   exit 0
@@ -1278,6 +1301,8 @@ if roles == ["leader", "sync_standby", "sync_standby"]:
     echo "|---|---|---|---|---|---|"
     echo "${results[list]}"
     echo "${results[create]}"
+    echo
+    echo "The server's user-space instructions per create (callgrind, $REQUESTS keep-alive creates at 4 connections after 500 to warm up): off $ir_off; ratio 0 $ir_ratio0 ($(awk -v a="$ir_ratio0" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')); every span $ir_all ($(awk -v a="$ir_all" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))."
   } >"$OUT"
   cat "$OUT"
   exit 0

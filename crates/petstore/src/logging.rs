@@ -9,17 +9,19 @@
 use std::fmt;
 use std::io::{self, Write};
 
+use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::trace::SdkTracer;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
-use tracing::{Event, Subscriber};
+use tracing::subscriber::Interest;
+use tracing::{Event, Metadata, Subscriber};
 use tracing_log::NormalizeEvent;
-use tracing_subscriber::Layer;
-use tracing_subscriber::filter::{self, EnvFilter};
+use tracing_subscriber::filter::{EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::format::{FmtSpan, JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::layer::{self, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -103,9 +105,53 @@ where
         // A span's parent is its parent in `tracing` (not a thread's current OpenTelemetry
         // context, which would be set and reset on every poll of every traced future).
         .with_context_activation(false)
-        .with_filter(filter::filter_fn(|meta| {
-            meta.target() == petstore_domain::TRACES
-        }))
+        .with_filter(Sampled)
+}
+
+/// What the bridge sees: the spans of target [`petstore_domain::TRACES`], but not those made
+/// inside a trace the sampler dropped. Such a span would be built, given its attributes and
+/// handed to the SDK only to be dropped with its trace: with a sampling ratio of 0 that was
+/// most of what traces cost a create (measured: `scripts/bench.sh --traces-cost`). Whether its
+/// trace is sampled is known from the nearest span the bridge sees (its parent, or the span
+/// that parent would have had), whose sampler decided when it started.
+///
+/// A span that starts a trace of its own (`parent: None`: a webhook attempt) is judged by the
+/// span current where it is made; the service makes those outside any span.
+struct Sampled;
+
+impl<S> Filter<S> for Sampled
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn enabled(&self, meta: &Metadata<'_>, cx: &layer::Context<'_, S>) -> bool {
+        if meta.target() != petstore_domain::TRACES {
+            return false;
+        }
+        let Some(parent) = cx.lookup_current() else {
+            return true;
+        };
+        tracing::dispatcher::get_default(|dispatch| {
+            tracing_opentelemetry::get_otel_context(&parent.id(), dispatch)
+        })
+        .is_none_or(|context| context.span().span_context().is_sampled())
+    }
+
+    /// The trace spans are all made at `INFO`. Without this hint the subscriber's would be
+    /// "anything", and every `log::trace!` of every dependency (tokio-postgres writes several per
+    /// query) would be handed to the subscriber to be turned down there: measured at a third
+    /// more instructions per create.
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(LevelFilter::INFO)
+    }
+
+    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
+        if meta.target() == petstore_domain::TRACES {
+            // Asked for each span: the answer depends on the trace it is made in.
+            Interest::sometimes()
+        } else {
+            Interest::never()
+        }
+    }
 }
 
 /// One JSON object a line: `time`, `level`, `target`, the fields of the spans the event is in
