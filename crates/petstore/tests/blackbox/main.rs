@@ -6,7 +6,9 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod admin_listener;
 mod binary;
+mod cli_keys;
 mod client;
 mod clients;
 mod container;
