@@ -6,6 +6,7 @@ mod memory_storage;
 mod openapi;
 
 mod admin;
+mod admin_orders;
 mod auth;
 mod conditional;
 mod cors;
