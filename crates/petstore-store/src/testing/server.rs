@@ -216,7 +216,10 @@ impl PostgresServer {
 
     /// Changes a setting of the whole server (`ALTER SYSTEM`) and has the server reload its
     /// configuration: a setting that takes a reload applies to every session from its next
-    /// statement.
+    /// statement. Returns once it does: `pg_reload_conf()` only signals the postmaster, which
+    /// reads the file and signals every session in its own time. A new session showing the new
+    /// value means the postmaster has done both (it signals the sessions before it accepts
+    /// another), so no statement sent after this returns runs under the old value.
     pub fn set(&self, name: &str, value: &str) {
         let admin = self.connect();
         admin
@@ -225,6 +228,21 @@ impl PostgresServer {
         admin
             .execute("SELECT pg_reload_conf()")
             .expect("reload the configuration");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let shown = self
+                .connect()
+                .query(&format!("SHOW {name}"))
+                .expect("SHOW the setting");
+            if shown.first().and_then(|row| row[0].as_deref()) == Some(value) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{name} is still {shown:?} 30 s after the reload"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Stops the server as `pg_ctl stop -m immediate` does (SIGQUIT to the postmaster): every
