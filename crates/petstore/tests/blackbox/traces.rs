@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use crate::common::{TestServer, agent, unlimited_key};
 use crate::telemetry::scrape;
-use crate::webhook_support::{LOOPBACK, Receiver, create_pet, register};
+use crate::webhook_support::{LOOPBACK, Received, Receiver, create_pet, register};
 
 /// The caller's trace: a sampled `traceparent`.
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
@@ -142,6 +142,27 @@ fn named<'a>(spans: &[&'a Value], name: &str) -> &'a Value {
         .iter()
         .find(|span| span["name"] == name)
         .unwrap_or_else(|| panic!("no span {name:?} in {spans:#?}"))
+}
+
+/// The span of the attempt that made `delivery` (named by the `traceparent` the receiver got),
+/// once it is exported, with every span exported by then: also once a span of trace `change` is
+/// (empty: none awaited).
+fn attempt_span(collector: &Collector, delivery: &Received, change: &str) -> (Vec<Value>, Value) {
+    let sent = delivery.traceparent.clone().expect("a traceparent");
+    let parts: Vec<&str> = sent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{sent}");
+    let (trace, span) = (parts[1], parts[2]);
+    let spans = collector.wait_for("the attempt's span", |spans| {
+        spans.iter().any(|one| one["span_id"] == span)
+            && (change.is_empty() || !in_trace(spans, change).is_empty())
+    });
+    let attempt = spans
+        .iter()
+        .find(|one| one["span_id"] == span)
+        .expect("the attempt")
+        .clone();
+    assert_eq!(attempt["trace_id"], trace);
+    (spans, attempt)
 }
 
 /// `GET {url}` with `key` and, when given, a `traceparent`: the status.
@@ -296,24 +317,8 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
         .expect("POST");
     assert_eq!(pet.status().as_u16(), 201);
     let delivered = receiver.wait_for(Duration::from_secs(20), |received| !received.is_empty());
-    let sent = delivered[0].traceparent.clone().expect("a traceparent");
-    let (attempt_trace, attempt_span) = {
-        let parts: Vec<&str> = sent.split('-').collect();
-        assert_eq!(parts.len(), 4, "{sent}");
-        (parts[1].to_owned(), parts[2].to_owned())
-    };
-    assert_ne!(attempt_trace, changed, "a trace of its own");
-    let spans = collector.wait_for("the attempt's span", |spans| {
-        spans
-            .iter()
-            .any(|span| span["span_id"] == attempt_span.as_str())
-            && !in_trace(spans, changed).is_empty()
-    });
-    let attempt = spans
-        .iter()
-        .find(|span| span["span_id"] == attempt_span.as_str())
-        .expect("the attempt");
-    assert_eq!(attempt["trace_id"], attempt_trace.as_str());
+    let (spans, attempt) = attempt_span(&collector, &delivered[0], changed);
+    assert_ne!(attempt["trace_id"], changed, "a trace of its own");
     assert_eq!(attempt["kind"], CLIENT);
     assert_eq!(attempt["parent_span_id"], "");
     assert_eq!(attempt["attributes"]["http.response.status_code"], 204);
@@ -332,6 +337,30 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
     assert!(
         change.iter().any(|span| span["span_id"] == link["span_id"]),
         "the link names a span of the change: {change:#?}"
+    );
+    // A change in a trace the sampler dropped (the caller's decision, parent-based) leaves
+    // nothing to link to: its attempt, in a trace of its own that is kept, has no link.
+    let dropped = "dddddddddddddddddddddddddddddddd";
+    let pet = agent()
+        .post(format!("{base}/pets"))
+        .header("Authorization", format!("Bearer {key}"))
+        .header("Content-Type", "application/json")
+        .header("traceparent", format!("00-{dropped}-{PARENT}-00"))
+        .send(r#"{"name":"Dropped","categoryId":1}"#)
+        .expect("POST");
+    assert_eq!(pet.status().as_u16(), 201);
+    let delivered = receiver.wait_for(Duration::from_secs(20), |received| {
+        received.iter().any(|one| one.body.contains("Dropped"))
+    });
+    let sent = delivered
+        .iter()
+        .find(|one| one.body.contains("Dropped"))
+        .expect("the dropped trace's delivery");
+    let (spans, attempt) = attempt_span(&collector, sent, "");
+    assert_eq!(attempt["links"], serde_json::json!([]), "{attempt:#}");
+    assert!(
+        in_trace(&spans, dropped).is_empty(),
+        "the caller's decision holds"
     );
     assert!(create_pet(base, &key, "Untraced") > 0);
 
