@@ -24,7 +24,7 @@
 #   scripts/bench.sh --counters-cost [--runs 5] [--duration 10]   (target/bench/counters-cost.md)
 #   scripts/bench.sh --metrics-cost [--duration 10] [--runs 5]
 #   scripts/bench.sh --conditional-cost [--duration 10] [--runs 5]   (target/bench/conditional-cost.md)
-#   scripts/bench.sh --post-against OLD_BIN [--runs 5] [--duration 10]
+#   scripts/bench.sh --creates [--against OLD_BIN] [--runs 5] [--duration 10]   (target/bench/creates.md)
 #   scripts/bench.sh --postgres-topologies [--runs 5] [--duration 10]
 #     (target/bench/postgres-topologies.md)
 #   scripts/bench.sh --patroni [--runs 5] [--duration 10]   (target/bench/patroni.md)
@@ -53,10 +53,11 @@
 # --counters-cost: what the inventory's counters cost creates on PostgreSQL: the same build on
 # three databases, the counters as shipped, in one row per status, and none (the section below).
 #
-# --post-against OLD_BIN: POST /v1/pets on PostgreSQL (1,000 pets to start), this build against
-# another (an earlier commit's petstore, built by the caller), two servers on one database on the
-# same core, runs alternating; reports the median of the paired ratios
-# (target/bench/post-against.md).
+# --creates: POST /v1/pets on PostgreSQL (1,000 pets to start) against pgbench running the
+# create's INSERT ... RETURNING on the same database with as many clients as wrk has
+# connections, round by round; with --against OLD_BIN also another build (an earlier commit's
+# petstore, built by the caller), on the same database and core. Then the instructions per
+# create of each build, counted under callgrind (target/bench/creates.md).
 #
 # --webhooks-cost: POST /v1/store/orders on three servers of the same build, each on a database
 # of its own seeded with available pets: one with no webhook endpoint; one with an endpoint
@@ -118,7 +119,7 @@ COUNTERS_COST=0
 METRICS_COST=0
 CONDITIONAL_COST=0
 REDIS_COST=0
-POST_AGAINST=""
+CREATES=0
 TOPOLOGIES=0
 PATRONI=0
 WEBHOOKS_COST=0
@@ -142,7 +143,7 @@ while [ $# -gt 0 ]; do
     --metrics-cost) METRICS_COST=1; shift ;;
     --conditional-cost) CONDITIONAL_COST=1; shift ;;
     --redis-cost) REDIS_COST=1; shift ;;
-    --post-against) POST_AGAINST=$2; shift 2 ;;
+    --creates) CREATES=1; shift ;;
     --postgres-topologies) TOPOLOGIES=1; shift ;;
     --patroni) PATRONI=1; shift ;;
     --webhooks-cost) WEBHOOKS_COST=1; shift ;;
@@ -726,36 +727,66 @@ paired() {
   cat "$OUT"
 }
 
-# Creates on PostgreSQL: this build against another, alternating on one database.
-if [ -n "$POST_AGAINST" ]; then
+# Creates on PostgreSQL (--creates): this build against pgbench writing the same row, and
+# against another build with --against; then each build's instructions per create.
+if [ "$CREATES" = 1 ]; then
   reachable 5432 || { echo "bench: PostgreSQL is unreachable" >&2; exit 1; }
-  PG_DB=petstore_bench_$$_post
+  PG_DB=petstore_bench_$$_creates
   psql -q "$PG_ADMIN" -c "CREATE DATABASE $PG_DB" >/dev/null
   url=${PG_ADMIN%%\?*}
   url=${url%/*}/$PG_DB${PG_PARAMS:+?$PG_PARAMS}
   seed postgres "$url" 1000
   auth=(-H "Authorization: Bearer $(bench_key "$url")")
   serve=(--database-url "$url" serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false)
-  start_server post-old env RUST_LOG=warn "$POST_AGAINST" "${serve[@]}"
-  old_pid=$SERVER_PID old_url=$BASE
-  start_server post-new env RUST_LOG=warn "$BIN" "${serve[@]}"
-  new_pid=$SERVER_PID new_url=$BASE
-  ratios=() old=() new=()
+  # What a create writes, as one statement in autocommit: the database's own speed for it.
+  echo "INSERT INTO pets (name, category_id, status, created_at) VALUES ('bench pet', 3, 'available', 1700000000) RETURNING id;" >"$WORK/create.sql"
+  start_server creates-this env RUST_LOG=warn "$BIN" "${serve[@]}"
+  this_pid=$SERVER_PID this_url=$BASE
+  pids=("$this_pid")
+  if [ -n "$AGAINST" ]; then
+    start_server creates-other env RUST_LOG=warn "$AGAINST" "${serve[@]}"
+    other_pid=$SERVER_PID other_url=$BASE
+    pids+=("$other_pid")
+  fi
+  post_once() { wrk_once "${auth[@]}" -s scripts/bench/post.lua "$1/v1/pets" | rps_of; }
+  tps=() this=() other=() of_pgbench=() of_other=()
   for _ in $(seq 1 "$RUNS"); do
-    old+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$old_url/v1/pets" | rps_of)")
-    new+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$new_url/v1/pets" | rps_of)")
-    ratios+=("$(awk -v a="${new[-1]}" -v b="${old[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    echo "bench: other build ${old[-1]} req/s, this build ${new[-1]} req/s" >&2
+    tps+=("$(taskset -c "$LOAD_CPU" pgbench -n -M prepared -c "$CONNS" -j 1 -T "$DURATION" \
+      -f "$WORK/create.sql" "$url" 2>/dev/null | awk '/^tps/ { print $3 }')")
+    [ -n "$AGAINST" ] && other+=("$(post_once "$other_url")")
+    this+=("$(post_once "$this_url")")
+    of_pgbench+=("$(awk -v a="${this[-1]}" -v b="${tps[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    [ -n "$AGAINST" ] && of_other+=("$(awk -v a="${this[-1]}" -v b="${other[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+    echo "bench: pgbench ${tps[-1]} tps${AGAINST:+, other build ${other[-1]:-} req/s}, this build ${this[-1]} req/s" >&2
   done
-  kill -TERM "$old_pid" "$new_pid"; wait "$old_pid" "$new_pid" 2>/dev/null || true
+  kill -TERM "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true
   SERVER_PID=""
-  OUT=${OUT%/*}/post-against.md
+  # Then counted: the server's user-space instructions per create.
+  install_missing valgrind valgrind
+  install_missing ab apache2-utils
+  echo '{"name":"bench pet","categoryId":3,"status":"available"}' >"$WORK/pet.json"
+  post=(-p "$WORK/pet.json" -T application/json "${auth[@]}")
+  count create-this /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}"
+  ir_this=$IR ir_other=""
+  if [ -n "$AGAINST" ]; then
+    count create-other /v1/pets "${post[@]}" -- "$AGAINST" "${serve[@]}"
+    ir_other=$IR
+  fi
+  med() { printf '%s\n' "$@" | median; }
+  spread() { printf '%s\n' "$@" | sort -g | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f-%.2f", lo, hi }'; }
+  OUT=${OUT%/*}/creates.md
   {
-    echo "POST /v1/pets, PostgreSQL ($PG_PARAMS), 1,000 pets to start, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS alternating runs of ${DURATION}s; this build $(git rev-parse --short HEAD 2>/dev/null || echo unknown) against $POST_AGAINST."
+    echo "POST /v1/pets on PostgreSQL ($PG_PARAMS), 1,000 pets to start, 1 worker on CPU $SERVER_CPU; wrk, and pgbench running the create's INSERT ... RETURNING (prepared, autocommit), on CPU $LOAD_CPU with $CONNS connections each; $RUNS rounds of ${DURATION}s; this build $(git rev-parse --short HEAD 2>/dev/null || echo unknown)${AGAINST:+ against $AGAINST}. Ratios: medians of each round's own (and their spread); instructions: the server's, user space, per create, under callgrind."
     echo
-    echo "| Other build (median req/s) | This build (median req/s) | This / other (median of pairs) |"
-    echo "|---|---|---|"
-    echo "| $(printf '%s\n' "${old[@]}" | median) | $(printf '%s\n' "${new[@]}" | median) | $(printf '%s\n' "${ratios[@]}" | median) |"
+    if [ -n "$AGAINST" ]; then
+      echo "| pgbench tps | Other build req/s | This build req/s | This / pgbench | This / other | Instructions: other | Instructions: this |"
+      echo "|---|---|---|---|---|---|---|"
+      echo "| $(med "${tps[@]}") | $(med "${other[@]}") | $(med "${this[@]}") | $(med "${of_pgbench[@]}") ($(spread "${of_pgbench[@]}")) | $(med "${of_other[@]}") ($(spread "${of_other[@]}")) | $ir_other | $ir_this |"
+    else
+      echo "| pgbench tps | This build req/s | This / pgbench | Instructions per create |"
+      echo "|---|---|---|---|"
+      echo "| $(med "${tps[@]}") | $(med "${this[@]}") | $(med "${of_pgbench[@]}") ($(spread "${of_pgbench[@]}")) | $ir_this |"
+    fi
   } >"$OUT"
   cat "$OUT"
   exit 0

@@ -147,6 +147,50 @@ macro_rules! on_postgres {
     };
 }
 
+/// [`run!`] for a statement only PostgreSQL has ([`Both`]), on a connection that must be
+/// PostgreSQL's: any other is a bug in the caller, reported as a query that could not be built.
+#[cfg(feature = "postgres")]
+macro_rules! run_on_postgres {
+    ($conn:expr, $method:ident, $query:expr) => {
+        match $conn {
+            $crate::conn::Conn::Postgres { conn, .. } => {
+                let mut shared: &diesel_async::AsyncPgConnection = conn;
+                on_postgres!($method, $query, &mut shared)
+            }
+            // Unreachable when PostgreSQL is the only backend built.
+            #[allow(unreachable_patterns)]
+            _ => Err(diesel::result::Error::QueryBuilderError(
+                "BUG: a PostgreSQL statement run on another backend".into(),
+            )),
+        }
+    };
+}
+
+/// Two statements run as one, `WITH first AS (a) b`: PostgreSQL's data-modifying `WITH`, which
+/// runs both in one round trip and atomically (in autocommit, one implicit transaction). Each
+/// sees the database as it was before the statement, not the other's rows: for writes that do
+/// not read each other (a pet and its event's deliveries).
+#[cfg(feature = "postgres")]
+#[derive(Debug, Clone, Copy, diesel::query_builder::QueryId)]
+pub(crate) struct Both<A, B>(pub(crate) A, pub(crate) B);
+
+#[cfg(feature = "postgres")]
+impl<A, B> diesel::query_builder::QueryFragment<diesel::pg::Pg> for Both<A, B>
+where
+    A: diesel::query_builder::QueryFragment<diesel::pg::Pg>,
+    B: diesel::query_builder::QueryFragment<diesel::pg::Pg>,
+{
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql("WITH first AS (");
+        self.0.walk_ast(out.reborrow())?;
+        out.push_sql(") ");
+        self.1.walk_ast(out.reborrow())
+    }
+}
+
 /// [`run!`] for a statement with `RETURNING` (`$query`: an insert, or an update, that answers
 /// its row): as it is on SQLite and PostgreSQL; on MySQL and MariaDB, which have no
 /// `RETURNING`, `$mysql`, an expression over `$c` (the MySQL connection, `&mut &mut

@@ -263,8 +263,61 @@ async fn data_survives_reopening_the_store(db: &TestDatabase) {
     );
 }
 
+/// A pet and its event's deliveries are written together or not at all (on PostgreSQL one
+/// statement writes both): a delivery the database refuses leaves no pet, and the next create
+/// is stored whole, its event delivered under its own id.
+async fn a_pet_and_its_event_are_written_together_or_not_at_all(db: &TestDatabase) {
+    use petstore_domain::WebhookRepository;
+    use petstore_domain::webhook::{EndpointOwner, EndpointSpec, EndpointUrl, EventSet, UrlPolicy};
+    let store = db.store().await;
+    let spec = EndpointSpec {
+        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
+        events: EventSet::ALL,
+        description: String::new(),
+    };
+    let written = store
+        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
+        .await
+        .expect("create");
+    let (endpoint, _) = written.done().expect("created");
+    let postgres = db.url().starts_with("postgres");
+    db.execute(if postgres {
+        "ALTER TABLE webhook_deliveries ADD CONSTRAINT refused CHECK (event_id = '') NOT VALID"
+    } else {
+        "CREATE TRIGGER refused BEFORE INSERT ON webhook_deliveries \
+         BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    });
+    let refused = store.create_pet(&draft("Rex", PetStatus::Available)).await;
+    assert!(refused.is_err(), "{refused:?}");
+    assert_eq!(
+        walk(&store, 10, None).await,
+        Vec::<i64>::new(),
+        "no pet kept"
+    );
+
+    db.execute(if postgres {
+        "ALTER TABLE webhook_deliveries DROP CONSTRAINT refused"
+    } else {
+        "DROP TRIGGER refused"
+    });
+    let pet = add(&store, "Tom", PetStatus::Available).await;
+    assert_eq!(walk(&store, 10, None).await, [pet.id]);
+    assert_eq!(store.find_pet(pet.id).await.expect("find"), Some(pet));
+    let first = PageRequest {
+        limit: Limit::new(10).expect("valid limit"),
+        after: None,
+    };
+    let deliveries = store
+        .list_webhook_deliveries(endpoint.id, EndpointOwner::Operator, first)
+        .await
+        .expect("list")
+        .expect("the endpoint's");
+    assert_eq!(deliveries.items.len(), 1, "{deliveries:?}");
+}
+
 for_each_backend!(
     a_pet_stored_with_an_unknown_status_is_reported_as_corrupt,
+    a_pet_and_its_event_are_written_together_or_not_at_all,
     concurrent_creates_from_threads_with_pools_of_their_own_all_commit,
     keys_are_stored_only_as_hashes,
     migrating_twice_applies_nothing_the_second_time,

@@ -10,7 +10,7 @@ use diesel::sql_types::{BigInt, Text};
 #[cfg(feature = "sqlite")]
 use diesel::sqlite::{Sqlite, SqliteValue};
 use petstore_domain::webhook::NewEvent;
-use petstore_domain::{CreatePet, Page, Pet, PetDraft, PetListQuery, PetStatus, StoredResponse};
+use petstore_domain::{CreatePet, Page, Pet, PetListQuery, PetStatus, StoredResponse};
 
 use super::{Now, Result, columns, overfetch};
 use crate::StoreError;
@@ -18,7 +18,8 @@ use crate::conn::Conn;
 use crate::schema::pets;
 
 /// Inserts one pet.
-async fn insert_pet(conn: &mut Conn<'_>, pet: &PetDraft, now: Now) -> Result<Pet> {
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
+async fn insert_pet(conn: &mut Conn<'_>, pet: &petstore_domain::PetDraft, now: Now) -> Result<Pet> {
     let insert = diesel::insert_into(pets::table).values((
         pets::name.eq(pet.name()),
         pets::category_id.eq(pet.category_id()),
@@ -139,6 +140,7 @@ fn read_error(error: DieselError) -> StoreError {
 /// Inserts `pet`, records its `pet.created` event (`webhooks::record`) and, when it carries an
 /// idempotency completion, completes the claim with the pet's response: all or nothing (the
 /// caller runs this in a transaction or savepoint).
+#[cfg(any(feature = "sqlite", feature = "mysql"))]
 pub(crate) async fn insert_completing(
     mut conn: Conn<'_>,
     pet: &CreatePet,
@@ -157,12 +159,72 @@ pub(crate) async fn insert_completing(
 }
 
 /// Creates `pet` on its own, in a transaction with its event (and its idempotency claim's
-/// completion). (SQLite's writer creates pets in batches, its own way.)
-#[cfg(any(feature = "postgres", feature = "mysql"))]
+/// completion): MariaDB's and MySQL's way, which have no data-modifying `WITH`. (SQLite's
+/// writer creates pets in batches, its own way; PostgreSQL's is [`create_in_one_statement`].)
+#[cfg(feature = "mysql")]
 pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet, now: Now) -> Result<Pet> {
     conn.begin().await?;
     let created = insert_completing(conn.reborrow(), &pet, now).await;
     conn.finish(created).await
+}
+
+#[cfg(feature = "postgres")]
+diesel::define_sql_function! {
+    /// PostgreSQL's `nextval`: the sequence's next value, never given again. (Written with
+    /// Diesel's functions, not `sql_query` or a literal, so that the statement is kept
+    /// prepared: Diesel prepares those anew on every call.)
+    fn nextval(sequence: Text) -> BigInt;
+}
+
+#[cfg(feature = "postgres")]
+diesel::define_sql_function! {
+    /// PostgreSQL's `pg_get_serial_sequence`: the sequence behind a table's identity column.
+    fn pg_get_serial_sequence(table: Text, column: Text) -> Text;
+}
+
+/// Creates `pet` on PostgreSQL in two round trips, with no transaction of its own: the pet's id
+/// is drawn from its sequence first, so that its event (whose body is the pet) is known before
+/// anything is written; then one statement writes the pet and its event's deliveries
+/// (`webhooks::record_with`), atomically. With an idempotency completion, the claim is
+/// completed first, in a transaction with that statement. (Drawn ids are never given back, as
+/// with the column's own default: a failed create leaves a gap, as a rolled-back insert does.)
+#[cfg(feature = "postgres")]
+pub(crate) async fn create_in_one_statement(
+    mut conn: Conn<'_>,
+    pet: CreatePet,
+    now: Now,
+) -> Result<Pet> {
+    let next = diesel::select(nextval(pg_get_serial_sequence("pets", "id")));
+    let id: i64 = run_on_postgres!(&mut conn, get_result, next)?;
+    let CreatePet {
+        draft,
+        completion,
+        creator,
+    } = pet;
+    let created = draft.into_pet(id);
+    let insert = diesel::insert_into(pets::table).values((
+        pets::id.eq(created.id),
+        pets::name.eq(created.name.as_str()),
+        pets::category_id.eq(created.category_id),
+        pets::status.eq(created.status.as_str()),
+        pets::created_at.eq(now.unix()),
+    ));
+    let event = NewEvent::pet_created(now.at, &created, creator).in_trace(now.trace);
+    let Some(completion) = completion else {
+        super::webhooks::record_with(&mut conn, insert, &event, now).await?;
+        return Ok(created);
+    };
+    conn.begin().await?;
+    let written = async {
+        let response = StoredResponse::created(&created, &completion.base);
+        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
+            return Err(StoreError::ClaimLost);
+        }
+        super::webhooks::record_with(&mut conn, insert, &event, now).await
+    }
+    .await;
+    conn.finish(written).await?;
+    Ok(created)
 }
 
 /// The pet with this id, if any.

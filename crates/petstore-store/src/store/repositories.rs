@@ -28,7 +28,7 @@ impl PetRepository for Store {
             Db::Sqlite(db) => db.create_pet(pet, now).await?,
             #[cfg(feature = "postgres")]
             Db::Postgres(db) => {
-                db.call(move |conn| Box::pin(pets::create(conn, pet, now)))
+                db.call(move |conn| Box::pin(pets::create_in_one_statement(conn, pet, now)))
                     .await?
             }
             #[cfg(feature = "mysql")]

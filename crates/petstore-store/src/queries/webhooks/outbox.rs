@@ -13,6 +13,8 @@ use petstore_domain::webhook::{
 
 use super::stored::{OPERATORS, events_pattern, owner_id, owner_of};
 use super::{DeliveryRow, EndpointRow, failed};
+#[cfg(feature = "postgres")]
+use crate::conn::Both;
 use crate::conn::Conn;
 use crate::queries::{Now, Result, columns};
 use crate::schema::{webhook_deliveries, webhook_endpoints};
@@ -35,52 +37,75 @@ pub(crate) fn event_id() -> Result<String> {
     Ok(id)
 }
 
-/// Records `event` in the transaction of the change that produced it: a pending delivery for
-/// each enabled endpoint subscribed to its type that is its key's (while the key works) or the
-/// operators'. One statement (`INSERT ... SELECT`), which writes nothing when no endpoint
-/// wants the event.
+/// The statement that records `$event` (a `&NewEvent`) at `$now` ([`Now`]): an
+/// `INSERT ... SELECT` of a pending delivery, under a new event id, for each enabled endpoint
+/// subscribed to its type that is its key's (while the key works) or the operators'. It writes
+/// nothing when no endpoint wants the event.
+macro_rules! deliveries_of {
+    ($event:expr, $now:expr) => {{
+        let event: &NewEvent = $event;
+        let now = $now.unix();
+        let trace = event.trace.map(|trace| trace.to_string());
+        let endpoints = webhook_endpoints::table
+            .filter(sendable!(now))
+            .filter(webhook_endpoints::events.like(events_pattern(event.kind)))
+            .filter(
+                webhook_endpoints::owner_key_id
+                    .eq(OPERATORS)
+                    .or(webhook_endpoints::owner_key_id.eq(event.owner.unwrap_or(OPERATORS))),
+            )
+            .select((
+                webhook_endpoints::id,
+                event_id()?.into_sql::<Text>(),
+                event.kind.as_str().into_sql::<Text>(),
+                event.body.as_str().into_sql::<Text>(),
+                DeliveryState::Pending.as_str().into_sql::<Text>(),
+                0.into_sql::<diesel::sql_types::Integer>(),
+                0.into_sql::<diesel::sql_types::Integer>(),
+                now.into_sql::<BigInt>(),
+                0_i64.into_sql::<BigInt>(),
+                0_i64.into_sql::<BigInt>(),
+                now.into_sql::<BigInt>(),
+                trace.into_sql::<Nullable<Text>>(),
+            ));
+        diesel::insert_into(webhook_deliveries::table)
+            .values(endpoints)
+            .into_columns((
+                webhook_deliveries::endpoint_id,
+                webhook_deliveries::event_id,
+                webhook_deliveries::event_type,
+                webhook_deliveries::body,
+                webhook_deliveries::state,
+                webhook_deliveries::attempts,
+                webhook_deliveries::tries,
+                webhook_deliveries::next_attempt_at,
+                webhook_deliveries::lease_token,
+                webhook_deliveries::lease_until,
+                webhook_deliveries::created_at,
+                webhook_deliveries::trace_context,
+            ))
+    }};
+}
+
+/// Records `event` ([`deliveries_of!`]) in the transaction of the change that produced it.
 pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent, now: Now) -> Result<()> {
-    let (id, now) = (event_id()?, now.unix());
-    let trace = event.trace.map(|trace| trace.to_string());
-    let endpoints = webhook_endpoints::table
-        .filter(sendable!(now))
-        .filter(webhook_endpoints::events.like(events_pattern(event.kind)))
-        .filter(
-            webhook_endpoints::owner_key_id
-                .eq(OPERATORS)
-                .or(webhook_endpoints::owner_key_id.eq(event.owner.unwrap_or(OPERATORS))),
-        )
-        .select((
-            webhook_endpoints::id,
-            id.into_sql::<Text>(),
-            event.kind.as_str().into_sql::<Text>(),
-            event.body.as_str().into_sql::<Text>(),
-            DeliveryState::Pending.as_str().into_sql::<Text>(),
-            0.into_sql::<diesel::sql_types::Integer>(),
-            0.into_sql::<diesel::sql_types::Integer>(),
-            now.into_sql::<BigInt>(),
-            0_i64.into_sql::<BigInt>(),
-            0_i64.into_sql::<BigInt>(),
-            now.into_sql::<BigInt>(),
-            trace.into_sql::<Nullable<Text>>(),
-        ));
-    let insert = diesel::insert_into(webhook_deliveries::table)
-        .values(endpoints)
-        .into_columns((
-            webhook_deliveries::endpoint_id,
-            webhook_deliveries::event_id,
-            webhook_deliveries::event_type,
-            webhook_deliveries::body,
-            webhook_deliveries::state,
-            webhook_deliveries::attempts,
-            webhook_deliveries::tries,
-            webhook_deliveries::next_attempt_at,
-            webhook_deliveries::lease_token,
-            webhook_deliveries::lease_until,
-            webhook_deliveries::created_at,
-            webhook_deliveries::trace_context,
-        ));
-    run!(conn, execute, insert)?;
+    run!(conn, execute, deliveries_of!(event, now))?;
+    Ok(())
+}
+
+/// Runs `change`, a write, and records `event` with it in one statement on PostgreSQL (a
+/// data-modifying `WITH`, [`Both`]): one round trip, atomic without a transaction of its own.
+#[cfg(feature = "postgres")]
+pub(crate) async fn record_with<C>(
+    conn: &mut Conn<'_>,
+    change: C,
+    event: &NewEvent,
+    now: Now,
+) -> Result<()>
+where
+    C: diesel::query_builder::QueryFragment<diesel::pg::Pg> + diesel::query_builder::QueryId + Send,
+{
+    run_on_postgres!(conn, execute, Both(change, deliveries_of!(event, now)))?;
     Ok(())
 }
 
