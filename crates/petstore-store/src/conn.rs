@@ -147,7 +147,7 @@ macro_rules! on_postgres {
     };
 }
 
-/// [`run!`] for a statement only PostgreSQL has ([`Both`]), on a connection that must be
+/// [`run!`] for a statement only PostgreSQL has ([`Then`]), on a connection that must be
 /// PostgreSQL's: any other is a bug in the caller, reported as a query that could not be built.
 #[cfg(feature = "postgres")]
 macro_rules! run_on_postgres {
@@ -166,16 +166,21 @@ macro_rules! run_on_postgres {
     };
 }
 
-/// Two statements run as one, `WITH first AS (a) b`: PostgreSQL's data-modifying `WITH`, which
-/// runs both in one round trip and atomically (in autocommit, one implicit transaction). Each
-/// sees the database as it was before the statement, not the other's rows: for writes that do
-/// not read each other (a pet and its event's deliveries).
+/// Two writes run as one statement, `WITH first AS (a), second AS (b) SELECT id FROM first`:
+/// PostgreSQL's data-modifying `WITH`, in one round trip and atomically (in autocommit, one
+/// implicit transaction). `a` writes a row and returns its `id` (`RETURNING id`); `b` may read
+/// that id ([`FirstId`]); the statement answers it. Neither sees the other's rows otherwise.
 #[cfg(feature = "postgres")]
 #[derive(Debug, Clone, Copy, diesel::query_builder::QueryId)]
-pub(crate) struct Both<A, B>(pub(crate) A, pub(crate) B);
+pub(crate) struct Then<A, B>(pub(crate) A, pub(crate) B);
 
 #[cfg(feature = "postgres")]
-impl<A, B> diesel::query_builder::QueryFragment<diesel::pg::Pg> for Both<A, B>
+impl<A, B> diesel::query_builder::Query for Then<A, B> {
+    type SqlType = diesel::sql_types::BigInt;
+}
+
+#[cfg(feature = "postgres")]
+impl<A, B> diesel::query_builder::QueryFragment<diesel::pg::Pg> for Then<A, B>
 where
     A: diesel::query_builder::QueryFragment<diesel::pg::Pg>,
     B: diesel::query_builder::QueryFragment<diesel::pg::Pg>,
@@ -186,8 +191,37 @@ where
     ) -> QueryResult<()> {
         out.push_sql("WITH first AS (");
         self.0.walk_ast(out.reborrow())?;
-        out.push_sql(") ");
-        self.1.walk_ast(out.reborrow())
+        out.push_sql("), second AS (");
+        self.1.walk_ast(out.reborrow())?;
+        out.push_sql(") SELECT id FROM first");
+        Ok(())
+    }
+}
+
+/// In the second write of a [`Then`], the id of the row the first wrote, as text.
+#[cfg(feature = "postgres")]
+#[derive(Debug, Clone, Copy, diesel::query_builder::QueryId, diesel::expression::ValidGrouping)]
+pub(crate) struct FirstId;
+
+#[cfg(feature = "postgres")]
+impl diesel::Expression for FirstId {
+    type SqlType = diesel::sql_types::Text;
+}
+
+#[cfg(feature = "postgres")]
+impl<QS> diesel::AppearsOnTable<QS> for FirstId {}
+
+#[cfg(feature = "postgres")]
+impl<QS> diesel::SelectableExpression<QS> for FirstId {}
+
+#[cfg(feature = "postgres")]
+impl diesel::query_builder::QueryFragment<diesel::pg::Pg> for FirstId {
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, diesel::pg::Pg>,
+    ) -> QueryResult<()> {
+        out.push_sql("(SELECT id::text FROM first)");
+        Ok(())
     }
 }
 

@@ -177,6 +177,45 @@ impl NewEvent {
     }
 }
 
+/// An event's body with its resource's id left out, for a resource that the database numbers
+/// as it writes it: the body is `before`, the id in decimal, then `after`. A pet and its
+/// `pet.created` deliveries are written in one statement so (PostgreSQL's storage), the
+/// database joining the parts around the id it gives the pet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyAroundId {
+    /// Everything before the id: the event's type and time, and `"data":{"id":`.
+    pub before: String,
+    /// Everything after it: the rest of the resource, and the body's end.
+    pub after: String,
+}
+
+impl BodyAroundId {
+    /// The `pet.created` body of `pet` (whose id is ignored) `at`, around its id: joined around
+    /// an id, what [`NewEvent::pet_created`] makes of the pet under that id. `None` only if
+    /// the body's shape changed so that the resource is no longer its last member, with its id
+    /// first (a test holds it there).
+    pub fn pet_created(at: SystemTime, pet: &Pet) -> Option<Self> {
+        let pet = Pet {
+            id: 0,
+            ..pet.clone()
+        };
+        let body = event_body(EventType::PetCreated, at, &pet);
+        let data = serde_json::to_string(&pet).ok()?;
+        // `data` is the body's last member: the body ends with it and its closing brace.
+        let before = body.strip_suffix('}')?.strip_suffix(data.as_str())?;
+        let after = data.strip_prefix(r#"{"id":0"#)?;
+        Some(Self {
+            before: format!(r#"{before}{{"id":"#),
+            after: format!("{after}}}"),
+        })
+    }
+
+    /// The body, joined around `id`.
+    pub fn with_id(&self, id: i64) -> String {
+        format!("{}{id}{}", self.before, self.after)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, UNIX_EPOCH};
@@ -197,6 +236,30 @@ mod tests {
         assert!(serde_json::from_str::<EventSet>(r#"["order.shipped"]"#).is_err());
         assert_eq!(EventSet::ALL.iter().count(), EventType::ALL.len());
         assert!(set.contains(EventType::OrderPlaced) && !set.contains(EventType::OrderApproved));
+    }
+
+    #[test]
+    fn a_body_around_an_id_is_the_body_of_the_pet_under_that_id() {
+        use crate::pet::PetStatus;
+        let at = UNIX_EPOCH + Duration::from_millis(1_795_000_000_123);
+        // Names that look like the parts a body is cut at, or like the id.
+        for name in ["Rex", r#"{"id":0"#, r#""data":{"id":0}"#, "0}", "}\"\\"] {
+            let pet = Pet {
+                id: 0,
+                name: name.to_owned(),
+                category_id: 7,
+                status: PetStatus::Pending,
+            };
+            let around = BodyAroundId::pet_created(at, &pet).expect("the body's shape");
+            for id in [1, 42, i64::MAX] {
+                let numbered = Pet { id, ..pet.clone() };
+                assert_eq!(
+                    around.with_id(id),
+                    NewEvent::pet_created(at, &numbered, None).body,
+                    "{name:?} under {id}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -39,7 +39,7 @@ pub use endpoint::{
     EndpointChanges, EndpointOwner, EndpointSpec, EndpointUpdate, EndpointWrite, IssuedEndpoint,
     MAX_DESCRIPTION, MAX_ENDPOINTS, NewEndpoint, WebhookEndpoint,
 };
-pub use events::{EventSet, EventType, NewEvent, event_body};
+pub use events::{BodyAroundId, EventSet, EventType, NewEvent, event_body};
 pub use secret::{DEFAULT_GRACE_SECONDS, MAX_GRACE_SECONDS, SigningSecret, grace_until};
 pub use signing::{signature, signed_by};
 pub use target::{ReceiverCheck, ReceiverRefused};

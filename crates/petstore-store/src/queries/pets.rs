@@ -9,8 +9,9 @@ use diesel::result::Error as DieselError;
 use diesel::sql_types::{BigInt, Text};
 #[cfg(feature = "sqlite")]
 use diesel::sqlite::{Sqlite, SqliteValue};
-use petstore_domain::webhook::NewEvent;
-use petstore_domain::{CreatePet, Page, Pet, PetListQuery, PetStatus, StoredResponse};
+#[cfg(feature = "postgres")]
+use petstore_domain::webhook::{BodyAroundId, EventType};
+use petstore_domain::{Completion, CreatePet, Page, Pet, PetListQuery, PetStatus, StoredResponse};
 
 use super::{Now, Result, columns, overfetch};
 use crate::StoreError;
@@ -147,15 +148,13 @@ pub(crate) async fn insert_completing(
     now: Now,
 ) -> Result<Pet> {
     let created = insert_pet(&mut conn, &pet.draft, now).await?;
-    let event = NewEvent::pet_created(now.at, &created, pet.creator).in_trace(now.trace);
+    let event = petstore_domain::webhook::NewEvent::pet_created(now.at, &created, pet.creator)
+        .in_trace(now.trace);
     super::webhooks::record(&mut conn, &event, now).await?;
-    if let Some(completion) = &pet.completion {
-        let response = StoredResponse::created(&created, &completion.base);
-        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
-            return Err(StoreError::ClaimLost);
-        }
+    match &pet.completion {
+        Some(completion) => complete(conn, created, completion).await,
+        None => Ok(created),
     }
-    Ok(created)
 }
 
 /// Creates `pet` on its own, in a transaction with its event (and its idempotency claim's
@@ -168,62 +167,54 @@ pub(crate) async fn create(mut conn: Conn<'_>, pet: CreatePet, now: Now) -> Resu
     conn.finish(created).await
 }
 
-#[cfg(feature = "postgres")]
-diesel::define_sql_function! {
-    /// PostgreSQL's `nextval`: the sequence's next value, never given again. (Written with
-    /// Diesel's functions, not `sql_query` or a literal, so that the statement is kept
-    /// prepared: Diesel prepares those anew on every call.)
-    fn nextval(sequence: Text) -> BigInt;
-}
-
-#[cfg(feature = "postgres")]
-diesel::define_sql_function! {
-    /// PostgreSQL's `pg_get_serial_sequence`: the sequence behind a table's identity column.
-    fn pg_get_serial_sequence(table: Text, column: Text) -> Text;
-}
-
-/// Creates `pet` on PostgreSQL in two round trips, with no transaction of its own: the pet's id
-/// is drawn from its sequence first, so that its event (whose body is the pet) is known before
-/// anything is written; then one statement writes the pet and its event's deliveries
-/// (`webhooks::record_with`), atomically. With an idempotency completion, the claim is
-/// completed first, in a transaction with that statement. (Drawn ids are never given back, as
-/// with the column's own default: a failed create leaves a gap, as a rolled-back insert does.)
+/// Creates `pet` on PostgreSQL in one statement, with no transaction of its own: the pet and its
+/// `pet.created` deliveries, whose body the database completes with the id it gives the pet
+/// (`webhooks::insert_with_event`). With an idempotency completion, which needs the pet's id,
+/// that statement and the completion are a transaction.
 #[cfg(feature = "postgres")]
 pub(crate) async fn create_in_one_statement(
     mut conn: Conn<'_>,
     pet: CreatePet,
     now: Now,
 ) -> Result<Pet> {
-    let next = diesel::select(nextval(pg_get_serial_sequence("pets", "id")));
-    let id: i64 = run_on_postgres!(&mut conn, get_result, next)?;
     let CreatePet {
         draft,
         completion,
         creator,
     } = pet;
-    let created = draft.into_pet(id);
-    let insert = diesel::insert_into(pets::table).values((
-        pets::id.eq(created.id),
-        pets::name.eq(created.name.as_str()),
-        pets::category_id.eq(created.category_id),
-        pets::status.eq(created.status.as_str()),
-        pets::created_at.eq(now.unix()),
-    ));
-    let event = NewEvent::pet_created(now.at, &created, creator).in_trace(now.trace);
+    let unnumbered = draft.into_pet(0);
+    let insert = diesel::insert_into(pets::table)
+        .values((
+            pets::name.eq(unnumbered.name.as_str()),
+            pets::category_id.eq(unnumbered.category_id),
+            pets::status.eq(unnumbered.status.as_str()),
+            pets::created_at.eq(now.unix()),
+        ))
+        .returning(pets::id);
+    let body = BodyAroundId::pet_created(now.at, &unnumbered).ok_or_else(|| {
+        StoreError::Config("BUG: a pet.created body with no place for the id".into())
+    })?;
+    let event = (EventType::PetCreated, creator, now.trace);
     let Some(completion) = completion else {
-        super::webhooks::record_with(&mut conn, insert, &event, now).await?;
-        return Ok(created);
+        let id = super::webhooks::insert_with_event(&mut conn, insert, event, &body, now).await?;
+        return Ok(Pet { id, ..unnumbered });
     };
     conn.begin().await?;
-    let written = async {
-        let response = StoredResponse::created(&created, &completion.base);
-        if !super::idempotency::complete(conn.reborrow(), &completion.claim, &response).await? {
-            return Err(StoreError::ClaimLost);
-        }
-        super::webhooks::record_with(&mut conn, insert, &event, now).await
+    let written =
+        match super::webhooks::insert_with_event(&mut conn, insert, event, &body, now).await {
+            Ok(id) => complete(conn.reborrow(), Pet { id, ..unnumbered }, &completion).await,
+            Err(error) => Err(error),
+        };
+    conn.finish(written).await
+}
+
+/// Completes `completion`'s claim with the response for `created`, in the transaction that
+/// wrote it: [`StoreError::ClaimLost`] when the claim no longer holds.
+async fn complete(conn: Conn<'_>, created: Pet, completion: &Completion) -> Result<Pet> {
+    let response = StoredResponse::created(&created, &completion.base);
+    if !super::idempotency::complete(conn, &completion.claim, &response).await? {
+        return Err(StoreError::ClaimLost);
     }
-    .await;
-    conn.finish(written).await?;
     Ok(created)
 }
 

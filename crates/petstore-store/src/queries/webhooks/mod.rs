@@ -70,7 +70,7 @@ pub(crate) use attempts::record_attempt;
 pub(crate) use deliveries::{find_delivery, list_deliveries, redeliver};
 pub(crate) use endpoints::{create, delete, find, list, random_secret, rotate, update};
 #[cfg(feature = "postgres")]
-pub(crate) use outbox::record_with;
+pub(crate) use outbox::insert_with_event;
 pub(crate) use outbox::{PRUNE_BATCH, backlog, claim, prune_batch, record};
 
 #[derive(Queryable, Selectable)]

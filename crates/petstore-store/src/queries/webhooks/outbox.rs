@@ -8,14 +8,15 @@ use diesel::prelude::*;
 use diesel::sql_types::{BigInt, Nullable, Text};
 use petstore_domain::TraceParent;
 use petstore_domain::webhook::{
-    Backlog, DeliveryClaim, DeliveryState, DueDelivery, EndpointOwner, NewEvent, take_in_turn,
+    Backlog, DeliveryClaim, DeliveryState, DueDelivery, EndpointOwner, EventType, NewEvent,
+    take_in_turn,
 };
 
 use super::stored::{OPERATORS, events_pattern, owner_id, owner_of};
 use super::{DeliveryRow, EndpointRow, failed};
-#[cfg(feature = "postgres")]
-use crate::conn::Both;
 use crate::conn::Conn;
+#[cfg(feature = "postgres")]
+use crate::conn::{FirstId, Then};
 use crate::queries::{Now, Result, columns};
 use crate::schema::{webhook_deliveries, webhook_endpoints};
 
@@ -37,28 +38,28 @@ pub(crate) fn event_id() -> Result<String> {
     Ok(id)
 }
 
-/// The statement that records `$event` (a `&NewEvent`) at `$now` ([`Now`]): an
-/// `INSERT ... SELECT` of a pending delivery, under a new event id, for each enabled endpoint
-/// subscribed to its type that is its key's (while the key works) or the operators'. It writes
-/// nothing when no endpoint wants the event.
+/// The statement that records an event: an `INSERT ... SELECT` of a pending delivery, under a
+/// new event id, for each enabled endpoint subscribed to its type (`$kind`) that is its owner's
+/// (`$owner`, a key's id, while the key works) or the operators'. `$body` is the body's SQL
+/// expression, `$trace` the trace it was made in, `$now` the call's [`Now`]. It writes nothing
+/// when no endpoint wants the event.
 macro_rules! deliveries_of {
-    ($event:expr, $now:expr) => {{
-        let event: &NewEvent = $event;
-        let now = $now.unix();
-        let trace = event.trace.map(|trace| trace.to_string());
+    ($kind:expr, $owner:expr, $trace:expr, $body:expr, $now:expr) => {{
+        let (kind, owner, now): (EventType, Option<i64>, i64) = ($kind, $owner, $now.unix());
+        let trace = $trace.map(|trace: TraceParent| trace.to_string());
         let endpoints = webhook_endpoints::table
             .filter(sendable!(now))
-            .filter(webhook_endpoints::events.like(events_pattern(event.kind)))
+            .filter(webhook_endpoints::events.like(events_pattern(kind)))
             .filter(
                 webhook_endpoints::owner_key_id
                     .eq(OPERATORS)
-                    .or(webhook_endpoints::owner_key_id.eq(event.owner.unwrap_or(OPERATORS))),
+                    .or(webhook_endpoints::owner_key_id.eq(owner.unwrap_or(OPERATORS))),
             )
             .select((
                 webhook_endpoints::id,
                 event_id()?.into_sql::<Text>(),
-                event.kind.as_str().into_sql::<Text>(),
-                event.body.as_str().into_sql::<Text>(),
+                kind.as_str().into_sql::<Text>(),
+                $body,
                 DeliveryState::Pending.as_str().into_sql::<Text>(),
                 0.into_sql::<diesel::sql_types::Integer>(),
                 0.into_sql::<diesel::sql_types::Integer>(),
@@ -89,24 +90,37 @@ macro_rules! deliveries_of {
 
 /// Records `event` ([`deliveries_of!`]) in the transaction of the change that produced it.
 pub(crate) async fn record(conn: &mut Conn<'_>, event: &NewEvent, now: Now) -> Result<()> {
-    run!(conn, execute, deliveries_of!(event, now))?;
+    let body = event.body.as_str().into_sql::<Text>();
+    let deliveries = deliveries_of!(event.kind, event.owner, event.trace, body, now);
+    run!(conn, execute, deliveries)?;
     Ok(())
 }
 
-/// Runs `change`, a write, and records `event` with it in one statement on PostgreSQL (a
-/// data-modifying `WITH`, [`Both`]): one round trip, atomic without a transaction of its own.
+/// Runs `insert`, a write of one row that returns its `id`, with the deliveries of its event
+/// (of `kind`, owned by `owner`, made in `trace`), whose body has that id
+/// ([`BodyAroundId`](petstore_domain::webhook::BodyAroundId)),
+/// in one statement on PostgreSQL ([`Then`]): one round trip, atomic without a transaction of
+/// its own. Answers the row's id.
 #[cfg(feature = "postgres")]
-pub(crate) async fn record_with<C>(
+pub(crate) async fn insert_with_event<I>(
     conn: &mut Conn<'_>,
-    change: C,
-    event: &NewEvent,
+    insert: I,
+    (kind, owner, trace): (EventType, Option<i64>, Option<TraceParent>),
+    body: &petstore_domain::webhook::BodyAroundId,
     now: Now,
-) -> Result<()>
+) -> Result<i64>
 where
-    C: diesel::query_builder::QueryFragment<diesel::pg::Pg> + diesel::query_builder::QueryId + Send,
+    I: diesel::query_builder::QueryFragment<diesel::pg::Pg> + diesel::query_builder::QueryId + Send,
 {
-    run_on_postgres!(conn, execute, Both(change, deliveries_of!(event, now)))?;
-    Ok(())
+    let body = (body.before.as_str().into_sql::<Text>())
+        .concat(FirstId)
+        .concat(body.after.as_str());
+    let deliveries = deliveries_of!(kind, owner, trace, body, now);
+    Ok(run_on_postgres!(
+        conn,
+        get_result,
+        Then(insert, deliveries)
+    )?)
 }
 
 /// Claims due deliveries (see the module's documentation).
