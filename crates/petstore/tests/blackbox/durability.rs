@@ -38,14 +38,16 @@ fn create(base: &str, key: &str, idempotency: Option<&str>) -> (u16, Option<Stri
     (response.status().as_u16(), retry_after, body)
 }
 
-/// Sessions of `server` whose insert (a pet's transaction's `COMMIT`) waits for a standby to
-/// confirm its commit.
+/// Sessions of `server` whose create waits for a standby to confirm its commit: a pet's one
+/// statement (`WITH first AS (INSERT ...`: its insert and its deliveries), or an idempotent
+/// create's claim (an `INSERT`) or transaction's `COMMIT`.
 fn inserts_waiting_for_a_standby(server: &PostgresServer) -> usize {
     RawPostgres::connect(&server.url("127.0.0.1", ""))
         .and_then(|watcher| {
             watcher.count(
                 "SELECT count(*) FROM pg_stat_activity \
-                 WHERE wait_event = 'SyncRep' AND (query LIKE 'INSERT%' OR query = 'COMMIT')",
+                 WHERE wait_event = 'SyncRep' \
+                 AND (query LIKE '%INSERT INTO%' OR query = 'COMMIT')",
             )
         })
         .expect("read pg_stat_activity")
