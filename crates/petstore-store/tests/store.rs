@@ -89,6 +89,23 @@ async fn add(store: &Store, name: &str, status: PetStatus) -> Pet {
         .expect("create")
 }
 
+/// A store on `url` whose statements may run (or wait for a lock) a minute, migrated, with a pet
+/// and an order placed for it: for changes given up on while they wait.
+async fn a_placed_order_waiting_long(url: &str) -> (Store, Pet, petstore_domain::Order) {
+    let mut config = StoreConfig::new(url);
+    config.statement_timeout = std::time::Duration::from_secs(60);
+    let store = Store::open(&config).expect("open");
+    store.migrate().await.expect("migrate");
+    let pet = add(&store, "Rex", PetStatus::Available).await;
+    let order = PlaceOrder {
+        pet_id: pet.id,
+        owner: None,
+        completion: None,
+    };
+    let order = store.place_order(&order).await.expect("placed");
+    (store, pet, order)
+}
+
 fn page(limit: u32, after: Option<i64>, status: Option<PetStatus>) -> PetListQuery {
     PetListQuery {
         page: PageRequest {

@@ -27,14 +27,7 @@ async fn a_deadlock_the_database_ends_is_a_conflict_to_retry_not_a_fault() {
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
-    let store = db.store().await;
-    let pet = add(&store, "Rex", PetStatus::Available).await;
-    let order = PlaceOrder {
-        pet_id: pet.id,
-        owner: None,
-        completion: None,
-    };
-    let order = store.place_order(&order).await.expect("placed");
+    let (store, pet, order) = a_placed_order_waiting_long(db.url()).await;
     // Another session holds the pet's row; a cancel locks the order, then waits for the pet.
     // That session then asks for the order: a cycle. Only the store's session looks for
     // deadlocks in time (the other's `deadlock_timeout` is long), so it is the one ended.
@@ -279,17 +272,7 @@ async fn a_change_given_up_on_while_it_waits_frees_the_rows_it_locked_at_once() 
         return;
     };
     // A statement timeout far longer than the test waits: only a cancel frees the rows in time.
-    let mut config = StoreConfig::new(db.url());
-    config.statement_timeout = std::time::Duration::from_secs(60);
-    let store = Store::open(&config).expect("open");
-    store.migrate().await.expect("migrate");
-    let pet = add(&store, "Rex", PetStatus::Available).await;
-    let order = PlaceOrder {
-        pet_id: pet.id,
-        owner: None,
-        completion: None,
-    };
-    let order = store.place_order(&order).await.expect("placed");
+    let (store, pet, order) = a_placed_order_waiting_long(db.url()).await;
     // Another session holds the pet's row: a cancel locks the order, then waits for the pet.
     let holder = RawPostgres::connect(db.url()).expect("connect");
     let pet_lock = format!("SELECT id FROM pets WHERE id = {} FOR UPDATE", pet.id);

@@ -1,15 +1,18 @@
 //! MariaDB's own: changes given up on while they wait, stores migrating together, connections
 //! the server closes.
 
+use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
+use futures_util::future::BoxFuture;
+
 use super::*;
 
-/// A MariaDB session of the test's own, on a thread of its own, that runs `sql` (a transaction
-/// it opens and leaves open: holding rows) and closes when `release` is sent.
-fn mariadb_holder(url: &str, sql: &str) -> std::sync::mpsc::Sender<()> {
-    use diesel_async::{AsyncConnection, AsyncMysqlConnection, SimpleAsyncConnection};
-    let (release, released) = std::sync::mpsc::channel::<()>();
-    let (ready, holding) = std::sync::mpsc::channel::<()>();
-    let (url, sql) = (url.to_owned(), sql.to_owned());
+/// Runs `work` on a MariaDB connection of its own to `url`, on a thread and runtime of its own
+/// (never waiting on the test's): its thread's handle.
+fn on_own_session<T: Send + 'static>(
+    url: &str,
+    work: impl for<'c> FnOnce(&'c mut AsyncMysqlConnection) -> BoxFuture<'c, T> + Send + 'static,
+) -> std::thread::JoinHandle<T> {
+    let url = url.to_owned();
     std::thread::spawn(move || {
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -19,11 +22,25 @@ fn mariadb_holder(url: &str, sql: &str) -> std::sync::mpsc::Sender<()> {
                 let mut conn = AsyncMysqlConnection::establish(&url)
                     .await
                     .expect("connect");
-                conn.batch_execute(&sql).await.expect("hold the rows");
-                ready.send(()).expect("ready");
-                let _ = tokio::task::spawn_blocking(move || released.recv()).await;
-                conn.batch_execute("ROLLBACK").await.expect("release");
-            });
+                work(&mut conn).await
+            })
+    })
+}
+
+/// A MariaDB session of the test's own, on a thread of its own, that runs `sql` (a transaction
+/// it opens and leaves open: holding rows) and closes when `release` is sent.
+fn mariadb_holder(url: &str, sql: &str) -> std::sync::mpsc::Sender<()> {
+    use diesel_async::SimpleAsyncConnection;
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let (ready, holding) = std::sync::mpsc::channel::<()>();
+    let sql = sql.to_owned();
+    on_own_session(url, move |conn| {
+        Box::pin(async move {
+            conn.batch_execute(&sql).await.expect("hold the rows");
+            ready.send(()).expect("ready");
+            let _ = tokio::task::spawn_blocking(move || released.recv()).await;
+            conn.batch_execute("ROLLBACK").await.expect("release");
+        })
     });
     holding.recv().expect("the holder started");
     release
@@ -38,17 +55,7 @@ async fn on_mariadb_a_change_given_up_on_while_it_waits_frees_the_rows_it_locked
         return;
     };
     // A lock wait far longer than the test waits: only the kill frees the rows in time.
-    let mut config = StoreConfig::new(db.url());
-    config.statement_timeout = std::time::Duration::from_secs(60);
-    let store = Store::open(&config).expect("open");
-    store.migrate().await.expect("migrate");
-    let pet = add(&store, "Rex", PetStatus::Available).await;
-    let order = PlaceOrder {
-        pet_id: pet.id,
-        owner: None,
-        completion: None,
-    };
-    let order = store.place_order(&order).await.expect("placed");
+    let (store, pet, order) = a_placed_order_waiting_long(db.url()).await;
     // Another session holds the pet's row: a cancel locks the order, then waits for the pet.
     let holder = mariadb_holder(
         db.url(),
@@ -103,31 +110,20 @@ async fn on_mariadb_a_change_given_up_on_while_it_waits_frees_the_rows_it_locked
 
 /// A count a MariaDB query answers (`SELECT COUNT(*) ...`), on a connection of its own.
 fn db_count(url: &str, sql: &str) -> i64 {
-    use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
     #[derive(diesel::QueryableByName)]
     struct Count {
         #[diesel(sql_type = diesel::sql_types::BigInt)]
         count: i64,
     }
-    let (url, sql) = (
-        url.to_owned(),
-        format!("SELECT CAST(({sql}) AS SIGNED) AS count"),
-    );
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(async {
-                let mut conn = AsyncMysqlConnection::establish(&url)
-                    .await
-                    .expect("connect");
-                diesel::sql_query(sql)
-                    .get_result::<Count>(&mut conn)
-                    .await
-                    .expect("count")
-                    .count
-            })
+    let sql = format!("SELECT CAST(({sql}) AS SIGNED) AS count");
+    on_own_session(url, move |conn| {
+        Box::pin(async move {
+            let row: Count = diesel::sql_query(sql)
+                .get_result(conn)
+                .await
+                .expect("count");
+            row.count
+        })
     })
     .join()
     .expect("count thread")
@@ -196,7 +192,6 @@ async fn on_mariadb_connections_the_server_closes_are_unavailable_and_replaced()
 
 /// The ids of the sessions connected to the MariaDB database `name` (but the asker's).
 fn db_ids(url: &str, name: &str) -> Vec<i64> {
-    use diesel_async::{AsyncConnection, AsyncMysqlConnection, RunQueryDsl};
     #[derive(diesel::QueryableByName)]
     struct Id {
         #[diesel(sql_type = diesel::sql_types::BigInt)]
@@ -206,24 +201,11 @@ fn db_ids(url: &str, name: &str) -> Vec<i64> {
         "SELECT CAST(id AS SIGNED) AS id FROM information_schema.PROCESSLIST \
          WHERE db = '{name}' AND id <> CONNECTION_ID()"
     );
-    let url = url.to_owned();
-    std::thread::spawn(move || {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(async {
-                let mut conn = AsyncMysqlConnection::establish(&url)
-                    .await
-                    .expect("connect");
-                diesel::sql_query(sql)
-                    .load::<Id>(&mut conn)
-                    .await
-                    .expect("ids")
-                    .into_iter()
-                    .map(|row| row.id)
-                    .collect()
-            })
+    on_own_session(url, move |conn| {
+        Box::pin(async move {
+            let rows: Vec<Id> = diesel::sql_query(sql).load(conn).await.expect("ids");
+            rows.into_iter().map(|row| row.id).collect()
+        })
     })
     .join()
     .expect("ids thread")
