@@ -28,8 +28,8 @@
 #   scripts/bench.sh --postgres-topologies [--runs 5] [--duration 10]
 #     (target/bench/postgres-topologies.md)
 #   scripts/bench.sh --patroni [--runs 5] [--duration 10]   (target/bench/patroni.md)
-#   scripts/bench.sh --webhooks-cost [--backends sqlite,postgres] [--runs 5] [--duration 10]
-#     (target/bench/webhooks-cost.md)
+#   scripts/bench.sh --webhooks-cost [--route orders|pets] [--backends sqlite,postgres] [--runs 5]
+#     [--duration 10]   (target/bench/webhooks-cost.md, or webhooks-cost-pets.md)
 #   scripts/bench.sh --traces-cost [--against OLD_BIN] [--runs 5] [--duration 10]
 #     (target/bench/traces-cost.md; timed, then the instructions per create counted)
 #   scripts/bench.sh --webhooks-throughput [--against OLD_BIN] [--backends sqlite,postgres]
@@ -65,6 +65,8 @@
 # transaction: the outbox alone); one the same with its sender on (posting each to a receiver
 # on loopback, a Python server, from the same process and database); runs alternating, the
 # median of the ratios to the first per backend. Target: the outbox at 0.85 of none or better.
+# With --route pets the same for POST /v1/pets and `pet.created` (no pets seeded); target: the
+# server sending at 0.85 of the one not sending or better.
 #
 # --webhooks-throughput: how fast one instance sends to healthy receivers. A database per run
 # holds DELIVERIES pending deliveries (written straight into the outbox, due at once) over the
@@ -128,6 +130,7 @@ TRACES_COST=0
 AGAINST=""
 DELIVERIES=4000
 KEYS=1
+ROUTE=orders
 while [ $# -gt 0 ]; do
   case "$1" in
     --pets) PETS=$2; shift 2 ;;
@@ -152,6 +155,7 @@ while [ $# -gt 0 ]; do
     --against) AGAINST=$2; shift 2 ;;
     --deliveries) DELIVERIES=$2; shift 2 ;;
     --keys) KEYS=$2; shift 2 ;;
+    --route) ROUTE=$2; shift 2 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -916,15 +920,21 @@ fi
 
 # Orders with a webhook endpoint subscribed and without, alternating, per backend.
 if [ "$WEBHOOKS_COST" = 1 ]; then
-  # Enough available pets for every order of every run (each order takes one).
-  ORDER_PETS=400000
+  case "$ROUTE" in
+    # Enough available pets for every order of every run (each order takes one).
+    orders) ORDER_PETS=400000 event=order.placed
+      request="POST /v1/store/orders, each for another available pet ($ORDER_PETS seeded)"
+      OUT=${OUT%/*}/webhooks-cost.md ;;
+    pets) ORDER_PETS=0 event=pet.created request="POST /v1/pets"
+      OUT=${OUT%/*}/webhooks-cost-pets.md ;;
+    *) echo "bench: --route is orders or pets" >&2; exit 2 ;;
+  esac
   start_receiver
-  OUT=${OUT%/*}/webhooks-cost.md
   {
-    echo "POST /v1/store/orders, each for another available pet ($ORDER_PETS seeded), 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; three servers of the same build, each on a database of its own: no endpoint; an endpoint subscribed to order.placed with the server not sending (--webhook-sender=false: the outbox write alone); the same with the server sending to a receiver on loopback; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo "$request, 1 worker on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; three servers of the same build, each on a database of its own: no endpoint; an endpoint subscribed to $event with the server not sending (--webhook-sender=false: the outbox write alone); the same with the server sending to a receiver on loopback; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo
-    echo "| Backend | No endpoint (req/s) | Outbox (req/s) | Outbox / none | Outbox and sending (req/s) | Sending / none | Delivered |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| Backend | No endpoint (req/s) | Outbox (req/s) | Outbox / none | Outbox and sending (req/s) | Sending / none | Sending / outbox | Delivered |"
+    echo "|---|---|---|---|---|---|---|---|"
   } >"$OUT"
   sides=(none outbox sending)
   for backend in ${BACKENDS//,/ }; do
@@ -934,9 +944,11 @@ if [ "$WEBHOOKS_COST" = 1 ]; then
         sqlite)
           url=$WORK/orders-$side.db
           "$BIN" --database-url "$url" migrate 2>/dev/null
-          sqlite3 "$url" "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $ORDER_PETS)
-            INSERT INTO pets (name, category_id, status, created_at)
-            SELECT 'pet ' || x, 1, 'available', 1700000000 FROM s;" ;;
+          if [ "$ORDER_PETS" -gt 0 ]; then
+            sqlite3 "$url" "WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < $ORDER_PETS)
+              INSERT INTO pets (name, category_id, status, created_at)
+              SELECT 'pet ' || x, 1, 'available', 1700000000 FROM s;"
+          fi ;;
         postgres)
           reachable 5432 || { echo "bench: PostgreSQL is unreachable" >&2; exit 1; }
           db=petstore_bench_$$_orders_$side
@@ -947,7 +959,7 @@ if [ "$WEBHOOKS_COST" = 1 ]; then
           "$BIN" --database-url "$url" migrate 2>/dev/null
           # Without the counters' triggers (a row's update per pet, minutes for this many),
           # then the counters set from the pets.
-          psql -q "$url" -c "ALTER TABLE pets DISABLE TRIGGER USER" \
+          [ "$ORDER_PETS" -eq 0 ] || psql -q "$url" -c "ALTER TABLE pets DISABLE TRIGGER USER" \
             -c "INSERT INTO pets (name, category_id, status, created_at)
               SELECT 'pet ' || x, 1, 'available', 1700000000 FROM generate_series(1, $ORDER_PETS) AS x;" \
             -c "ALTER TABLE pets ENABLE TRIGGER USER" \
@@ -971,17 +983,23 @@ if [ "$WEBHOOKS_COST" = 1 ]; then
     for n in 1 2; do
       status=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer ${keys[$n]}" \
         -H 'Content-Type: application/json' "${bases[$n]}/v1/webhook_endpoints" \
-        -d "{\"url\":\"http://127.0.0.1:$receiver_port/hooks\",\"events\":[\"order.placed\"]}")
+        -d "{\"url\":\"http://127.0.0.1:$receiver_port/hooks\",\"events\":[\"$event\"]}")
       [ "$status" = 201 ] || { echo "bench: registering the endpoint answered $status" >&2; exit 1; }
     done
     next_pet=(1 1 1) placed=(0 0 0) none=() outbox=() sending=() outbox_ratios=() sending_ratios=()
-    # order_run N -> sets RPS: one run of orders on server N, each for the next available pet;
-    # fails when over 1% of the answers are not 201 (a handful are refused under 32 writers on
-    # SQLite; many refusals would mean the pets ran out).
+    against_outbox=()
+    # order_run N -> sets RPS: one run of orders (or creates) on server N, each order for the next
+    # available pet; fails when over 1% of the answers are not 201 (a handful are refused under
+    # 32 writers on SQLite; many refusals would mean the pets ran out).
     order_run() {
       local report requests refused
-      report=$(PETSTORE_BENCH_FIRST_PET=${next_pet[$1]} wrk_once -H "Authorization: Bearer ${keys[$1]}" \
-        -s scripts/bench/orders.lua "${bases[$1]}/v1/store/orders")
+      if [ "$ROUTE" = pets ]; then
+        report=$(wrk_once -H "Authorization: Bearer ${keys[$1]}" -s scripts/bench/post.lua \
+          "${bases[$1]}/v1/pets")
+      else
+        report=$(PETSTORE_BENCH_FIRST_PET=${next_pet[$1]} wrk_once -H "Authorization: Bearer ${keys[$1]}" \
+          -s scripts/bench/orders.lua "${bases[$1]}/v1/store/orders")
+      fi
       requests=$(awk '/requests in/ { print $1 }' <<<"$report")
       refused=$(awk '/Non-2xx/ { print $NF }' <<<"$report")
       if [ "${refused:-0}" -gt $((requests / 100)) ]; then
@@ -1013,11 +1031,12 @@ if [ "$WEBHOOKS_COST" = 1 ]; then
       drained
       outbox_ratios+=("$(awk -v a="${outbox[-1]}" -v b="${none[-1]}" 'BEGIN { printf "%.4f", a / b }')")
       sending_ratios+=("$(awk -v a="${sending[-1]}" -v b="${none[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-      echo "bench: $backend orders: no endpoint ${none[-1]} req/s, outbox ${outbox[-1]}, outbox and sending ${sending[-1]}" >&2
+      against_outbox+=("$(awk -v a="${sending[-1]}" -v b="${outbox[-1]}" 'BEGIN { printf "%.4f", a / b }')")
+      echo "bench: $backend $ROUTE: no endpoint ${none[-1]} req/s, outbox ${outbox[-1]}, outbox and sending ${sending[-1]}" >&2
     done
     delivered=$(curl -s "${bases[2]}/metrics" | awk '/^petstore_webhook_attempts_total\{result="delivered"\}/ { print $2 }')
     kill -TERM "${pids[@]}"; wait "${pids[@]}" 2>/dev/null || true
-    echo "| $backend | $(printf '%s\n' "${none[@]}" | median) | $(printf '%s\n' "${outbox[@]}" | median) | $(printf '%s\n' "${outbox_ratios[@]}" | median) | $(printf '%s\n' "${sending[@]}" | median) | $(printf '%s\n' "${sending_ratios[@]}" | median) | ${delivered:-0} |" >>"$OUT"
+    echo "| $backend | $(printf '%s\n' "${none[@]}" | median) | $(printf '%s\n' "${outbox[@]}" | median) | $(printf '%s\n' "${outbox_ratios[@]}" | median) | $(printf '%s\n' "${sending[@]}" | median) | $(printf '%s\n' "${sending_ratios[@]}" | median) | $(printf '%s\n' "${against_outbox[@]}" | median) | ${delivered:-0} |" >>"$OUT"
   done
   cat "$OUT"
   exit 0

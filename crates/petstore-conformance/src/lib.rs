@@ -125,6 +125,7 @@ macro_rules! conformance_tests {
             creates_at_once_keep_the_limit_and_one_endpoint_per_url,
             a_revoked_or_expired_keys_events_are_not_sent,
             attempts_under_way_when_their_endpoint_turns_off_are_recorded,
+            attempts_recorded_together_are_each_recorded_as_alone,
         );
     };
     (@each $fresh:path; $($name:ident),* $(,)?) => {

@@ -290,9 +290,16 @@ pub trait WebhookRepository {
         claim: &DeliveryClaim,
     ) -> Result<Vec<DueDelivery>, StorageError>;
 
-    /// Records an attempt of a claimed delivery and what becomes of it (and of its endpoint);
-    /// `false`, recording nothing, when the claim no longer holds it.
-    async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError>;
+    /// Records attempts of claimed deliveries and what becomes of each (and of its endpoint),
+    /// each as if recorded alone, together where the backend can (a sender records the attempts
+    /// that end while it writes in one call): for each, in order, whether it was recorded
+    /// (`false`, recording nothing, when its claim no longer holds its delivery). After an error
+    /// any of them may have been recorded or not: a delivery whose attempt was not is sent
+    /// again once its lease runs out (at least once).
+    async fn record_webhook_attempts(
+        &self,
+        records: &[AttemptRecord],
+    ) -> Result<Vec<bool>, StorageError>;
 
     /// What is waiting to be sent.
     async fn webhook_backlog(&self) -> Result<Backlog, StorageError>;

@@ -5,6 +5,10 @@
 //! own; memory and connections are bounded by the slots whatever the number of endpoints or
 //! the size of the backlog. A delivery whose sender stops midway (the process killed) is
 //! claimed again by any sender once its lease has run out.
+//!
+//! Attempts are recorded by one task ([`Sender::recording`]): the attempts that end while it
+//! writes wait for it, and it writes them together in its next call (one transaction where
+//! each would have been one). An attempt keeps its slot until its record is written.
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -19,7 +23,7 @@ use petstore_domain::webhook::{
 };
 use petstore_domain::{Clock, Storage, SystemClock};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
-use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::metric;
@@ -116,6 +120,10 @@ pub struct Sender {
     clock: Arc<dyn Clock>,
 }
 
+/// An attempt waiting to be recorded, and where its answer goes: whether it was recorded
+/// (`false`: its claim no longer held the delivery), or why it could not be.
+type Waiting = (AttemptRecord, oneshot::Sender<Result<bool, String>>);
+
 /// What this instance knows of an endpoint: its attempts under way, and until when it rests.
 #[derive(Debug, Default)]
 struct EndpointState {
@@ -162,6 +170,8 @@ impl Sender {
     /// of its own.
     pub async fn run(self, stop: impl Future<Output = ()>) {
         tokio::pin!(stop);
+        let (recorder, waiting) = mpsc::channel(self.config.concurrency.max(1));
+        tokio::spawn(self.clone().recording(waiting));
         let pruner = self.clone();
         let pruning = tokio::spawn(async move {
             loop {
@@ -177,7 +187,7 @@ impl Sender {
             }
             let claimed = tokio::select! {
                 () = &mut stop => break,
-                claimed = self.round() => claimed,
+                claimed = self.round(&recorder) => claimed,
             };
             if !claimed {
                 tokio::select! {
@@ -202,7 +212,7 @@ impl Sender {
     /// of each owner no more than its room under [`SenderConfig::per_owner`] (owners taken in
     /// turn), and starts sending them; whether it claimed as many as it asked for (more may be
     /// due).
-    async fn round(&self) -> bool {
+    async fn round(&self, recorder: &mpsc::Sender<Waiting>) -> bool {
         let Ok(first) = self.slots.clone().acquire_owned().await else {
             return false;
         };
@@ -242,8 +252,8 @@ impl Sender {
             };
             self.endpoint(delivery.endpoint_id, |state| state.under_way += 1);
             *self.owners().entry(delivery.owner).or_default() += 1;
-            let sender = self.clone();
-            tokio::spawn(async move { sender.deliver(delivery, slot).await });
+            let (sender, recorder) = (self.clone(), recorder.clone());
+            tokio::spawn(async move { sender.deliver(delivery, slot, recorder).await });
         }
         full
     }
@@ -297,9 +307,14 @@ impl Sender {
         change(endpoints.entry(id).or_default());
     }
 
-    /// One attempt at `delivery`, recorded with what becomes of it.
-    async fn deliver(&self, delivery: DueDelivery, slot: OwnedSemaphorePermit) {
-        self.attempt(&delivery).await;
+    /// One attempt at `delivery`, recorded with what becomes of it (by `recorder`).
+    async fn deliver(
+        &self,
+        delivery: DueDelivery,
+        slot: OwnedSemaphorePermit,
+        recorder: mpsc::Sender<Waiting>,
+    ) {
+        self.attempt(&delivery, &recorder).await;
         self.endpoint(delivery.endpoint_id, |state| {
             state.under_way = state.under_way.saturating_sub(1);
         });
@@ -316,7 +331,7 @@ impl Sender {
         self.ended.notify_one();
     }
 
-    async fn attempt(&self, delivery: &DueDelivery) {
+    async fn attempt(&self, delivery: &DueDelivery, recorder: &mpsc::Sender<Waiting>) {
         let attempted_at = self.clock.unix_now();
         let started = Instant::now();
         let span = trace::attempt_span(delivery);
@@ -378,10 +393,13 @@ impl Sender {
             error,
             result,
         };
-        match self
-            .call(self.storage.record_webhook_attempt(&record))
-            .await
-        {
+        let (answer, answered) = oneshot::channel();
+        let recorded = match recorder.send((record, answer)).await {
+            Ok(()) => answered.await.ok(),
+            Err(_) => None,
+        }
+        .unwrap_or_else(|| Err("the sender stopped recording".to_owned()));
+        match recorded {
             Ok(true) => {}
             Ok(false) => log::warn!(
                 "webhook delivery {}: its lease ran out before its attempt was recorded; \
@@ -434,6 +452,34 @@ impl Sender {
             self.clock.now(),
         );
         Ok((status, wait))
+    }
+
+    /// Records the attempts handed to `waiting` until every handle on it is gone: whatever has
+    /// gathered (one at the least, as many as there are slots at the most) in one storage call,
+    /// each told its answer. An error is every one's.
+    async fn recording(self, mut waiting: mpsc::Receiver<Waiting>) {
+        let most = self.config.concurrency.max(1);
+        let mut gathered = Vec::with_capacity(most);
+        while waiting.recv_many(&mut gathered, most).await > 0 {
+            let (records, answers): (Vec<_>, Vec<_>) = gathered.drain(..).unzip();
+            let recorded = self
+                .call(self.storage.record_webhook_attempts(&records))
+                .await;
+            for (n, answer) in answers.into_iter().enumerate() {
+                let held = match &recorded {
+                    Ok(held) => held.get(n).copied().ok_or_else(|| {
+                        format!(
+                            "the storage answered for {} of {} attempts",
+                            held.len(),
+                            records.len()
+                        )
+                    }),
+                    Err(error) => Err(error.clone()),
+                };
+                // Its task gone (the runtime stopping): nobody to tell.
+                let _ = answer.send(held);
+            }
+        }
     }
 
     /// Sets the backlog's gauges.

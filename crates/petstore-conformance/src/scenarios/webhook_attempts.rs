@@ -8,7 +8,7 @@ use petstore_domain::webhook::{Attempt, AttemptRecord, AttemptResult, DeliverySt
 use super::webhook_support::{
     attempt, catch_all, claim, claim_at, claimed_delivery, claimed_ids, deliveries, delivery,
     endpoint, ids, new_delivery, new_key, only, order_for, pets_created, record_all, recorded,
-    refreshed, set_enabled, unix_now,
+    recorded_together, refreshed, set_enabled, unix_now,
 };
 
 /// What an attempt makes of its delivery and endpoint: delivered (one attempt shown, with its
@@ -217,4 +217,65 @@ pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(stora
         let again = attempt(due.id, due.lease, now, Some(410), AttemptResult::Gone);
         assert!(!recorded(storage, &again).await, "recorded twice");
     }
+}
+
+/// Attempts recorded in one call, as a sender records those that end together: each is
+/// recorded as it would be alone, and answered in the order given (not the deliveries'). An
+/// attempt whose claim no longer holds its delivery records nothing and does not stop the
+/// others; two `410`s of one endpoint both count, the endpoint off once; another endpoint's
+/// delivered attempt is untouched by it.
+pub async fn attempts_recorded_together_are_each_recorded_as_alone(storage: &dyn Storage) {
+    let key = new_key(storage, "together").await;
+    let fine = catch_all(storage, key, "https://fine-together.example.com/hooks").await;
+    order_for(storage, key).await;
+    let gone = pets_created(storage, "https://gone-together.example.com/h", 3).await;
+    let now = unix_now() + 1;
+    let claimed = claim(storage, claim_at(now, 10, 21)).await;
+    let of = |endpoint: i64| -> Vec<i64> {
+        let mut found: Vec<i64> = claimed
+            .iter()
+            .filter(|due| due.endpoint_id == endpoint)
+            .map(|due| due.id)
+            .collect();
+        found.sort_unstable();
+        found
+    };
+    let (gone_ids, fine_ids) = (of(gone.id), of(fine.id));
+    assert_eq!((gone_ids.len(), fine_ids.len()), (3, 1), "{claimed:?}");
+    // The newest first, a stale claim's attempt between them.
+    let records = [
+        attempt(fine_ids[0], 21, now, Some(200), AttemptResult::Delivered),
+        attempt(gone_ids[2], 21, now, Some(410), AttemptResult::Gone),
+        attempt(gone_ids[1], 99, now, Some(200), AttemptResult::Delivered),
+        attempt(gone_ids[0], 21, now, Some(410), AttemptResult::Gone),
+    ];
+    assert_eq!(
+        recorded_together(storage, &records).await,
+        vec![true, true, false, true],
+        "in the order given; the stale claim's attempt is not recorded"
+    );
+    let off = refreshed(storage, &gone).await;
+    assert!(
+        !off.enabled && off.disabled_reason.is_some(),
+        "gone: turned off, {off:?}"
+    );
+    for (id, attempts) in [(gone_ids[0], 1), (gone_ids[1], 0), (gone_ids[2], 1)] {
+        let (sent, made) = delivery(storage, &gone, id).await;
+        assert_eq!(sent.state, DeliveryState::Failed, "{sent:?}");
+        assert_eq!(
+            (sent.attempts, made.len()),
+            (attempts, attempts as usize),
+            "{sent:?}"
+        );
+    }
+    let (sent, made) = delivery(storage, &fine, fine_ids[0]).await;
+    assert_eq!(
+        (sent.state, sent.last_status, made.len()),
+        (DeliveryState::Delivered, Some(200), 1)
+    );
+    assert!(refreshed(storage, &fine).await.enabled, "untouched");
+    assert!(
+        recorded_together(storage, &[]).await.is_empty(),
+        "nothing to record, nothing recorded"
+    );
 }

@@ -375,12 +375,22 @@ pub(super) fn attempt(
     }
 }
 
-/// Whether `record` was recorded (the claim it names still held its delivery).
+/// Whether `record` was recorded (the claim it names still held its delivery), alone.
 pub(super) async fn recorded(storage: &dyn Storage, record: &AttemptRecord) -> bool {
+    let recorded = recorded_together(storage, std::slice::from_ref(record)).await;
+    assert_eq!(recorded.len(), 1, "one answer for one attempt");
+    recorded[0]
+}
+
+/// Whether each of `records`, recorded in one call, was recorded.
+pub(super) async fn recorded_together(
+    storage: &dyn Storage,
+    records: &[AttemptRecord],
+) -> Vec<bool> {
     storage
-        .record_webhook_attempt(record)
+        .record_webhook_attempts(records)
         .await
-        .expect("record an attempt")
+        .expect("record attempts")
 }
 
 /// Records each of `records`, each of which must be recorded.

@@ -16,6 +16,7 @@ use petstore_domain::{
 };
 
 use super::{Db, Store};
+use crate::StoreError;
 use crate::queries::{admin_tokens, idempotency, keys, orders, pets, webhooks};
 
 #[async_trait]
@@ -389,11 +390,39 @@ impl WebhookRepository for Store {
             .await?)
     }
 
-    async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError> {
-        let record = record.clone();
-        Ok(self
-            .write(move |conn| Box::pin(webhooks::record_attempt(conn, record)))
-            .await?)
+    /// In one transaction; each alone where the database ended that one as a conflict
+    /// (`webhooks::record_attempts`). Then each endpoint to turn off, a call each.
+    async fn record_webhook_attempts(
+        &self,
+        records: &[AttemptRecord],
+    ) -> Result<Vec<bool>, StorageError> {
+        let together = records.to_vec();
+        let recorded = match self
+            .write(move |conn| Box::pin(webhooks::record_attempts(conn, together)))
+            .await
+        {
+            Err(StoreError::Conflict(_)) if records.len() > 1 => {
+                let mut recorded = Vec::with_capacity(records.len());
+                for record in records {
+                    let alone = vec![record.clone()];
+                    recorded.extend(
+                        self.write(move |conn| Box::pin(webhooks::record_attempts(conn, alone)))
+                            .await?,
+                    );
+                }
+                recorded
+            }
+            together => together?,
+        };
+        let held = recorded.iter().map(|recorded| recorded.held).collect();
+        for off in recorded
+            .into_iter()
+            .filter_map(|recorded| recorded.turn_off)
+        {
+            self.write(move |conn| Box::pin(webhooks::turn_off(conn, off)))
+                .await?;
+        }
+        Ok(held)
     }
 
     async fn webhook_backlog(&self) -> Result<Backlog, StorageError> {

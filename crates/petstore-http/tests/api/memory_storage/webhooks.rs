@@ -362,79 +362,14 @@ impl WebhookRepository for MemoryStorage {
             .collect())
     }
 
-    async fn record_webhook_attempt(&self, record: &AttemptRecord) -> Result<bool, StorageError> {
-        let mut data = self.data();
-        let Some(stored) = data
-            .deliveries
-            .get_mut(&record.delivery)
-            .filter(|stored| stored.lease != 0 && stored.lease == record.lease)
-        else {
-            return Ok(false);
-        };
-        let attempt = Attempt {
-            attempted_at: record.attempted_at,
-            status: record.status,
-            latency_ms: record.latency_ms,
-            error: record.error.clone(),
-        };
-        if stored.delivery.state != DeliveryState::Pending {
-            // Ended while the attempt was under way (its endpoint turned off): the attempt is
-            // recorded, the delivery stays as it ended.
-            stored.delivery.attempts += 1;
-            stored.delivery.last_status = record.status;
-            stored.delivery.last_latency_ms = Some(record.latency_ms);
-            stored.lease = 0;
-            stored.attempts.push(attempt);
-            return Ok(true);
-        }
-        let (state, next_attempt_at, ended_at) = match record.result {
-            AttemptResult::Delivered => (DeliveryState::Delivered, None, Some(record.attempted_at)),
-            AttemptResult::RetryAt(at) => (DeliveryState::Pending, Some(at), None),
-            AttemptResult::GaveUp | AttemptResult::Gone => {
-                (DeliveryState::Failed, None, Some(record.attempted_at))
-            }
-        };
-        let delivery = &mut stored.delivery;
-        delivery.state = state;
-        delivery.attempts += 1;
-        delivery.next_attempt_at = next_attempt_at;
-        delivery.last_status = record.status;
-        delivery.last_latency_ms = Some(record.latency_ms);
-        delivery.last_error.clone_from(&record.error);
-        let (endpoint, created_at) = (delivery.endpoint_id, delivery.created_at);
-        stored.tries += 1;
-        stored.lease = 0;
-        stored.lease_until = 0;
-        stored.ended_at = ended_at;
-        stored.attempts.push(attempt);
-        match record.result {
-            AttemptResult::Delivered => {
-                if let Some(stored) = data.webhook_endpoints.get_mut(&endpoint) {
-                    stored.last_success_at = Some(record.attempted_at);
-                }
-            }
-            AttemptResult::Gone => data.disable(endpoint, "it answered 410 Gone"),
-            AttemptResult::GaveUp => {
-                // Failing throughout: nothing delivered to it since this delivery's event.
-                let failing = data
-                    .webhook_endpoints
-                    .get(&endpoint)
-                    .is_some_and(|stored| stored.last_success_at.is_none_or(|at| at < created_at));
-                if failing {
-                    let last = match (&record.error, record.status) {
-                        (Some(error), _) => error.clone(),
-                        (None, Some(status)) => format!("HTTP {status}"),
-                        (None, None) => "no answer".to_owned(),
-                    };
-                    let why = format!(
-                        "every delivery failed for the whole retry schedule (the last: {last})"
-                    );
-                    data.disable(endpoint, &why);
-                }
-            }
-            AttemptResult::RetryAt(_) => {}
-        }
-        Ok(true)
+    async fn record_webhook_attempts(
+        &self,
+        records: &[AttemptRecord],
+    ) -> Result<Vec<bool>, StorageError> {
+        Ok(records
+            .iter()
+            .map(|record| self.record_attempt(record))
+            .collect())
     }
 
     async fn webhook_backlog(&self) -> Result<Backlog, StorageError> {
@@ -495,5 +430,83 @@ impl WebhookRepository for MemoryStorage {
         data.deliveries
             .retain(|_, stored| stored.ended_at.is_none_or(|at| at >= before));
         Ok(ended + (count - data.deliveries.len()) as u64)
+    }
+}
+
+impl MemoryStorage {
+    /// One attempt recorded, as the store records each of a batch.
+    fn record_attempt(&self, record: &AttemptRecord) -> bool {
+        let mut data = self.data();
+        let Some(stored) = data
+            .deliveries
+            .get_mut(&record.delivery)
+            .filter(|stored| stored.lease != 0 && stored.lease == record.lease)
+        else {
+            return false;
+        };
+        let attempt = Attempt {
+            attempted_at: record.attempted_at,
+            status: record.status,
+            latency_ms: record.latency_ms,
+            error: record.error.clone(),
+        };
+        if stored.delivery.state != DeliveryState::Pending {
+            // Ended while the attempt was under way (its endpoint turned off): the attempt is
+            // recorded, the delivery stays as it ended.
+            stored.delivery.attempts += 1;
+            stored.delivery.last_status = record.status;
+            stored.delivery.last_latency_ms = Some(record.latency_ms);
+            stored.lease = 0;
+            stored.attempts.push(attempt);
+            return true;
+        }
+        let (state, next_attempt_at, ended_at) = match record.result {
+            AttemptResult::Delivered => (DeliveryState::Delivered, None, Some(record.attempted_at)),
+            AttemptResult::RetryAt(at) => (DeliveryState::Pending, Some(at), None),
+            AttemptResult::GaveUp | AttemptResult::Gone => {
+                (DeliveryState::Failed, None, Some(record.attempted_at))
+            }
+        };
+        let delivery = &mut stored.delivery;
+        delivery.state = state;
+        delivery.attempts += 1;
+        delivery.next_attempt_at = next_attempt_at;
+        delivery.last_status = record.status;
+        delivery.last_latency_ms = Some(record.latency_ms);
+        delivery.last_error.clone_from(&record.error);
+        let (endpoint, created_at) = (delivery.endpoint_id, delivery.created_at);
+        stored.tries += 1;
+        stored.lease = 0;
+        stored.lease_until = 0;
+        stored.ended_at = ended_at;
+        stored.attempts.push(attempt);
+        match record.result {
+            AttemptResult::Delivered => {
+                if let Some(stored) = data.webhook_endpoints.get_mut(&endpoint) {
+                    stored.last_success_at = Some(record.attempted_at);
+                }
+            }
+            AttemptResult::Gone => data.disable(endpoint, "it answered 410 Gone"),
+            AttemptResult::GaveUp => {
+                // Failing throughout: nothing delivered to it since this delivery's event.
+                let failing = data
+                    .webhook_endpoints
+                    .get(&endpoint)
+                    .is_some_and(|stored| stored.last_success_at.is_none_or(|at| at < created_at));
+                if failing {
+                    let last = match (&record.error, record.status) {
+                        (Some(error), _) => error.clone(),
+                        (None, Some(status)) => format!("HTTP {status}"),
+                        (None, None) => "no answer".to_owned(),
+                    };
+                    let why = format!(
+                        "every delivery failed for the whole retry schedule (the last: {last})"
+                    );
+                    data.disable(endpoint, &why);
+                }
+            }
+            AttemptResult::RetryAt(_) => {}
+        }
+        true
     }
 }

@@ -13,32 +13,75 @@ use crate::conn::Conn;
 use crate::queries::Result;
 use crate::schema::{webhook_attempts, webhook_deliveries, webhook_endpoints};
 
-/// Records an attempt (see [`AttemptRecord`]); `false` when the claim no longer holds the
-/// delivery. The attempt is recorded in a transaction that locks the delivery's row alone; an
-/// endpoint to turn off ([`turns_endpoint_off`]) is turned off in a second one, which locks
-/// the endpoint's row and then its deliveries', as every such transaction does: a lock order
-/// without cycles. (Between the two, the endpoint is still on: at worst one more
-/// attempt finds it gone again.)
-pub(crate) async fn record_attempt(mut conn: Conn<'_>, record: AttemptRecord) -> Result<bool> {
+/// Records attempts (see [`AttemptRecord`]) in one transaction, each as if alone, their
+/// deliveries' rows locked in id order: what became of each, in the order given. An attempt
+/// whose claim no longer holds its delivery records nothing. An endpoint to turn off
+/// ([`Recorded::turn_off`]) is turned off afterwards, by [`turn_off`] in a transaction of its
+/// own, which locks the endpoint's row and then its deliveries', as every such transaction
+/// does.
+///
+/// Several deliveries' rows held at once can meet a transaction that locks an endpoint's
+/// deliveries in another order (the endpoint turned off, deleted): the database ends one of
+/// the two as a deadlock, a conflict. The caller then records each attempt alone (one row
+/// held, no cycle).
+pub(crate) async fn record_attempts(
+    mut conn: Conn<'_>,
+    records: Vec<AttemptRecord>,
+) -> Result<Vec<Recorded>> {
     conn.begin().await?;
-    let recorded = record_in(&mut conn, &record).await;
-    let (endpoint, created_at) = match conn.finish(recorded).await? {
-        Recorded::Not => return Ok(false),
-        // Its delivery ended while it was under way (the endpoint turned off): it decides
-        // nothing more (the endpoint may have been turned on again since).
-        Recorded::AfterItEnded => return Ok(true),
-        Recorded::Pending {
-            endpoint,
-            created_at,
-        } => (endpoint, created_at),
-    };
-    let Some(turn_off) = turns_endpoint_off(&record, created_at) else {
-        return Ok(true);
-    };
+    let held = record_in_order(&mut conn, &records).await;
+    let held = conn.finish(held).await?;
+    Ok(held
+        .into_iter()
+        .zip(&records)
+        .map(|(held, record)| match held {
+            Held::Not => Recorded {
+                held: false,
+                turn_off: None,
+            },
+            // Its delivery ended while it was under way (the endpoint turned off): it decides
+            // nothing more (the endpoint may have been turned on again since).
+            Held::AfterItEnded => Recorded {
+                held: true,
+                turn_off: None,
+            },
+            Held::Pending {
+                endpoint,
+                created_at,
+            } => Recorded {
+                held: true,
+                turn_off: turns_endpoint_off(record, created_at).map(|turn_off| EndpointOff {
+                    endpoint,
+                    turn_off,
+                    at: record.attempted_at,
+                }),
+            },
+        })
+        .collect())
+}
+
+/// What became of an attempt given to [`record_attempts`].
+#[derive(Debug)]
+pub(crate) struct Recorded {
+    /// Whether it was recorded (`false`: the claim no longer holds the delivery).
+    pub(crate) held: bool,
+    /// The endpoint it turns off, when the domain's rule says so.
+    pub(crate) turn_off: Option<EndpointOff>,
+}
+
+/// An endpoint to turn off, as an attempt made at `at` decided.
+#[derive(Debug)]
+pub(crate) struct EndpointOff {
+    endpoint: i64,
+    turn_off: TurnOff,
+    at: i64,
+}
+
+/// Turns the endpoint off, in a transaction of its own (see [`record_attempts`]).
+pub(crate) async fn turn_off(mut conn: Conn<'_>, off: EndpointOff) -> Result<()> {
     conn.begin().await?;
-    let disabled = disable_after(&mut conn, endpoint, &turn_off, record.attempted_at).await;
-    conn.finish(disabled).await?;
-    Ok(true)
+    let disabled = disable_after(&mut conn, off.endpoint, &off.turn_off, off.at).await;
+    conn.finish(disabled).await
 }
 
 /// Turns the endpoint off as `turn_off` says: at once, or only if nothing was delivered to it
@@ -78,8 +121,21 @@ async fn disable_after(
     disable(conn, endpoint, &turn_off.reason, at).await
 }
 
+/// Each of `records` recorded ([`record_in`]), in the order of their deliveries' ids; what each
+/// held, in the order given.
+async fn record_in_order(conn: &mut Conn<'_>, records: &[AttemptRecord]) -> Result<Vec<Held>> {
+    let mut order: Vec<usize> = (0..records.len()).collect();
+    order.sort_by_key(|&n| records[n].delivery);
+    let mut held = Vec::with_capacity(records.len());
+    for n in order {
+        held.push((n, record_in(conn, &records[n]).await?));
+    }
+    held.sort_by_key(|(n, _)| *n);
+    Ok(held.into_iter().map(|(_, held)| held).collect())
+}
+
 /// What [`record_in`] did.
-enum Recorded {
+enum Held {
     /// Nothing: the claim no longer holds the delivery.
     Not,
     /// The attempt, on a delivery that ended while it was under way; the delivery as it was.
@@ -88,7 +144,7 @@ enum Recorded {
     Pending { endpoint: i64, created_at: i64 },
 }
 
-async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Recorded> {
+async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Held> {
     // Held by this claim: its token (never 0, which no claim has: a delivery no claim holds,
     // or whose attempt was recorded, has it). A delivery that ended while its attempt was
     // under way (its endpoint turned off, by another delivery's `410` say) keeps the token: the
@@ -105,7 +161,7 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Record
     let Some((endpoint, created_at, now_state)): Option<(i64, i64, String)> =
         run!(conn, locked first, held).optional()?
     else {
-        return Ok(Recorded::Not);
+        return Ok(Held::Not);
     };
     let status = record.status.map(i32::from);
     let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
@@ -118,7 +174,7 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Record
         ));
         run!(conn, execute, write)?;
         insert_attempt(conn, record, status, latency).await?;
-        return Ok(Recorded::AfterItEnded);
+        return Ok(Held::AfterItEnded);
     }
     let (state, next_attempt_at, ended_at) = match record.result {
         AttemptResult::Delivered => (DeliveryState::Delivered, 0, Some(record.attempted_at)),
@@ -141,7 +197,7 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Record
     ));
     run!(conn, execute, write)?;
     insert_attempt(conn, record, status, latency).await?;
-    Ok(Recorded::Pending {
+    Ok(Held::Pending {
         endpoint,
         created_at,
     })

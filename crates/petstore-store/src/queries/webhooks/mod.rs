@@ -66,7 +66,7 @@ mod endpoints;
 mod outbox;
 mod stored;
 
-pub(crate) use attempts::record_attempt;
+pub(crate) use attempts::{record_attempts, turn_off};
 pub(crate) use deliveries::{find_delivery, list_deliveries, redeliver};
 pub(crate) use endpoints::{create, delete, find, list, random_secret, rotate, update};
 #[cfg(feature = "postgres")]
