@@ -1,6 +1,7 @@
 //! The store when things fail: a server that cannot be reached, takes no writes or ends its
-//! sessions; a deadlock; writes and changes given up on midway; SQLite batches rolled back
-//! whole; statements past their timeout; the SQLite lock waited out.
+//! sessions; a deadlock; attempts recorded together after a conflict; writes and changes given
+//! up on midway; SQLite batches rolled back whole; statements past their timeout; the SQLite
+//! lock waited out.
 
 use super::*;
 
@@ -426,4 +427,91 @@ async fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
         .create_pet(&draft("After", PetStatus::Available))
         .await
         .expect("writes work again");
+}
+
+/// Attempts recorded together whose transaction the database ends as a conflict (as it ends a
+/// deadlock with an endpoint being turned off) are recorded again, each alone: every one is
+/// recorded once. Here PostgreSQL refuses, as a serialization failure, any transaction that
+/// records a second attempt.
+#[tokio::test]
+async fn attempts_recorded_together_are_recorded_alone_after_a_conflict() {
+    use petstore_domain::WebhookRepository;
+    use petstore_domain::webhook::{
+        AttemptRecord, AttemptResult, DeliveryClaim, DeliveryState, EndpointOwner, EndpointSpec,
+        EndpointUrl, EventSet, UrlPolicy,
+    };
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let store = db.store().await;
+    let spec = EndpointSpec {
+        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
+        events: EventSet::ALL,
+        description: String::new(),
+    };
+    let written = store
+        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
+        .await
+        .expect("create");
+    let (endpoint, _) = written.done().expect("created");
+    add(&store, "Rex", PetStatus::Available).await;
+    add(&store, "Tom", PetStatus::Available).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as i64
+        + 1;
+    let claim = DeliveryClaim {
+        now,
+        lease_until: now + 60,
+        limit: 10,
+        token: 7,
+        skip_endpoints: Vec::new(),
+        per_owner: 10,
+        owner_room: Vec::new(),
+    };
+    let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    db.execute(
+        "CREATE FUNCTION one_attempt_a_transaction() RETURNS trigger AS $$ BEGIN \
+           IF current_setting('petstore_test.attempted', true) = 'yes' THEN \
+             RAISE EXCEPTION 'a second attempt' USING ERRCODE = 'serialization_failure'; \
+           END IF; \
+           PERFORM set_config('petstore_test.attempted', 'yes', true); \
+           RETURN NEW; \
+         END $$ LANGUAGE plpgsql; \
+         CREATE TRIGGER one_attempt BEFORE INSERT ON webhook_attempts \
+           FOR EACH ROW EXECUTE FUNCTION one_attempt_a_transaction()",
+    );
+    let records: Vec<AttemptRecord> = claimed
+        .iter()
+        .map(|due| AttemptRecord {
+            delivery: due.id,
+            lease: due.lease,
+            attempted_at: now,
+            status: Some(204),
+            latency_ms: 5,
+            error: None,
+            result: AttemptResult::Delivered,
+        })
+        .collect();
+    assert_eq!(
+        store
+            .record_webhook_attempts(&records)
+            .await
+            .expect("recorded"),
+        vec![true, true]
+    );
+    for due in &claimed {
+        let (delivery, attempts) = store
+            .find_webhook_delivery(endpoint.id, due.id, EndpointOwner::Operator)
+            .await
+            .expect("find")
+            .expect("the endpoint's");
+        assert_eq!(
+            (delivery.state, attempts.len()),
+            (DeliveryState::Delivered, 1),
+            "{delivery:?}"
+        );
+    }
 }
