@@ -280,13 +280,10 @@ async fn data_survives_reopening_the_store(db: &TestDatabase) {
     );
 }
 
-/// A pet and its event's deliveries are written together or not at all (on PostgreSQL one
-/// statement writes both): a delivery the database refuses leaves no pet, and the next create
-/// is stored whole, its event delivered under its own id.
-async fn a_pet_and_its_event_are_written_together_or_not_at_all(db: &TestDatabase) {
+/// An operators' endpoint that receives every event.
+async fn an_operators_endpoint(store: &Store) -> petstore_domain::webhook::WebhookEndpoint {
     use petstore_domain::WebhookRepository;
     use petstore_domain::webhook::{EndpointOwner, EndpointSpec, EndpointUrl, EventSet, UrlPolicy};
-    let store = db.store().await;
     let spec = EndpointSpec {
         url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
         events: EventSet::ALL,
@@ -296,7 +293,17 @@ async fn a_pet_and_its_event_are_written_together_or_not_at_all(db: &TestDatabas
         .create_webhook_endpoint(EndpointOwner::Operator, &spec)
         .await
         .expect("create");
-    let (endpoint, _) = written.done().expect("created");
+    written.done().expect("created").0
+}
+
+/// A pet and its event's deliveries are written together or not at all (on PostgreSQL one
+/// statement writes both): a delivery the database refuses leaves no pet, and the next create
+/// is stored whole, its event delivered under its own id.
+async fn a_pet_and_its_event_are_written_together_or_not_at_all(db: &TestDatabase) {
+    use petstore_domain::WebhookRepository;
+    use petstore_domain::webhook::EndpointOwner;
+    let store = db.store().await;
+    let endpoint = an_operators_endpoint(&store).await;
     let postgres = db.url().starts_with("postgres");
     db.execute(if postgres {
         "ALTER TABLE webhook_deliveries ADD CONSTRAINT refused CHECK (event_id = '') NOT VALID"

@@ -437,23 +437,13 @@ async fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
 async fn attempts_recorded_together_are_recorded_alone_after_a_conflict() {
     use petstore_domain::WebhookRepository;
     use petstore_domain::webhook::{
-        AttemptRecord, AttemptResult, DeliveryClaim, DeliveryState, EndpointOwner, EndpointSpec,
-        EndpointUrl, EventSet, UrlPolicy,
+        AttemptRecord, AttemptResult, DeliveryClaim, DeliveryState, EndpointOwner,
     };
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
     let store = db.store().await;
-    let spec = EndpointSpec {
-        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
-        events: EventSet::ALL,
-        description: String::new(),
-    };
-    let written = store
-        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
-        .await
-        .expect("create");
-    let (endpoint, _) = written.done().expect("created");
+    let endpoint = an_operators_endpoint(&store).await;
     add(&store, "Rex", PetStatus::Available).await;
     add(&store, "Tom", PetStatus::Available).await;
     let now = std::time::SystemTime::now()
