@@ -31,7 +31,7 @@
 #   scripts/bench.sh --webhooks-cost [--route orders|pets] [--backends sqlite,postgres] [--runs 5]
 #     [--duration 10]   (target/bench/webhooks-cost.md, or webhooks-cost-pets.md)
 #   scripts/bench.sh --traces-cost [--against OLD_BIN] [--runs 5] [--duration 10]
-#     (target/bench/traces-cost.md; timed, then the instructions per create counted)
+#     (target/bench/traces-cost.md; timed, then the instructions per list and per create counted)
 #   scripts/bench.sh --webhooks-throughput [--against OLD_BIN] [--backends sqlite,postgres]
 #     [--runs 3] [--deliveries 4000]   (target/bench/webhooks-throughput.md)
 #
@@ -819,7 +819,7 @@ PY
 }
 
 # What traces cost on PostgreSQL: this build with traces off, exporting with a ratio of 0 (each
-# request's server span made, none kept), and exporting every span to a collector on loopback; with --against OLD_BIN,
+# request's server span begun for the sampler and let go), and exporting every span to a collector on loopback; with --against OLD_BIN,
 # that build too (traces off: what the instrumentation costs when off). All on one database, one
 # worker each on the same core, runs alternating (each run starts with the next server); the
 # list and creates.
@@ -882,21 +882,30 @@ if [ "$TRACES_COST" = 1 ]; then
   done
   kill -TERM "${pid_of[@]}"; wait "${pid_of[@]}" 2>/dev/null || true
   SERVER_PID=""
-  # Then counted: the server's user-space instructions per create (what it adds to the
-  # database's share), repeatable where the timed runs are not.
+  # Then counted: the server's user-space instructions per list and per create (what it adds
+  # to the database's share), repeatable where the timed runs are not.
   install_missing valgrind valgrind
   install_missing ab apache2-utils
   body=$WORK/pet.json
   echo '{"name":"bench pet","categoryId":3,"status":"available"}' >"$body"
   post=(-p "$body" -T application/json "${auth[@]}")
-  count create-off /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}"
-  ir_off=$IR
-  count create-ratio0 /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
-    --otel-traces-sampler traceidratio --otel-traces-sampler-arg 0
-  ir_ratio0=$IR
-  count create-all /v1/pets "${post[@]}" -- "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
-    --otel-traces-sampler always_on
-  ir_all=$IR
+  declare -A ir
+  for route in list create; do
+    if [ "$route" = list ]; then
+      request=("${auth[@]}" -- ) path="/v1/pets?limit=20"
+    else
+      request=("${post[@]}" --) path=/v1/pets
+    fi
+    count "$route-off" "$path" "${request[@]}" "$BIN" "${serve[@]}"
+    ir[$route-off]=$IR
+    count "$route-ratio0" "$path" "${request[@]}" "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
+      --otel-traces-sampler traceidratio --otel-traces-sampler-arg 0
+    ir[$route-ratio0]=$IR
+    count "$route-all" "$path" "${request[@]}" "$BIN" "${serve[@]}" --otlp-endpoint "$collector" \
+      --otel-traces-sampler always_on
+    ir[$route-all]=$IR
+  done
+  share() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'; }
   OUT=${OUT%/*}/traces-cost.md
   {
     echo "PostgreSQL ($PG_PARAMS), 1,000 pets to start; 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections, a collector answering 204 on CPU $LOAD_CPU; $RUNS alternating runs of ${DURATION}s, each starting with the next server; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)${AGAINST:+ against $AGAINST}. Ratios are to traces off in the same run (median, and the spread over the runs)."
@@ -912,7 +921,13 @@ if [ "$TRACES_COST" = 1 ]; then
     echo "${results[list]}"
     echo "${results[create]}"
     echo
-    echo "The server's user-space instructions per create (callgrind, $REQUESTS keep-alive creates at 4 connections after 500 to warm up): off $ir_off; ratio 0 $ir_ratio0 ($(awk -v a="$ir_ratio0" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')); every span $ir_all ($(awk -v a="$ir_all" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))."
+    echo "The server's user-space instructions per request (callgrind, $REQUESTS keep-alive requests at 4 connections after 500 to warm up):"
+    echo
+    echo "| Route | Off | Ratio 0 | Every span |"
+    echo "|---|---|---|---|"
+    for route in list create; do
+      echo "| $route | ${ir[$route-off]} | ${ir[$route-ratio0]} ($(share "${ir[$route-ratio0]}" "${ir[$route-off]}")) | ${ir[$route-all]} ($(share "${ir[$route-all]}" "${ir[$route-off]}")) |"
+    done
   } >"$OUT"
   cat "$OUT"
   exit 0
@@ -1352,7 +1367,13 @@ if roles == ["leader", "sync_standby", "sync_standby"]:
     echo "${results[list]}"
     echo "${results[create]}"
     echo
-    echo "The server's user-space instructions per create (callgrind, $REQUESTS keep-alive creates at 4 connections after 500 to warm up): off $ir_off; ratio 0 $ir_ratio0 ($(awk -v a="$ir_ratio0" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }')); every span $ir_all ($(awk -v a="$ir_all" -v b="$ir_off" 'BEGIN { printf "%+.1f%%", 100 * (a - b) / b }'))."
+    echo "The server's user-space instructions per request (callgrind, $REQUESTS keep-alive requests at 4 connections after 500 to warm up):"
+    echo
+    echo "| Route | Off | Ratio 0 | Every span |"
+    echo "|---|---|---|---|"
+    for route in list create; do
+      echo "| $route | ${ir[$route-off]} | ${ir[$route-ratio0]} ($(share "${ir[$route-ratio0]}" "${ir[$route-off]}")) | ${ir[$route-all]} ($(share "${ir[$route-all]}" "${ir[$route-off]}")) |"
+    done
   } >"$OUT"
   cat "$OUT"
   exit 0

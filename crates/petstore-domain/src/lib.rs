@@ -68,7 +68,7 @@ pub use repository::{
     OrderRepository, PetRepository, Storage, WebhookRepository,
 };
 pub use secret::{KeyHash, Secret, SecretKind};
-pub use trace::{TRACES, TraceParent};
+pub use trace::{TRACE_ROOTS, TRACES, TraceParent};
 
 /// The README's examples, run as documentation tests.
 #[doc = include_str!("../README.md")]

@@ -5,9 +5,14 @@
 use std::fmt;
 
 /// The `tracing` target of the spans that become OpenTelemetry spans: the program's trace export
-/// takes these and only these, and the logs never show them. Made with this target, a span costs
-/// nothing but a check while traces are off.
+/// takes these and only these (and [`TRACE_ROOTS`]), and the logs never show them. Made with this
+/// target, a span costs nothing but a check while traces are off, and while its request's trace
+/// is one the sampler dropped: it is made only inside a kept trace.
 pub const TRACES: &str = "petstore::traces";
+
+/// The `tracing` target of the spans that may start a trace: a request's server span, a webhook
+/// attempt's. Under [`TRACES`] (targets nest), so whatever turns those off turns these off too.
+pub const TRACE_ROOTS: &str = "petstore::traces::roots";
 
 /// A W3C Trace Context `traceparent` of version 00: a trace, a span in it, and whether it is
 /// sampled. Written `00-{trace id: 32 hex}-{span id: 16 hex}-{flags: 2 hex}`, as the header and

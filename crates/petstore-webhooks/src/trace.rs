@@ -5,7 +5,7 @@
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
 use petstore_domain::webhook::{DueDelivery, loggable_url};
-use petstore_domain::{TRACES, TraceParent};
+use petstore_domain::{TRACE_ROOTS, TraceParent};
 use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -14,7 +14,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// and the path's first segment: a receiver's token may be in the rest, or in the query).
 pub(crate) fn attempt_span(delivery: &DueDelivery) -> Span {
     let span = tracing::info_span!(
-        target: TRACES,
+        target: TRACE_ROOTS,
         parent: None,
         "POST",
         otel.kind = "client",

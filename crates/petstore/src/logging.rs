@@ -16,12 +16,12 @@ use tracing::field::{Field, Visit};
 use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 use tracing_log::NormalizeEvent;
-use tracing_subscriber::filter::{EnvFilter, LevelFilter};
+use tracing_subscriber::filter::{self, EnvFilter, LevelFilter};
 use tracing_subscriber::fmt::format::{FmtSpan, JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::layer::{self, Filter, Layer};
+use tracing_subscriber::layer::{self, Layer};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -38,19 +38,23 @@ pub enum LogFormat {
 }
 
 /// Installs the process's logger, and with a `tracer` (traces exported) the bridge that hands
-/// the spans of target [`petstore_domain::TRACES`] to it. Fails if one is installed already.
+/// the spans of targets [`petstore_domain::TRACES`] and [`petstore_domain::TRACE_ROOTS`] to it.
+/// Fails if one is installed already.
 ///
 /// Without a tracer the filter is the subscriber's own, as it always was: the trace spans are
-/// then disabled where they are made (a check each). With one, each layer filters for itself:
-/// the logs never show the trace spans, whatever `RUST_LOG` says, and the bridge sees nothing
-/// else.
+/// then disabled where they are made (a check each). With one, the logs and the bridge each
+/// filter for themselves (the logs never show the trace spans, whatever `RUST_LOG` says, and
+/// the bridge sees nothing else), behind [`Sampled`], which decides whether a trace span is
+/// made at all.
 pub fn init(
     format: LogFormat,
     tracer: Option<SdkTracer>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    // Both: the more specific of `RUST_LOG`'s directives and these would win.
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new("info"))?
-        .add_directive(format!("{}=off", petstore_domain::TRACES).parse()?);
+        .add_directive(format!("{}=off", petstore_domain::TRACES).parse()?)
+        .add_directive(format!("{}=off", petstore_domain::TRACE_ROOTS).parse()?);
     // The same lines whichever subscriber they go through (a macro: the layer's type names the
     // subscriber it is part of).
     macro_rules! lines {
@@ -73,10 +77,12 @@ pub fn init(
             )
             .try_init()?,
         (LogFormat::Text, Some(tracer)) => registry
+            .with(Sampled)
             .with(bridge(tracer))
             .with(lines!().with_filter(filter))
             .try_init()?,
         (LogFormat::Json, Some(tracer)) => registry
+            .with(Sampled)
             .with(bridge(tracer))
             .with(
                 lines!()
@@ -89,8 +95,9 @@ pub fn init(
     Ok(())
 }
 
-/// The bridge to `tracer`: the spans of target [`petstore_domain::TRACES`], and only those, as
-/// OpenTelemetry spans (their fields as attributes, nothing of the code's location or thread).
+/// The bridge to `tracer`: the spans of target [`petstore_domain::TRACES`] (and
+/// [`petstore_domain::TRACE_ROOTS`], beneath it), and only those, as OpenTelemetry spans (their
+/// fields as attributes, nothing of the code's location or thread).
 fn bridge<S>(tracer: SdkTracer) -> impl Layer<S>
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
@@ -105,30 +112,59 @@ where
         // A span's parent is its parent in `tracing` (not a thread's current OpenTelemetry
         // context, which would be set and reset on every poll of every traced future).
         .with_context_activation(false)
-        .with_filter(Sampled)
+        // The trace spans are all made at `INFO`. That level is also the filter's hint: without
+        // it every `log::trace!` of every dependency (tokio-postgres writes several per query)
+        // would be handed to the subscriber only to be turned down there, measured at a third
+        // more instructions per create.
+        .with_filter(filter::filter_fn(traced).with_max_level_hint(LevelFilter::INFO))
 }
 
-/// What the bridge sees: the spans of target [`petstore_domain::TRACES`], but not those made
-/// inside a trace the sampler dropped. Such a span would be built, given its attributes and
-/// handed to the SDK only to be dropped with its trace: with a sampling ratio of 0 that was
-/// most of what traces cost a create (measured: `scripts/bench.sh --traces-cost`). Whether its
-/// trace is sampled is known from the nearest span the bridge sees (its parent, or the span
-/// that parent would have had), whose sampler decided when it started.
+/// Whether a trace span is made at all: only inside a trace the sampler kept, or (a span of
+/// [`petstore_domain::TRACE_ROOTS`]) to start one. A span inside a dropped trace would be
+/// built, given its attributes and handed to the SDK only to be dropped with its trace: with a
+/// sampling ratio of 0 that was most of what traces cost a create (measured:
+/// `scripts/bench.sh --traces-cost`). Whether its trace is kept is known from the nearest trace
+/// span it is made in (the current span or an ancestor), whose sampler decided when it started.
+/// A request whose trace was dropped has none (its server span is let go), nor has a background
+/// job: their spans are not made.
 ///
-/// A span that starts a trace of its own (`parent: None`: a webhook attempt) is judged by the
-/// span current where it is made; the service makes those outside any span.
+/// A layer in front of both, not the bridge's own filter: a span that every layer's own filter
+/// turns down is still made (tracing-subscriber 0.3 registers it, and looks it up for each of
+/// those filters on its every enter, exit and record); one that this layer turns down is not.
+///
+/// A span that starts a trace (a request's server span; a webhook attempt's, `parent: None`) is
+/// judged by the span current where it is made; the service makes those outside any span.
 struct Sampled;
 
-impl<S> Filter<S> for Sampled
+/// Whether `meta` is a trace span's (or the storage's question whether it is in a trace).
+fn traced(meta: &Metadata<'_>) -> bool {
+    meta.target().starts_with(petstore_domain::TRACES)
+}
+
+impl<S> Layer<S> for Sampled
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
 {
-    fn enabled(&self, meta: &Metadata<'_>, cx: &layer::Context<'_, S>) -> bool {
-        if meta.target() != petstore_domain::TRACES {
-            return false;
+    fn register_callsite(&self, meta: &'static Metadata<'static>) -> Interest {
+        if traced(meta) {
+            // Asked for each span: the answer depends on the trace it is made in.
+            Interest::sometimes()
+        } else {
+            // The layers' own filters decide.
+            Interest::always()
         }
-        let Some(parent) = cx.lookup_current() else {
+    }
+
+    fn enabled(&self, meta: &Metadata<'_>, cx: layer::Context<'_, S>) -> bool {
+        if !traced(meta) {
             return true;
+        }
+        let root = meta.target() == petstore_domain::TRACE_ROOTS;
+        let Some(parent) = cx
+            .lookup_current()
+            .and_then(|current| current.scope().find(|span| traced(span.metadata())))
+        else {
+            return root;
         };
         tracing::dispatcher::get_default(|dispatch| {
             tracing_opentelemetry::get_otel_context(&parent.id(), dispatch)
@@ -136,21 +172,9 @@ where
         .is_none_or(|context| context.span().span_context().is_sampled())
     }
 
-    /// The trace spans are all made at `INFO`. Without this hint the subscriber's would be
-    /// "anything", and every `log::trace!` of every dependency (tokio-postgres writes several per
-    /// query) would be handed to the subscriber to be turned down there: measured at a third
-    /// more instructions per create.
+    /// It enables nothing of its own, only turns trace spans down: the layers' hints stand.
     fn max_level_hint(&self) -> Option<LevelFilter> {
-        Some(LevelFilter::INFO)
-    }
-
-    fn callsite_enabled(&self, meta: &'static Metadata<'static>) -> Interest {
-        if meta.target() == petstore_domain::TRACES {
-            // Asked for each span: the answer depends on the trace it is made in.
-            Interest::sometimes()
-        } else {
-            Interest::never()
-        }
+        Some(LevelFilter::OFF)
     }
 }
 

@@ -1,14 +1,16 @@
-//! The request's server span, under [`TRACES`]: what becomes an OpenTelemetry span when the
-//! program exports traces, and a disabled span (a check, nothing more) when it does not. Its
-//! attributes follow the HTTP semantic conventions; the key's id and plan are the service's
-//! own (`petstore.key.id`, `petstore.plan`). Never the key, never the query string.
+//! The request's server span, under [`TRACE_ROOTS`]: what becomes an OpenTelemetry span when the
+//! program exports traces and the sampler keeps the request's trace, and a disabled span (a
+//! check, nothing more) when it does not. Its attributes follow the HTTP semantic conventions;
+//! the key's id and plan are the service's own (`petstore.key.id`, `petstore.plan`). Never the
+//! key, never the query string.
 
 use actix_web::dev::ServiceRequest;
 use actix_web::http::StatusCode;
 use actix_web::http::header::HeaderMap;
+use opentelemetry::KeyValue;
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::TraceContextExt;
-use petstore_domain::TRACES;
+use petstore_domain::TRACE_ROOTS;
 use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
@@ -17,17 +19,19 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// (semantic conventions: `GET /v1/pets/{petId}`; the method alone when none matches), a child
 /// of the caller's trace when its headers carry one (`traceparent`, read by the propagator the
 /// program installs).
+///
+/// A disabled span when the sampler drops the trace (the caller's decision, or the ratio's): the
+/// span is begun to ask it, and let go. The request then makes no span at all, since the spans
+/// beneath a server span are made only inside a kept trace; kept, that span and its attributes,
+/// its children's, every poll's enter and exit would cost an unsampled request most of what a
+/// sampled one costs (measured: `scripts/bench.sh --traces-cost`).
 pub fn server_span(method: &'static str, req: &ServiceRequest) -> Span {
     let span = tracing::info_span!(
-        target: TRACES,
+        target: TRACE_ROOTS,
         "request",
-        otel.name = Empty,
         otel.kind = "server",
         otel.status_code = Empty,
         http.request.method = method,
-        url.path = req.path(),
-        url.scheme = Empty,
-        http.route = Empty,
         http.response.status_code = Empty,
         error.type = Empty,
         client.address = Empty,
@@ -37,22 +41,31 @@ pub fn server_span(method: &'static str, req: &ServiceRequest) -> Span {
     if span.is_disabled() {
         return span;
     }
-    // The name is the span's before it starts (its first child starts it).
-    match req.match_pattern() {
-        Some(route) => {
-            span.record("otel.name", format!("{method} {route}"));
-            span.record("http.route", route);
-        }
-        None => {
-            span.record("otel.name", method);
-        }
-    }
-    span.record("url.scheme", req.connection_info().scheme());
     let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
         propagator.extract(&Headers(req.headers()))
     });
     // Fails only when the span has started already: it has not.
     let _ = span.set_parent(parent);
+    // Starts it: the sampler decides (from the parent and the trace id; not the name, given
+    // below), before anything else is worked out for a trace it drops.
+    let context = span.context();
+    let started = context.span();
+    if !started.span_context().is_sampled() {
+        return Span::none();
+    }
+    // On the started span itself: a field recorded through `tracing` would also be offered to
+    // the logs' layer, to be turned down there.
+    started.set_attributes([
+        KeyValue::new("url.path", req.path().to_owned()),
+        KeyValue::new("url.scheme", req.connection_info().scheme().to_owned()),
+    ]);
+    match req.match_pattern() {
+        Some(route) => {
+            started.update_name(format!("{method} {route}"));
+            started.set_attribute(KeyValue::new("http.route", route));
+        }
+        None => started.update_name(method),
+    }
     span
 }
 

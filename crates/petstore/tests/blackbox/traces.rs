@@ -424,6 +424,51 @@ fn parent_based_sampling_follows_the_caller_and_samples_the_rest_by_ratio() {
 }
 
 #[test]
+fn a_request_in_a_trace_the_caller_dropped_makes_no_span_at_all() {
+    let Some(collector) = Collector::start(false) else {
+        return;
+    };
+    let (dir, db) = crate::common::temp_db();
+    let key = unlimited_key(&db);
+    let log = dir.path().join("log");
+    // The default sampler: parent-based, keeping every trace that starts here. A span beneath
+    // the dropped request's would start one.
+    let server = exporting_to(&collector, &db, &["--log-format", "json"], Some(&log));
+    let pets = format!("{}/pets", server.base);
+    let dropped = "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee";
+    assert_eq!(
+        get(&pets, &key, Some(&format!("00-{dropped}-{PARENT}-00"))),
+        200
+    );
+    assert_eq!(
+        get(&pets, &key, Some(&format!("00-{TRACE}-{PARENT}-01"))),
+        200
+    );
+    let spans = collector.wait_for("the sampled request's spans", |spans| {
+        in_trace(spans, TRACE).len() >= 3
+    });
+    assert!(
+        spans.iter().all(|span| span["trace_id"] == TRACE),
+        "neither the dropped request's storage call nor its limiter's decision starts a trace: \
+         {spans:#?}"
+    );
+    // Its access line shows the caller's `traceparent`, and no ids of a trace nobody keeps.
+    let logged = std::fs::read_to_string(&log).expect("log");
+    let line = logged
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| {
+            line["target"] == "petstore::access"
+                && line["traceparent"]
+                    .as_str()
+                    .is_some_and(|text| text.contains(dropped))
+        })
+        .expect("the dropped request's access line");
+    assert!(line["trace_id"].is_null(), "{line:#}");
+    assert!(line["span_id"].is_null(), "{line:#}");
+}
+
+#[test]
 fn a_collector_that_never_answers_changes_no_answer_and_what_does_not_fit_is_dropped() {
     let Some(Traced {
         collector: _hanging,
