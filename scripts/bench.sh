@@ -1366,14 +1366,6 @@ if roles == ["leader", "sync_standby", "sync_standby"]:
     echo "|---|---|---|---|---|---|"
     echo "${results[list]}"
     echo "${results[create]}"
-    echo
-    echo "The server's user-space instructions per request (callgrind, $REQUESTS keep-alive requests at 4 connections after 500 to warm up):"
-    echo
-    echo "| Route | Off | Ratio 0 | Every span |"
-    echo "|---|---|---|---|"
-    for route in list create; do
-      echo "| $route | ${ir[$route-off]} | ${ir[$route-ratio0]} ($(share "${ir[$route-ratio0]}" "${ir[$route-off]}")) | ${ir[$route-all]} ($(share "${ir[$route-all]}" "${ir[$route-off]}")) |"
-    done
   } >"$OUT"
   cat "$OUT"
   exit 0
