@@ -12,12 +12,14 @@ pub mod webhooks;
 
 use actix_web::middleware::from_fn;
 use actix_web::{Route, web};
+use petstore_domain::OrderAction;
 
 pub use routes::AUDIT_LOG;
 
 use crate::routes::openapi::admin_openapi_json;
 use crate::routes::webhooks as endpoints;
 use crate::routes::{and, read, resource};
+use routes::KeyAction;
 use webhooks::{KeyEndpoints, Operators};
 
 /// The admin API's base path.
@@ -42,8 +44,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         ("/{keyId}", "getKey", "GET, HEAD, PATCH",
             and(read(routes::get_key), patch().to(routes::update_key))),
         ("/{keyId}/rotate", "rotateKey", "POST", vec![post().to(routes::rotate_key)]),
-        ("/{keyId}/revoke", "revokeKey", "POST", vec![post().to(routes::revoke_key)]),
-        ("/{keyId}/unban", "unbanKey", "POST", vec![post().to(routes::unban_key)]),
+        ("/{keyId}/revoke", "revokeKey", "POST", vec![routes::change_key(KeyAction::Revoke)]),
+        ("/{keyId}/unban", "unbanKey", "POST", vec![routes::change_key(KeyAction::Unban)]),
         ("/{keyId}/webhook_endpoints", "listKeyWebhookEndpoints", "GET, HEAD",
             read(endpoints::list_endpoints::<KeyEndpoints>)),
         ("/{keyId}/webhook_endpoints/{endpointId}", "getKeyWebhookEndpoint",
@@ -57,9 +59,9 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     let orders: [(&str, &'static str, &'static str, Vec<Route>); 5] = [
         ("", "listAllOrders", "GET, HEAD", read(orders::list_orders)),
         ("/{orderId}", "getAnyOrder", "GET, HEAD", read(orders::get_order)),
-        ("/{orderId}/approve", "approveOrder", "POST", vec![post().to(orders::approve)]),
-        ("/{orderId}/deliver", "deliverOrder", "POST", vec![post().to(orders::deliver)]),
-        ("/{orderId}/cancel", "cancelAnyOrder", "POST", vec![post().to(orders::cancel)]),
+        ("/{orderId}/approve", "approveOrder", "POST", vec![orders::change(OrderAction::Approve)]),
+        ("/{orderId}/deliver", "deliverOrder", "POST", vec![orders::change(OrderAction::Deliver)]),
+        ("/{orderId}/cancel", "cancelAnyOrder", "POST", vec![orders::change(OrderAction::Cancel)]),
     ];
     // Path under `/webhook_endpoints`, name, `Allow`, routes.
     #[rustfmt::skip]

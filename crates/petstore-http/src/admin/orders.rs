@@ -3,7 +3,7 @@
 //! [`order_admin`](petstore_domain::order_admin) (the code `petstore orders` runs too) through
 //! the storage's bounds, writes one audit line when it changed something, and maps the answer.
 
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse, Route, web};
 use petstore_domain::order_admin::{self as orders, OrderView};
 use petstore_domain::{Order, OrderAction, OrderError, OrderListQuery};
 use serde::Serialize;
@@ -12,8 +12,7 @@ use utoipa::ToSchema;
 use super::AUDIT_LOG;
 use super::routes::answer;
 use super::token::Admin;
-use crate::error::responses::AnyOrderById;
-use crate::error::{ApiError, ErrorObject};
+use crate::error::ApiError;
 use crate::extract::{FromQuery, NoQuery, OrderId, Query, as_strs};
 use crate::routes::orders::{refused, split};
 use crate::state::AppState;
@@ -57,26 +56,6 @@ fn audit(admin: &Admin, action: OrderAction, order: &Order) {
 }
 
 /// `listAllOrders`.
-#[utoipa::path(
-    get,
-    path = "/orders",
-    operation_id = "listAllOrders",
-    tag = "orders",
-    summary = "List orders",
-    description = "Every order, whoever placed it, in id order, with the key that placed it; \
-        `nextAfter` is the cursor of the next page. Each filter walks an index of its own, \
-        whatever the number of orders.",
-    params(
-        ("limit" = Option<u32>, Query, description = "How many orders at most: 1 to 100, default 20."),
-        ("after" = Option<i64>, Query, minimum = 0, description = "Only orders whose id is greater."),
-        ("status" = Option<petstore_domain::OrderStatus>, Query, description = "Only orders with this status."),
-        ("key" = Option<i64>, Query, minimum = 1, description = "Only orders placed with this API key (its id)."),
-    ),
-    responses(
-        (status = 200, description = "A page of orders.", body = OrderPage),
-        (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
-    ),
-)]
 pub async fn list_orders(
     state: web::Data<AppState>,
     _admin: Admin,
@@ -96,18 +75,6 @@ pub async fn list_orders(
 }
 
 /// `getAnyOrder`.
-#[utoipa::path(
-    get,
-    path = "/orders/{orderId}",
-    operation_id = "getAnyOrder",
-    tag = "orders",
-    summary = "Show an order",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order, with the key that placed it.", body = OrderView),
-        AnyOrderById,
-    ),
-)]
 pub async fn get_order(
     state: web::Data<AppState>,
     _admin: Admin,
@@ -124,98 +91,20 @@ pub async fn get_order(
     Ok(answer(HttpResponse::Ok(), &OrderView::of(order)))
 }
 
-/// `approveOrder`.
-#[utoipa::path(
-    post,
-    path = "/orders/{orderId}/approve",
-    operation_id = "approveOrder",
-    tag = "orders",
-    summary = "Approve a placed order",
-    description = "The store accepts the order: `placed` becomes `approved`; its pet stays \
-        `pending`.",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order, approved.", body = OrderView),
-        AnyOrderById,
-        (status = 409, description = "`order_transition_refused`: the order is not `placed`.",
-            body = ErrorObject),
-    ),
-)]
-pub async fn approve(
-    state: web::Data<AppState>,
-    admin: Admin,
-    OrderId(id): OrderId,
-    _: NoQuery,
-) -> Result<HttpResponse, ApiError> {
-    change(&state, &admin, id, OrderAction::Approve).await
-}
-
-/// `deliverOrder`.
-#[utoipa::path(
-    post,
-    path = "/orders/{orderId}/deliver",
-    operation_id = "deliverOrder",
-    tag = "orders",
-    summary = "Deliver an approved order",
-    description = "The pet is handed over: `approved` becomes `delivered`, and the pet `sold`, \
-        in one transaction.",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order, delivered.", body = OrderView),
-        AnyOrderById,
-        (status = 409, description = "`order_transition_refused`: the order is not `approved`.",
-            body = ErrorObject),
-    ),
-)]
-pub async fn deliver(
-    state: web::Data<AppState>,
-    admin: Admin,
-    OrderId(id): OrderId,
-    _: NoQuery,
-) -> Result<HttpResponse, ApiError> {
-    change(&state, &admin, id, OrderAction::Deliver).await
-}
-
-/// `cancelAnyOrder`.
-#[utoipa::path(
-    post,
-    path = "/orders/{orderId}/cancel",
-    operation_id = "cancelAnyOrder",
-    tag = "orders",
-    summary = "Cancel a placed order",
-    description = "As its customer can: `placed` becomes `cancelled`, and the pet `available` \
-        again, in one transaction.",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order, cancelled.", body = OrderView),
-        AnyOrderById,
-        (status = 409, description = "`order_not_cancellable`: the order is not `placed`.",
-            body = ErrorObject),
-    ),
-)]
-pub async fn cancel(
-    state: web::Data<AppState>,
-    admin: Admin,
-    OrderId(id): OrderId,
-    _: NoQuery,
-) -> Result<HttpResponse, ApiError> {
-    change(&state, &admin, id, OrderAction::Cancel).await
-}
-
-/// Order `id` moved by `action`, audited, answered.
-async fn change(
-    state: &AppState,
-    admin: &Admin,
-    id: i64,
-    action: OrderAction,
-) -> Result<HttpResponse, ApiError> {
-    let order = state
-        .db
-        .call("change_order", |storage| {
-            Box::pin(async move { split(orders::change(storage, id, action).await) })
-        })
-        .await?
-        .map_err(|error: OrderError| refused(error, 0, Some(id)))?;
-    audit(admin, action, &order);
-    Ok(answer(HttpResponse::Ok(), &OrderView::of(order)))
+/// `approveOrder`, `deliverOrder` and `cancelAnyOrder`: the route that moves an order by
+/// `action`, audits the change and answers the order.
+pub fn change(action: OrderAction) -> Route {
+    web::post().to(
+        move |state: web::Data<AppState>, admin: Admin, OrderId(id): OrderId, _: NoQuery| async move {
+            let order = state
+                .db
+                .call("change_order", |storage| {
+                    Box::pin(async move { split(orders::change(storage, id, action).await) })
+                })
+                .await?
+                .map_err(|error: OrderError| refused(error, 0, Some(id)))?;
+            audit(&admin, action, &order);
+            Ok::<_, ApiError>(answer(HttpResponse::Ok(), &OrderView::of(order)))
+        },
+    )
 }

@@ -6,15 +6,14 @@ use std::borrow::Cow;
 use std::time::{Duration, UNIX_EPOCH};
 
 use actix_web::http::header::{self, CacheControl, CacheDirective};
-use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, web};
+use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, Route, web};
 use futures_util::future::BoxFuture;
 use petstore_domain::{ApiKey, KeyListQuery, Plan, Scope, ValidationError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::token::Admin;
-use crate::error::responses::{KeyById, KeyNotFound};
-use crate::error::{ApiError, ErrorObject};
+use crate::error::ApiError;
 use crate::extract::{FromQuery, JsonBody, KeyId, NoQuery, Query, as_strs};
 use crate::routes::respond::json_body;
 use crate::state::AppState;
@@ -130,20 +129,6 @@ pub(super) fn answer<T: Serialize>(mut response: HttpResponseBuilder, value: &T)
 }
 
 /// `createKey`.
-#[utoipa::path(
-    post,
-    path = "/keys",
-    operation_id = "createKey",
-    tag = "keys",
-    summary = "Issue an API key",
-    description = "Issues a key; its secret (`key`) is in this answer only.",
-    request_body(content = CreateKeyRequest, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The key, with its secret.", body = IssuedKey,
-            headers(("Location" = String, description = "The key's address."))),
-        (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-    ),
-)]
 pub async fn create_key(
     state: web::Data<AppState>,
     admin: Admin,
@@ -182,26 +167,6 @@ pub async fn create_key(
 }
 
 /// `listKeys`.
-#[utoipa::path(
-    get,
-    path = "/keys",
-    operation_id = "listKeys",
-    tag = "keys",
-    summary = "List API keys",
-    description = "Keys in id order, never their secrets; `nextAfter` is the cursor of the next \
-        page.",
-    params(
-        ("limit" = Option<u32>, Query, description = "How many keys at most: 1 to 100, default 20."),
-        ("after" = Option<i64>, Query, minimum = 0, description = "Only keys whose id is greater."),
-        ("plan" = Option<Plan>, Query, description = "Only keys on this plan."),
-        ("state" = Option<String>, Query, description = "Only keys in this state now: `active`, \
-            `expired` or `revoked`."),
-    ),
-    responses(
-        (status = 200, description = "A page of keys.", body = KeyPage),
-        (status = 400, description = "A malformed or unknown query parameter, named.", body = ErrorObject),
-    ),
-)]
 pub async fn list_keys(
     state: web::Data<AppState>,
     _admin: Admin,
@@ -222,18 +187,6 @@ pub async fn list_keys(
 }
 
 /// `getKey`.
-#[utoipa::path(
-    get,
-    path = "/keys/{keyId}",
-    operation_id = "getKey",
-    tag = "keys",
-    summary = "Show an API key",
-    params(KeyId),
-    responses(
-        (status = 200, description = "The key (never its secret).", body = KeyView),
-        KeyById,
-    ),
-)]
 pub async fn get_key(
     state: web::Data<AppState>,
     _admin: Admin,
@@ -256,22 +209,6 @@ pub(super) async fn find_key(state: &AppState, id: i64) -> Result<ApiKey, ApiErr
 }
 
 /// `updateKey`.
-#[utoipa::path(
-    patch,
-    path = "/keys/{keyId}",
-    operation_id = "updateKey",
-    tag = "keys",
-    summary = "Change an API key's plan, limits, scope or label",
-    description = "Every field is checked before anything changes. Takes effect on every \
-        instance within the key-cache TTL (5 s by default).",
-    params(KeyId),
-    request_body(content = UpdateKeyRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The key as it now is.", body = KeyView),
-        (status = 400, description = "A missing, unknown or invalid field, named.", body = ErrorObject),
-        KeyNotFound,
-    ),
-)]
 pub async fn update_key(
     state: web::Data<AppState>,
     admin: Admin,
@@ -301,24 +238,6 @@ pub async fn update_key(
 }
 
 /// `rotateKey`.
-#[utoipa::path(
-    post,
-    path = "/keys/{keyId}/rotate",
-    operation_id = "rotateKey",
-    tag = "keys",
-    summary = "Give an API key a new secret",
-    description = "The key keeps its id, plan, limits, label, scope, expiry, counters and any \
-        ban; the old secret keeps working for the grace period (on every instance within the \
-        key-cache TTL). The new secret is in this answer only.",
-    params(KeyId),
-    request_body(content = RotateKeyRequest, content_type = "application/json"),
-    responses(
-        (status = 200, description = "The key, with its new secret.", body = IssuedKey),
-        (status = 400, description = "An unknown or invalid field, named.", body = ErrorObject),
-        (status = 409, description = "`key_revoked`: a revoked key cannot be rotated.", body = ErrorObject),
-        KeyNotFound,
-    ),
-)]
 pub async fn rotate_key(
     state: web::Data<AppState>,
     admin: Admin,
@@ -344,83 +263,36 @@ pub async fn rotate_key(
     ))
 }
 
-/// `revokeKey`.
-#[utoipa::path(
-    post,
-    path = "/keys/{keyId}/revoke",
-    operation_id = "revokeKey",
-    tag = "keys",
-    summary = "Revoke an API key",
-    description = "For good: every instance refuses it within the key-cache TTL. Revoking again \
-        keeps the first revocation's time.",
-    params(KeyId),
-    responses(
-        (status = 200, description = "The key, revoked.", body = KeyView),
-        KeyById,
-    ),
-)]
-pub async fn revoke_key(
-    state: web::Data<AppState>,
-    admin: Admin,
-    KeyId(id): KeyId,
-    _: NoQuery,
-) -> Result<HttpResponse, ApiError> {
-    change_key(&state, &admin, id, KeyAction::Revoke).await
-}
-
-/// `unbanKey`.
-#[utoipa::path(
-    post,
-    path = "/keys/{keyId}/unban",
-    operation_id = "unbanKey",
-    tag = "keys",
-    summary = "Lift an API key's temporary ban",
-    description = "Lifts the ban and forgets its history (the next ban starts short again).",
-    params(KeyId),
-    responses(
-        (status = 200, description = "The key, unbanned.", body = KeyView),
-        KeyById,
-    ),
-)]
-pub async fn unban_key(
-    state: web::Data<AppState>,
-    admin: Admin,
-    KeyId(id): KeyId,
-    _: NoQuery,
-) -> Result<HttpResponse, ApiError> {
-    change_key(&state, &admin, id, KeyAction::Unban).await
-}
-
 /// A change of a key that takes nothing but its id.
 #[derive(Clone, Copy)]
-enum KeyAction {
+pub enum KeyAction {
+    /// `revokeKey`.
     Revoke,
+    /// `unbanKey`.
     Unban,
 }
 
-/// Key `id` changed by `change`, audited, answered.
-async fn change_key(
-    state: &AppState,
-    admin: &Admin,
-    id: i64,
-    change: KeyAction,
-) -> Result<HttpResponse, ApiError> {
-    let (operation, action) = match change {
-        KeyAction::Revoke => ("revoke_key", "revoked"),
-        KeyAction::Unban => ("unban_key", "unbanned"),
-    };
-    let key = state
-        .db
-        .call(operation, |storage| -> BoxFuture<'_, _> {
-            match change {
-                KeyAction::Revoke => Box::pin(keys::revoke(storage, id)),
-                KeyAction::Unban => Box::pin(keys::unban(storage, id)),
-            }
-        })
-        .await?;
-    audit(admin, action, &key);
-    Ok(answer(
-        HttpResponse::Ok(),
-        &KeyView::of(&key, state.clock.unix_now()),
-    ))
+/// `revokeKey` and `unbanKey`: the route that changes a key by `change`, audits it and answers
+/// the key.
+pub fn change_key(change: KeyAction) -> Route {
+    web::post().to(
+        move |state: web::Data<AppState>, admin: Admin, KeyId(id): KeyId, _: NoQuery| async move {
+            let (operation, action) = match change {
+                KeyAction::Revoke => ("revoke_key", "revoked"),
+                KeyAction::Unban => ("unban_key", "unbanned"),
+            };
+            let key = state
+                .db
+                .call(operation, |storage| -> BoxFuture<'_, _> {
+                    match change {
+                        KeyAction::Revoke => Box::pin(keys::revoke(storage, id)),
+                        KeyAction::Unban => Box::pin(keys::unban(storage, id)),
+                    }
+                })
+                .await?;
+            audit(&admin, action, &key);
+            let now = state.clock.unix_now();
+            Ok::<_, ApiError>(answer(HttpResponse::Ok(), &KeyView::of(&key, now)))
+        },
+    )
 }

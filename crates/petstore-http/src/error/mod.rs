@@ -4,7 +4,6 @@
 
 mod body;
 mod code;
-pub mod responses;
 
 use std::error::Error;
 use std::time::Duration;

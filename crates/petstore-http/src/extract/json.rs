@@ -222,6 +222,7 @@ mod tests {
     fn body_errors_name_the_field() {
         let thousand_digits = format!(r#"{{"name":"Rex","categoryId":{}}}"#, "9".repeat(1000));
         use ErrorCode::{InvalidField, InvalidJson, MissingField, UnknownField};
+        #[rustfmt::skip]
         let cases: [(&str, ErrorCode, &str); _] = [
             ("", InvalidJson, "empty"),
             ("{", InvalidJson, "EOF"),
@@ -233,88 +234,32 @@ mod tests {
             (r#"{"name":"a","categoryId":1} x"#, InvalidJson, "trailing"),
             (r#"{"categoryId":1}"#, MissingField, "`name`"),
             (r#"{"name":"a"}"#, MissingField, "`categoryId`"),
-            (
-                r#"{"id":3,"name":"a","categoryId":1}"#,
-                UnknownField,
-                "`id`",
-            ),
+            (r#"{"id":3,"name":"a","categoryId":1}"#, UnknownField, "`id`"),
             (r#"{"name":"a","categoryId":1,"x":1}"#, UnknownField, "`x`"),
             (r#"{"name":null,"categoryId":1}"#, InvalidField, "`name`"),
-            (
-                r#"{"name":"a","categoryId":"1"}"#,
-                InvalidField,
-                "`categoryId`",
-            ),
-            (
-                r#"{"name":"a","categoryId":1.5}"#,
-                InvalidField,
-                "`categoryId`",
-            ),
-            (
-                r#"{"name":"a","categoryId":9223372036854775808}"#,
-                InvalidField,
-                "`categoryId`",
-            ),
-            (
-                r#"{"name":"a","categoryId":1,"status":null}"#,
-                InvalidField,
-                "`status`",
-            ),
-            (
-                r#"{"name":"a","categoryId":1,"status":"x"}"#,
-                InvalidField,
-                "`status`",
-            ),
+            (r#"{"name":"a","categoryId":"1"}"#, InvalidField, "`categoryId`"),
+            (r#"{"name":"a","categoryId":1.5}"#, InvalidField, "`categoryId`"),
+            (r#"{"name":"a","categoryId":9223372036854775808}"#, InvalidField, "`categoryId`"),
+            (r#"{"name":"a","categoryId":1,"status":null}"#, InvalidField, "`status`"),
+            (r#"{"name":"a","categoryId":1,"status":"x"}"#, InvalidField, "`status`"),
             // Valid JSON with a value of the wrong type or range: the field is named.
-            (
-                r#"{"name":"Rex","categoryId":1,"status":1}"#,
-                InvalidField,
-                "`status`",
-            ),
-            (
-                r#"{"name":"Rex","categoryId":1,"status":["sold"]}"#,
-                InvalidField,
-                "`status`",
-            ),
-            (
-                r#"{"name":"Rex","categoryId":1,"status":{"a":1}}"#,
-                InvalidField,
-                "`status`",
-            ),
-            (
-                r#"{"name":"Rex","categoryId":1e400}"#,
-                InvalidField,
-                "`categoryId`",
-            ),
-            (
-                r#"{"name":"Rex","categoryId":-1e400}"#,
-                InvalidField,
-                "`categoryId`",
-            ),
+            (r#"{"name":"Rex","categoryId":1,"status":1}"#, InvalidField, "`status`"),
+            (r#"{"name":"Rex","categoryId":1,"status":["sold"]}"#, InvalidField, "`status`"),
+            (r#"{"name":"Rex","categoryId":1,"status":{"a":1}}"#, InvalidField, "`status`"),
+            (r#"{"name":"Rex","categoryId":1e400}"#, InvalidField, "`categoryId`"),
+            (r#"{"name":"Rex","categoryId":-1e400}"#, InvalidField, "`categoryId`"),
             (&thousand_digits, InvalidField, "`categoryId`"),
             (r#"{"name":1,"categoryId":1}"#, InvalidField, "`name`"),
             // Keys that quote serde's own messages are still what they are, named as sent.
-            (
-                r#"{"name":"a","categoryId":1,"missing field `x":1}"#,
-                UnknownField,
-                "`missing field `x`",
-            ),
-            (
-                r#"{"name":"a","categoryId":1,"duplicate field `x`, expected":1}"#,
-                UnknownField,
-                "`duplicate field `x`, expected`",
-            ),
+            (r#"{"name":"a","categoryId":1,"missing field `x":1}"#,
+                UnknownField, "`missing field `x`"),
+            (r#"{"name":"a","categoryId":1,"duplicate field `x`, expected":1}"#,
+                UnknownField, "`duplicate field `x`, expected`"),
             // Duplicate keys: the JSON is ambiguous, and the key is named.
-            (
-                r#"{"name":"a","name":"b","categoryId":1}"#,
-                InvalidJson,
-                "`name` appears more than once",
-            ),
-            (
-                r#"{"name":"a","categoryId":1,"status":"sold","status":"sold"}"#,
-                InvalidJson,
-                "`status` appears more than once",
-            ),
+            (r#"{"name":"a","name":"b","categoryId":1}"#,
+                InvalidJson, "`name` appears more than once"),
+            (r#"{"name":"a","categoryId":1,"status":"sold","status":"sold"}"#,
+                InvalidJson, "`status` appears more than once"),
         ];
         for (body, expected, needle) in cases {
             let (got, message) = code(body);

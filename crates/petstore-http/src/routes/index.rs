@@ -9,7 +9,6 @@ use utoipa::ToSchema;
 
 use super::respond::json_body;
 use crate::error::ApiError;
-use crate::error::responses::NoParameters;
 use crate::extract::NoQuery;
 use crate::state::AppState;
 
@@ -41,20 +40,6 @@ pub struct ApiIndex {
 }
 
 /// `getApiIndex`.
-#[utoipa::path(
-    get,
-    path = "/",
-    operation_id = "getApiIndex",
-    tag = "index",
-    summary = "Where things are",
-    description = "The addresses of the docs page, of this document and of each resource. \
-        Needs no key (counted per client address).",
-    security(()),
-    responses(
-        (status = 200, description = "The addresses.", body = ApiIndex),
-        NoParameters,
-    ),
-)]
 pub async fn get_index(
     state: web::Data<AppState>,
     req: HttpRequest,

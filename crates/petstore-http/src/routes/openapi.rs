@@ -1,5 +1,5 @@
-//! The API's descriptions of themselves, served: the program builds both OpenAPI documents from
-//! the handlers' annotations (`petstore-openapi`) and hands them over in [`Documents`]; the
+//! The API's descriptions of themselves, served: the program builds both OpenAPI documents
+//! (`petstore-openapi`, which describes every operation) and hands them over in [`Documents`]; the
 //! public one is answered at `{base}/openapi.json` naming the servers, the admin one at
 //! `/admin/v1/openapi.json` as it is.
 

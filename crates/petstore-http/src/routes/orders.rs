@@ -3,40 +3,18 @@
 
 use actix_web::{HttpRequest, HttpResponse, ResponseError, http::header, web};
 use petstore_domain::{
-    Inventory, LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery,
-    StorageError,
+    LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery, StorageError,
 };
 
 use super::respond::{conditional, fingerprinted_json, json_body};
 use crate::auth::{Caller, Read, Write};
 use crate::conditional::{Caching, ETag};
-use crate::error::responses::{
-    JsonBodyErrors, NoParameters, OrderById, PageParams, PetNotFound, ReadOnlyKey,
-};
-use crate::error::{ApiError, ErrorObject};
+use crate::error::ApiError;
 use crate::extract::{NoQuery, OrderId, Query, parse};
 use crate::idempotency::{self, CreateRequest};
 use crate::state::AppState;
 
 /// `listOrders`: the caller's orders in ascending id order, paged like pets (`limit`, `after`).
-#[utoipa::path(
-    get,
-    path = "/store/orders",
-    operation_id = "listOrders",
-    tag = "store",
-    summary = "List your orders (experimental)",
-    description = "The orders placed with this API key, in ascending id order, paged like pets. \
-        Experimental: may change without a new version (`X-API-Stability: experimental`).",
-    params(PageParams),
-    responses(
-        (status = 200, description = "A page of orders.", body = Vec<Order>, headers(
-            ("Link" = String, description = "`<...>; rel=\"next\"` when more orders follow."),
-        )),
-        (status = 400, description = "`invalid_query_parameter` or `unknown_query_parameter`.",
-            body = ErrorObject),
-    ),
-    extensions(("x-stability" = json!("experimental"))),
-)]
 pub async fn list_orders(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -64,44 +42,6 @@ pub async fn list_orders(
 }
 
 /// `placeOrder`: `201`, the order, and its `Location`; the pet becomes `pending`.
-#[utoipa::path(
-    post,
-    path = "/store/orders",
-    operation_id = "placeOrder",
-    tag = "store",
-    summary = "Order a pet (experimental)",
-    description = "Orders an available pet: in one transaction the order is created `placed` \
-        and the pet becomes `pending`, so two customers can never order the same pet. The body \
-        is strict, like a pet's. Honours `Idempotency-Key` as `POST /pets` does. Needs a \
-        read-write key.",
-    params(
-        ("Idempotency-Key" = Option<String>, Header, min_length = 1, max_length = 512,
-            pattern = r#"^([!#-~][!-~]{0,254}|"([ !#-\[\]-~]|\\["\\]){1,255}")$"#,
-            description = "As for `POST /pets`: a retry with the same key and body places \
-                nothing more and gets the first answer again."),
-    ),
-    request_body(content = NewOrder, content_type = "application/json"),
-    responses(
-        (status = 201, description = "The order, placed.", body = Order, headers(
-            ("Location" = String, description = "The order's address."),
-            ("Idempotent-Replayed" = String,
-                description = "`true` when this is the stored answer to an earlier request \
-                    with the same `Idempotency-Key`."),
-        )),
-        (status = 400, description = "`invalid_json`, `missing_field`, `unknown_field` or \
-            `invalid_field`, naming the field; `invalid_header`.", body = ErrorObject),
-        (status = 409, description = "`pet_not_available`: the pet is pending or sold; or \
-            `idempotency_request_in_progress`.", body = ErrorObject,
-            headers(("Retry-After" = u64, description = "Seconds to wait (in progress only)."),
-                ("Link" = String, description = "`<{site}/docs/#/{tag}/{operationId}>; rel=\"describedby\"; type=\"text/html\"`: \
-                where `Idempotency-Key` is documented (draft-ietf-httpapi-idempotency-key-header-07 \
-                §2.7)."))),
-        ReadOnlyKey,
-        PetNotFound,
-        JsonBodyErrors,
-    ),
-    extensions(("x-stability" = json!("experimental"))),
-)]
 pub async fn place_order(
     state: web::Data<AppState>,
     request: CreateRequest,
@@ -126,19 +66,6 @@ async fn place(state: &AppState, order: petstore_domain::PlaceOrder) -> Result<O
 }
 
 /// `getOrder`: the caller's order, or `404`.
-#[utoipa::path(
-    get,
-    path = "/store/orders/{orderId}",
-    operation_id = "getOrder",
-    tag = "store",
-    summary = "Get one of your orders (experimental)",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order.", body = Order),
-        OrderById,
-    ),
-    extensions(("x-stability" = json!("experimental"))),
-)]
 pub async fn get_order(
     state: web::Data<AppState>,
     req: HttpRequest,
@@ -155,25 +82,6 @@ pub async fn get_order(
 }
 
 /// `cancelOrder`: a placed order is cancelled and its pet available again.
-#[utoipa::path(
-    post,
-    path = "/store/orders/{orderId}/cancel",
-    operation_id = "cancelOrder",
-    tag = "store",
-    summary = "Cancel one of your orders (experimental)",
-    description = "Cancels a `placed` order: in one transaction the order becomes `cancelled` \
-        and its pet `available`; the order stays readable, `cancelled`. An approved or \
-        delivered order can no longer be cancelled. No body. Needs a read-write key.",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order, cancelled.", body = Order),
-        OrderById,
-        (status = 409, description = "`order_not_cancellable`: the order is approved, \
-            delivered or cancelled already.", body = ErrorObject),
-        ReadOnlyKey,
-    ),
-    extensions(("x-stability" = json!("experimental"))),
-)]
 pub async fn cancel_order(
     state: web::Data<AppState>,
     caller: Caller<Write>,
@@ -186,29 +94,6 @@ pub async fn cancel_order(
 /// `deleteOrder`: [`cancel_order`]'s former address, deprecated (a `DELETE` that leaves the
 /// order readable is not what HTTP's `DELETE` means); every answer carries `Deprecation`,
 /// `Sunset` and the `Link` to its successor, and from its sunset it is `410`.
-#[utoipa::path(
-    delete,
-    path = "/store/orders/{orderId}",
-    operation_id = "deleteOrder",
-    tag = "store",
-    summary = "Cancel one of your orders: deprecated, use cancelOrder (experimental)",
-    description = "The same as `POST /store/orders/{orderId}/cancel`, which replaces it: the \
-        order is cancelled, not deleted (it stays readable). Deprecated; removed on 30 November \
-        2027 (`410 endpoint_removed` from then on).",
-    params(OrderId),
-    responses(
-        (status = 200, description = "The order, cancelled.", body = Order),
-        OrderById,
-        (status = 409, description = "`order_not_cancellable`: the order is approved, \
-            delivered or cancelled already.", body = ErrorObject),
-        (status = 410, description = "`endpoint_removed`: past its sunset.", body = ErrorObject),
-        ReadOnlyKey,
-    ),
-    // (No `x-sunset` beside `x-stability`: utoipa keeps extensions in a map whose order varies,
-    // and the document must be the same bytes every time; the sunset is in the description
-    // and the `Sunset` header.)
-    extensions(("x-stability" = json!("experimental"))),
-)]
 #[deprecated = "clients use `cancelOrder`; served until its sunset"]
 pub async fn delete_order(
     state: web::Data<AppState>,
@@ -257,18 +142,6 @@ async fn cancel(
 }
 
 /// `getInventory`: how many pets have each status.
-#[utoipa::path(
-    get,
-    path = "/store/inventory",
-    operation_id = "getInventory",
-    tag = "store",
-    summary = "Pets by status (experimental)",
-    responses(
-        (status = 200, description = "The counts.", body = Inventory),
-        NoParameters,
-    ),
-    extensions(("x-stability" = json!("experimental"))),
-)]
 pub async fn get_inventory(
     state: web::Data<AppState>,
     req: HttpRequest,

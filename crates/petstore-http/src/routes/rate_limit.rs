@@ -10,27 +10,10 @@ use petstore_domain::{RateLimitStatus, WindowStatus};
 
 use crate::auth::{Caller, Read};
 use crate::error::ApiError;
-use crate::error::responses::NoParameters;
 use crate::extract::{NoQuery, from_extensions};
 use crate::ratelimit::RateStatus;
 
 /// `getRateLimit`.
-#[utoipa::path(
-    get,
-    path = "/rate_limit",
-    operation_id = "getRateLimit",
-    tag = "rate limits",
-    summary = "Your rate-limit standing",
-    description = "The key's plan and, for the current minute and day, the limit, the requests \
-        left and the reset time. Not counted against the limits (the headers show the same \
-        standing); a banned key still gets `429 temporarily_banned`.",
-    responses(
-        (status = 200, description = "The standing.", body = RateLimitStatus, headers(
-            ("Cache-Control" = String, description = "`no-store`: stale as soon as it is sent."),
-        )),
-        NoParameters,
-    ),
-)]
 pub async fn get_rate_limit(
     caller: Caller<Read>,
     status: RateStatus,

@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use utoipa::openapi::{RefOr, Response};
 use utoipa::{IntoParams, IntoResponses};
 
-use super::ErrorObject;
+use petstore_http::error::ErrorObject;
 
 /// The responses of `A` and of `B` (`B`'s where both describe a status).
 pub struct Both<A, B>(PhantomData<(A, B)>);

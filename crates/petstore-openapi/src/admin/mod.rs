@@ -4,14 +4,14 @@
 
 use petstore_domain::Plan;
 use petstore_http::admin::ADMIN_BASE;
-use petstore_http::admin::{orders, routes};
-use petstore_http::error::responses::AdminUnauthorized;
 use utoipa::openapi::security::SecurityRequirement;
 use utoipa::openapi::{OpenApi as Document, Server};
 use utoipa::{IntoResponses, Modify, OpenApi};
 
-use crate::admin_webhooks as webhooks;
 use crate::conventions::{Bearer, declare, describe_methods, operations};
+use crate::responses::AdminUnauthorized;
+
+mod operations;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -29,31 +29,31 @@ use crate::conventions::{Bearer, declare, describe_methods, operations};
         license(name = "MIT OR Apache-2.0", identifier = "MIT OR Apache-2.0"),
     ),
     paths(
-        routes::create_key,
-        routes::list_keys,
-        routes::get_key,
-        routes::update_key,
-        routes::rotate_key,
-        routes::revoke_key,
-        routes::unban_key,
-        orders::list_orders,
-        orders::get_order,
-        orders::approve,
-        orders::deliver,
-        orders::cancel,
-        webhooks::list_operator_webhook_endpoints,
-        webhooks::create_operator_webhook_endpoint,
-        webhooks::get_operator_webhook_endpoint,
-        webhooks::update_operator_webhook_endpoint,
-        webhooks::delete_operator_webhook_endpoint,
-        webhooks::rotate_operator_webhook_secret,
-        webhooks::list_operator_webhook_deliveries,
-        webhooks::get_operator_webhook_delivery,
-        webhooks::redeliver_operator_webhook,
-        webhooks::list_key_webhook_endpoints,
-        webhooks::get_key_webhook_endpoint,
-        webhooks::update_key_webhook_endpoint,
-        webhooks::delete_key_webhook_endpoint
+        operations::create_key,
+        operations::list_keys,
+        operations::get_key,
+        operations::update_key,
+        operations::rotate_key,
+        operations::revoke_key,
+        operations::unban_key,
+        operations::list_orders,
+        operations::get_order,
+        operations::approve,
+        operations::deliver,
+        operations::cancel,
+        operations::list_operator_webhook_endpoints,
+        operations::create_operator_webhook_endpoint,
+        operations::get_operator_webhook_endpoint,
+        operations::update_operator_webhook_endpoint,
+        operations::delete_operator_webhook_endpoint,
+        operations::rotate_operator_webhook_secret,
+        operations::list_operator_webhook_deliveries,
+        operations::get_operator_webhook_delivery,
+        operations::redeliver_operator_webhook,
+        operations::list_key_webhook_endpoints,
+        operations::get_key_webhook_endpoint,
+        operations::update_key_webhook_endpoint,
+        operations::delete_key_webhook_endpoint
     ),
     // The schemas come with the operations' bodies and responses; `Plan`, which only a query
     // parameter names, is listed.
