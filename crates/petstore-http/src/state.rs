@@ -18,6 +18,7 @@ use crate::links::Links;
 use crate::ratelimit::{HeaderCache, Limiter, TrustedProxies};
 use crate::routes::openapi::Documents;
 use crate::telemetry::metric::{Exporter, RequestMetrics};
+use crate::telemetry::trace::Sampling;
 
 /// How many valid keys the key cache holds at most (and as many tokens known not to be keys).
 const KEY_CACHE_CAPACITY: usize = 100_000;
@@ -56,6 +57,8 @@ pub struct AppState {
     pub request_metrics: RequestMetrics,
     /// What a webhook endpoint's URL may be.
     pub webhook_policy: UrlPolicy,
+    /// What the trace sampler decides before a trace has an id.
+    pub sampling: Sampling,
     /// Where a webhook endpoint's host leads, checked when it is registered or changed.
     pub receivers: Arc<dyn ReceiverCheck>,
     /// The API's descriptions, served at `{base}/openapi.json` and `/admin/v1/openapi.json`.
@@ -91,6 +94,7 @@ impl AppState {
             metrics: None,
             request_metrics: RequestMetrics::default(),
             webhook_policy: config.webhook_policy,
+            sampling: config.sampling,
             receivers,
             documents,
         }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use petstore_domain::{BanPolicy, Plan, RateLimits};
 
 use crate::ratelimit::{AddressPolicy, FailurePolicy, Limiter, TrustedProxies};
+use crate::telemetry::trace::Sampling;
 
 /// Everything the application needs but its storage. Where it listens, with how many workers,
 /// and how it starts and stops are the program's (`petstore`'s `ServeConfig`).
@@ -28,6 +29,8 @@ pub struct Config {
     pub idempotency_retention: Duration,
     /// What a webhook endpoint's URL may be (`--webhook-allow-http`, `--webhook-allow-private`).
     pub webhook_policy: petstore_domain::webhook::UrlPolicy,
+    /// What the trace sampler decides before a trace has an id (when traces are exported).
+    pub sampling: Sampling,
 }
 
 impl Config {
@@ -41,6 +44,7 @@ impl Config {
             rate_limit: RateLimitConfig::default(),
             idempotency_retention: Duration::from_secs(24 * 3600),
             webhook_policy: petstore_domain::webhook::UrlPolicy::default(),
+            sampling: Sampling::default(),
         }
     }
 }

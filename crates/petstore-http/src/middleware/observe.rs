@@ -35,7 +35,9 @@ pub async fn observe(
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let started = Instant::now();
     let id = RequestId::of(req.headers());
-    let server = trace::server_span(method_label(req.method()), &req);
+    let state = req.app_data::<web::Data<AppState>>();
+    let sampling = state.map(|state| state.sampling).unwrap_or_default();
+    let server = trace::server_span(method_label(req.method()), &req, sampling);
     // The log's span, inside the server span: what the request's code traces is the server
     // span's (its nearest traced ancestor).
     let span = tracing::info_span!(
@@ -52,10 +54,7 @@ pub async fn observe(
     // show it.
     let client = (tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
         || !server.is_disabled())
-    .then(|| {
-        req.app_data::<web::Data<AppState>>()
-            .map(|state| client_address(&state.trusted_proxies, &req))
-    })
+    .then(|| state.map(|state| client_address(&state.trusted_proxies, &req)))
     .flatten();
     // Inner layers answer every error as a response (the request is theirs until then: routing
     // needs it unshared, so no copy of it can be kept here for an `Err`).

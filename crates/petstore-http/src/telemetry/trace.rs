@@ -9,23 +9,67 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::HeaderMap;
 use opentelemetry::KeyValue;
 use opentelemetry::propagation::Extractor;
-use opentelemetry::trace::TraceContextExt;
+use opentelemetry::trace::{SpanContext, TraceContextExt};
 use petstore_domain::TRACE_ROOTS;
 use tracing::Span;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+/// What the program's sampler decides before a trace has an id: whether a trace that would
+/// start here is dropped whatever its id, and whether the caller's decision is followed. A
+/// request whose trace is dropped for certain makes no span at all, not even one begun to ask
+/// the sampler: that span cost a request 5% more instructions when traces were exported at a
+/// ratio of 0 (`scripts/bench.sh --traces-cost`). The sampler still decides every other trace.
+/// The default is OpenTelemetry's default sampler's, `parentbased_always_on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sampling {
+    /// A trace that starts here is dropped whatever its id (`always_off`, a ratio of 0).
+    pub roots_dropped: bool,
+    /// The caller's decision is followed (`parentbased_*`): the trace of a caller who dropped
+    /// it is dropped here.
+    pub follows_caller: bool,
+}
+
+impl Default for Sampling {
+    fn default() -> Self {
+        Self {
+            roots_dropped: false,
+            follows_caller: true,
+        }
+    }
+}
+
+impl Sampling {
+    /// Whether the sampler drops, whatever the trace id, the trace of a request whose caller
+    /// sent `parent` (not valid when it sent none).
+    pub fn drops(self, parent: &SpanContext) -> bool {
+        if self.follows_caller && parent.is_valid() {
+            return !parent.is_sampled();
+        }
+        self.roots_dropped
+    }
+}
 
 /// A server span for `req` (whose method's label is `method`), named by the route it matches
 /// (semantic conventions: `GET /v1/pets/{petId}`; the method alone when none matches), a child
 /// of the caller's trace when its headers carry one (`traceparent`, read by the propagator the
 /// program installs).
 ///
-/// A disabled span when the sampler drops the trace (the caller's decision, or the ratio's): the
-/// span is begun to ask it, and let go. The request then makes no span at all, since the spans
-/// beneath a server span are made only inside a kept trace; kept, that span and its attributes,
-/// its children's, every poll's enter and exit would cost an unsampled request most of what a
-/// sampled one costs (measured: `scripts/bench.sh --traces-cost`).
-pub fn server_span(method: &'static str, req: &ServiceRequest) -> Span {
+/// A disabled span when the trace is dropped: for certain by `sampling` (no span is begun), or
+/// by the sampler (the span is begun to ask it, and let go). The request then makes no span at
+/// all, since the spans beneath a server span are made only inside a kept trace; kept, that
+/// span and its attributes, its children's, every poll's enter and exit would cost an unsampled
+/// request most of what a sampled one costs (measured: `scripts/bench.sh --traces-cost`).
+pub fn server_span(method: &'static str, req: &ServiceRequest, sampling: Sampling) -> Span {
+    if !tracing::enabled!(target: TRACE_ROOTS, tracing::Level::INFO) {
+        return Span::none();
+    }
+    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
+        propagator.extract(&Headers(req.headers()))
+    });
+    if sampling.drops(parent.span().span_context()) {
+        return Span::none();
+    }
     let span = tracing::info_span!(
         target: TRACE_ROOTS,
         "request",
@@ -41,9 +85,6 @@ pub fn server_span(method: &'static str, req: &ServiceRequest) -> Span {
     if span.is_disabled() {
         return span;
     }
-    let parent = opentelemetry::global::get_text_map_propagator(|propagator| {
-        propagator.extract(&Headers(req.headers()))
-    });
     // Fails only when the span has started already: it has not.
     let _ = span.set_parent(parent);
     // Starts it: the sampler decides (from the parent and the trace id; not the name, given

@@ -11,7 +11,7 @@ use petstore_store::StoreConfig;
 
 use super::{AddressArgs, DatabaseArgs, positive_duration};
 use crate::serve::{MetricsEndpoint, ServeConfig};
-use crate::traces::TraceArgs;
+use crate::traces::{self, TraceArgs};
 use petstore_http::config::{Config, CorsOrigins, RateLimitConfig};
 use petstore_http::ratelimit::{AddressPolicy, FailurePolicy, ForwardedHeader, TrustedProxies};
 use petstore_webhooks::SenderConfig;
@@ -181,6 +181,10 @@ impl ServeArgs {
     /// The server's [`ServeConfig`].
     pub fn into_config(self) -> ServeConfig {
         let app = Config {
+            sampling: traces::sampling(
+                self.traces.otel_traces_sampler,
+                self.traces.otel_traces_sampler_arg,
+            ),
             key_cache_ttl: self.key_cache_ttl,
             client_body_timeout: self.client_body_timeout,
             http: self.addresses.settings(),

@@ -25,6 +25,7 @@ use opentelemetry_sdk::trace::{
     BatchConfigBuilder, BatchSpanProcessor, Sampler, SdkTracer, SdkTracerProvider, Span, SpanData,
     SpanExporter, SpanProcessor,
 };
+use petstore_http::telemetry::trace::Sampling;
 
 mod args;
 
@@ -231,6 +232,26 @@ fn sampler(kind: SamplerKind, ratio: Option<f64>) -> Sampler {
     }
 }
 
+/// What the sampler `kind` (of `ratio`) decides before a trace has an id, for the server's
+/// requests: a trace that starts here is dropped for certain by `always_off` and by a ratio of
+/// 0; a caller's decision is followed by the `parentbased_*` samplers (the SDK's defaults for
+/// a remote parent: kept when sampled, dropped when not).
+pub fn sampling(kind: SamplerKind, ratio: Option<f64>) -> Sampling {
+    let never = ratio.is_some_and(|ratio| ratio <= 0.0);
+    let (roots_dropped, follows_caller) = match kind {
+        SamplerKind::AlwaysOn => (false, false),
+        SamplerKind::AlwaysOff => (true, false),
+        SamplerKind::Traceidratio => (never, false),
+        SamplerKind::ParentbasedAlwaysOn => (false, true),
+        SamplerKind::ParentbasedAlwaysOff => (true, true),
+        SamplerKind::ParentbasedTraceidratio => (never, true),
+    };
+    Sampling {
+        roots_dropped,
+        follows_caller,
+    }
+}
+
 /// `key=value,key=value` with percent-encoded values, as OpenTelemetry's variables take them.
 fn pairs(setting: &str, text: Option<&str>) -> Result<Vec<(String, String)>, String> {
     let mut pairs = Vec::new();
@@ -361,6 +382,69 @@ impl HttpClient for Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whatever `sampling` says is dropped for certain, the SDK's sampler drops, for any trace id;
+    /// and a trace that starts here at a ratio of 0 is one of those.
+    #[test]
+    fn what_sampling_drops_for_certain_the_sampler_drops() {
+        use clap::ValueEnum;
+        use opentelemetry::Context;
+        use opentelemetry::trace::{
+            SpanContext, SpanId, SpanKind, TraceContextExt, TraceFlags, TraceId, TraceState,
+        };
+        use opentelemetry_sdk::trace::{SamplingDecision, ShouldSample};
+        let parent = |flags| {
+            let span = SpanContext::new(
+                TraceId::from(7),
+                SpanId::from(9),
+                flags,
+                true,
+                TraceState::default(),
+            );
+            Context::new().with_remote_span_context(span)
+        };
+        let parents = [
+            Context::new(),
+            parent(TraceFlags::SAMPLED),
+            parent(TraceFlags::default()),
+        ];
+        let mut certain = 0;
+        for &kind in SamplerKind::value_variants() {
+            for ratio in [None, Some(0.0), Some(0.5), Some(1.0)] {
+                let sdk = sampler(kind, ratio);
+                let sampling = sampling(kind, ratio);
+                for context in &parents {
+                    if !sampling.drops(context.span().span_context()) {
+                        continue;
+                    }
+                    certain += 1;
+                    for id in (0..64u128)
+                        .map(|n| n.wrapping_mul(0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c835) | 1)
+                    {
+                        let decision = sdk
+                            .should_sample(
+                                Some(context),
+                                TraceId::from(id),
+                                "request",
+                                &SpanKind::Server,
+                                &[],
+                                &[],
+                            )
+                            .decision;
+                        assert_eq!(
+                            decision,
+                            SamplingDecision::Drop,
+                            "{kind:?} {ratio:?} {context:?}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(certain > 0);
+        let roots = sampling(SamplerKind::ParentbasedTraceidratio, Some(0.0));
+        assert!(roots.drops(parents[0].span().span_context()));
+        assert!(!roots.drops(parents[1].span().span_context()));
+    }
 
     #[test]
     fn pairs_are_percent_decoded_and_malformed_ones_named() {
