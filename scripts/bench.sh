@@ -818,8 +818,8 @@ PY
   for _ in $(seq 1 100); do reachable "$receiver_port" && break; sleep 0.05; done
 }
 
-# What traces cost on PostgreSQL: this build with traces off, exporting with a ratio of 0 (each
-# request's server span begun for the sampler and let go), and exporting every span to a collector on loopback; with --against OLD_BIN,
+# What traces cost on PostgreSQL: this build with traces off, exporting with a ratio of 0 (a trace
+# dropped whatever its id: no span is made), and exporting every span to a collector on loopback; with --against OLD_BIN,
 # that build too (traces off: what the instrumentation costs when off). All on one database, one
 # worker each on the same core, runs alternating (each run starts with the next server); the
 # list and creates.

@@ -21,7 +21,7 @@ use tracing_subscriber::fmt::format::{FmtSpan, JsonFields, Writer};
 use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields, FormattedFields};
 use tracing_subscriber::layer::SubscriberExt;
-use tracing_subscriber::layer::{self, Layer};
+use tracing_subscriber::layer::{self, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
@@ -51,10 +51,13 @@ pub fn init(
     tracer: Option<SdkTracer>,
 ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Both: the more specific of `RUST_LOG`'s directives and these would win.
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| EnvFilter::try_new("info"))?
-        .add_directive(format!("{}=off", petstore_domain::TRACES).parse()?)
-        .add_directive(format!("{}=off", petstore_domain::TRACE_ROOTS).parse()?);
+    let logs = || -> Result<EnvFilter, Box<dyn std::error::Error + Send + Sync>> {
+        Ok(EnvFilter::try_from_default_env()
+            .or_else(|_| EnvFilter::try_new("info"))?
+            .add_directive(format!("{}=off", petstore_domain::TRACES).parse()?)
+            .add_directive(format!("{}=off", petstore_domain::TRACE_ROOTS).parse()?))
+    };
+    let filter = logs()?;
     // The same lines whichever subscriber they go through (a macro: the layer's type names the
     // subscriber it is part of).
     macro_rules! lines {
@@ -77,12 +80,12 @@ pub fn init(
             )
             .try_init()?,
         (LogFormat::Text, Some(tracer)) => registry
-            .with(Sampled)
+            .with(Sampled { logs: logs()? })
             .with(bridge(tracer))
             .with(lines!().with_filter(filter))
             .try_init()?,
         (LogFormat::Json, Some(tracer)) => registry
-            .with(Sampled)
+            .with(Sampled { logs: logs()? })
             .with(bridge(tracer))
             .with(
                 lines!()
@@ -134,7 +137,15 @@ where
 ///
 /// A span that starts a trace (a request's server span; a webhook attempt's, `parent: None`) is
 /// judged by the span current where it is made; the service makes those outside any span.
-struct Sampled;
+///
+/// For the same reason it turns down, once per callsite, what neither layer can want: a span or
+/// event of any other target that no directive of the logs' filter (`logs`, a copy of theirs)
+/// could let through. Else, with `RUST_LOG=warn`, each request's log span would be made (the
+/// bridge's hint lets `INFO` through) only for the logs' filter to turn it down on its every
+/// enter and exit.
+struct Sampled {
+    logs: EnvFilter,
+}
 
 /// Whether `meta` is a trace span's (or the storage's question whether it is in a trace).
 fn traced(meta: &Metadata<'_>) -> bool {
@@ -149,8 +160,11 @@ where
         if traced(meta) {
             // Asked for each span: the answer depends on the trace it is made in.
             Interest::sometimes()
+        } else if Filter::<S>::callsite_enabled(&self.logs, meta).is_never() {
+            // Not the bridge's, and no directive of the logs' (static or dynamic) takes it.
+            Interest::never()
         } else {
-            // The layers' own filters decide.
+            // The logs' own filter decides.
             Interest::always()
         }
     }
@@ -272,5 +286,33 @@ impl Write for RedactingStderr {
 
     fn flush(&mut self) -> io::Result<()> {
         io::stderr().flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// With the logs at `warn`, a request's `INFO` log span is not made at all (no layer can want
+    /// it), a `WARN` one is; with the logs at `info`, both are.
+    #[test]
+    fn a_span_no_layer_can_want_is_not_made() {
+        let made = |directives: &str| {
+            let lines = tracing_subscriber::fmt::layer()
+                .with_writer(io::sink)
+                .with_filter(EnvFilter::new(directives));
+            let subscriber = tracing_subscriber::registry()
+                .with(Sampled {
+                    logs: EnvFilter::new(directives),
+                })
+                .with(lines);
+            tracing::subscriber::with_default(subscriber, || {
+                let info = tracing::info_span!("request");
+                let warn = tracing::warn_span!("request");
+                (!info.is_disabled(), !warn.is_disabled())
+            })
+        };
+        assert_eq!(made("warn"), (false, true));
+        assert_eq!(made("info"), (true, true));
     }
 }
