@@ -45,7 +45,7 @@ pub enum LogFormat {
 /// then disabled where they are made (a check each). With one, the logs and the bridge each
 /// filter for themselves (the logs never show the trace spans, whatever `RUST_LOG` says, and
 /// the bridge sees nothing else), behind [`Sampled`], which decides whether a trace span is
-/// made at all.
+/// made at all, and turns down what the logs' filter can never let through.
 pub fn init(
     format: LogFormat,
     tracer: Option<SdkTracer>,

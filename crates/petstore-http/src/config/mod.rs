@@ -44,7 +44,11 @@ impl Config {
             rate_limit: RateLimitConfig::default(),
             idempotency_retention: Duration::from_secs(24 * 3600),
             webhook_policy: petstore_domain::webhook::UrlPolicy::default(),
-            sampling: Sampling::default(),
+            // OpenTelemetry's default sampler, `parentbased_always_on`.
+            sampling: Sampling {
+                roots_dropped: false,
+                follows_caller: true,
+            },
         }
     }
 }

@@ -20,23 +20,15 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// request whose trace is dropped for certain makes no span at all, not even one begun to ask
 /// the sampler: that span cost a request 5% more instructions when traces were exported at a
 /// ratio of 0 (`scripts/bench.sh --traces-cost`). The sampler still decides every other trace.
-/// The default is OpenTelemetry's default sampler's, `parentbased_always_on`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The default drops nothing early: the sampler decides every trace (an application with no
+/// state, the metrics listener's, asks it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sampling {
     /// A trace that starts here is dropped whatever its id (`always_off`, a ratio of 0).
     pub roots_dropped: bool,
     /// The caller's decision is followed (`parentbased_*`): the trace of a caller who dropped
     /// it is dropped here.
     pub follows_caller: bool,
-}
-
-impl Default for Sampling {
-    fn default() -> Self {
-        Self {
-            roots_dropped: false,
-            follows_caller: true,
-        }
-    }
 }
 
 impl Sampling {

@@ -1,4 +1,4 @@
-//! The admin API's own document, generated from its handlers' annotations: served at
+//! The admin API's own document, generated from the operations described in `operations.rs`: served at
 //! `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
 //! `petstore openapi --admin`.
 
