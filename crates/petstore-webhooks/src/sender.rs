@@ -120,6 +120,40 @@ pub struct Sender {
     clock: Arc<dyn Clock>,
 }
 
+/// Whether a claim that passes endpoints over is worth making. Such a claim reads every due
+/// delivery of the endpoints it passes over to find none of them: with one endpoint's backlog
+/// of thousands at its bound, each such claim read them all, after every claim that filled the
+/// endpoint up, to find nothing else due. Once one finds nothing, no claim passing over as
+/// many (the same endpoints, or more) is made until the poll interval has passed: the
+/// endpoints' own claims go on as their attempts end, and another endpoint's delivery made
+/// meanwhile waits at most that long, as it would with nothing else due.
+#[derive(Debug, Default)]
+struct PassingOver {
+    /// The endpoints the last claim that found nothing passed over, and until when.
+    found_nothing: Option<(Vec<i64>, Instant)>,
+}
+
+impl PassingOver {
+    /// Whether a claim passing `skipped` over may be made at `now`.
+    fn may_claim(&self, skipped: &[i64], now: Instant) -> bool {
+        match &self.found_nothing {
+            Some((passed, until)) if now < *until && !skipped.is_empty() => {
+                !passed.iter().all(|endpoint| skipped.contains(endpoint))
+            }
+            _ => true,
+        }
+    }
+
+    /// A claim that passed `skipped` over found nothing (`empty`), or some: the former keeps
+    /// claims passing over as many back until `until`.
+    fn claimed(&mut self, skipped: &[i64], empty: bool, until: Instant) {
+        if skipped.is_empty() {
+            return;
+        }
+        self.found_nothing = empty.then(|| (skipped.to_vec(), until));
+    }
+}
+
 /// An attempt waiting to be recorded, and where its answer goes: whether it was recorded
 /// (`false`: its claim no longer held the delivery), or why it could not be.
 type Waiting = (AttemptRecord, oneshot::Sender<Result<bool, String>>);
@@ -180,6 +214,7 @@ impl Sender {
             }
         });
         let mut backlog_at = Instant::now();
+        let mut passing_over = PassingOver::default();
         loop {
             if backlog_at <= Instant::now() {
                 self.record_backlog().await;
@@ -187,7 +222,7 @@ impl Sender {
             }
             let claimed = tokio::select! {
                 () = &mut stop => break,
-                claimed = self.round(&recorder) => claimed,
+                claimed = self.round(&recorder, &mut passing_over) => claimed,
             };
             if !claimed {
                 tokio::select! {
@@ -211,11 +246,20 @@ impl Sender {
     /// (waiting for a slot first), none of an endpoint that has as many under way or rests, and
     /// of each owner no more than its room under [`SenderConfig::per_owner`] (owners taken in
     /// turn), and starts sending them; whether it claimed as many as it asked for (more may be
-    /// due).
-    async fn round(&self, recorder: &mpsc::Sender<Waiting>) -> bool {
+    /// due). A claim that would pass endpoints over is not made while `passing_over` says the
+    /// last one found nothing else.
+    async fn round(
+        &self,
+        recorder: &mpsc::Sender<Waiting>,
+        passing_over: &mut PassingOver,
+    ) -> bool {
         let Ok(first) = self.slots.clone().acquire_owned().await else {
             return false;
         };
+        let skip_endpoints = self.skipped();
+        if !passing_over.may_claim(&skip_endpoints, Instant::now()) {
+            return false;
+        }
         let free_slots = 1 + self.slots.available_permits();
         let free = free_slots.min(PER_ENDPOINT);
         let now = self.clock.unix_now();
@@ -224,7 +268,7 @@ impl Sender {
             lease_until: now + i64::try_from(self.config.lease().as_secs()).unwrap_or(i64::MAX),
             limit: u32::try_from(free).unwrap_or(u32::MAX),
             token: fastrand::i64(1..),
-            skip_endpoints: self.skipped(),
+            skip_endpoints,
             per_owner: u32::try_from(self.config.per_owner()).unwrap_or(u32::MAX),
             owner_room: self.owner_room(free_slots),
         };
@@ -238,6 +282,11 @@ impl Sender {
                 return false;
             }
         };
+        passing_over.claimed(
+            &claim.skip_endpoints,
+            due.is_empty(),
+            Instant::now() + self.config.poll,
+        );
         let full = due.len() >= free;
         let mut permit = Some(first);
         for delivery in due {
@@ -540,6 +589,42 @@ fn describe(error: &(dyn Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_claim_passing_endpoints_over_waits_once_one_found_nothing_else() {
+        let now = Instant::now();
+        let later = now + Duration::from_secs(1);
+        let mut passing_over = PassingOver::default();
+        assert!(passing_over.may_claim(&[7], now), "at first");
+        passing_over.claimed(&[7], false, later);
+        assert!(passing_over.may_claim(&[7], now), "the last one found some");
+        passing_over.claimed(&[7, 8], true, later);
+        assert!(
+            !passing_over.may_claim(&[7, 8], now),
+            "the last one found nothing"
+        );
+        assert!(
+            !passing_over.may_claim(&[8, 9, 7], now),
+            "passing over more"
+        );
+        assert!(
+            passing_over.may_claim(&[8], now),
+            "7 has room again: its deliveries may be due"
+        );
+        assert!(
+            passing_over.may_claim(&[], now),
+            "a claim passing nothing over"
+        );
+        assert!(
+            passing_over.may_claim(&[7, 8], later),
+            "after the poll interval"
+        );
+        // A claim passing nothing over says nothing of what lies behind the others' backlogs.
+        passing_over.claimed(&[], true, later);
+        assert!(!passing_over.may_claim(&[7, 8], now));
+        passing_over.claimed(&[8], false, later);
+        assert!(passing_over.may_claim(&[7, 8], now), "found some again");
+    }
 
     #[test]
     fn long_errors_are_cut_on_a_character() {
