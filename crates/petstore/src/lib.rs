@@ -16,6 +16,7 @@ mod keys;
 pub mod logging;
 mod orders;
 mod redact;
+mod sending;
 mod serve;
 mod traces;
 mod usage;

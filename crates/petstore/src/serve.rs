@@ -13,6 +13,7 @@ use actix_web::{HttpServer, web};
 use petstore_domain::{KeySpec, Plan, Storage};
 use petstore_store::{Backend, Store, StoreConfig};
 
+use crate::sending::Sending;
 use crate::{counters, open_store};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 use petstore_http::app::{admin_app, app, metrics_app};
@@ -48,6 +49,9 @@ pub struct ServeConfig {
     pub admin_bind: Option<String>,
     /// How this instance sends webhook deliveries; `None`: it sends none (other instances do).
     pub webhooks: Option<SenderConfig>,
+    /// How much lower than the API's workers the webhook sender's thread runs (its niceness
+    /// over the process's: 0 to 19).
+    pub webhook_sender_nice: u8,
 }
 
 impl ServeConfig {
@@ -64,6 +68,7 @@ impl ServeConfig {
             metrics: MetricsEndpoint::Main,
             admin_bind: None,
             webhooks: Some(SenderConfig::default()),
+            webhook_sender_nice: 10,
         }
     }
 }
@@ -208,6 +213,18 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
         }
         None => None,
     };
+    // Sending from before the server says it listens, at its own priority.
+    let (stop_sending, sending_stopped) = tokio::sync::oneshot::channel::<()>();
+    let sender = match config.webhooks {
+        Some(settings) => {
+            let sender = Sender::new(storage.clone(), settings)?;
+            let stop = async {
+                let _ = sending_stopped.await;
+            };
+            Some(Sending::start(sender, config.webhook_sender_nice, stop)?)
+        }
+        None => None,
+    };
     // Watched from before the server says it listens: a signal sent as soon as it does is a
     // graceful stop, not the default action (the process killed).
     let stop = stop_signal();
@@ -224,16 +241,6 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     let server = server.run();
     let handle = server.handle();
     let pruning = prune_idempotency_records(state.clone());
-    let (stop_sending, sending_stopped) = tokio::sync::oneshot::channel::<()>();
-    let sender = match config.webhooks {
-        Some(settings) => {
-            let sender = Sender::new(storage.clone(), settings)?;
-            Some(actix_web::rt::spawn(sender.run(async {
-                let _ = sending_stopped.await;
-            })))
-        }
-        None => None,
-    };
     actix_web::rt::spawn(async move {
         stop.await;
         // No new webhook attempt from now on; those under way finish while the server drains
@@ -245,7 +252,7 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     // The sender has stopped claiming since the signal; it records what it had under way (for
     // at most an attempt's timeout, mostly spent during the drain) before the store closes.
     if let Some(sender) = sender {
-        let _ = sender.await;
+        sender.stopped().await;
     }
     for side in [metrics_server, admin_server].into_iter().flatten() {
         side.stop(true).await;

@@ -90,6 +90,11 @@ pub struct ServeArgs {
     /// operators) has at most half of them under way.
     #[arg(long, env = "PETSTORE_WEBHOOK_CONCURRENCY", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub webhook_concurrency: u16,
+    /// How much lower than the API's the sender's CPU priority is: its thread's niceness over
+    /// the process's (Linux), from 0 (the same) to 19. During a burst of writes their events
+    /// wait rather than take CPU from them.
+    #[arg(long, env = "PETSTORE_WEBHOOK_SENDER_NICE", default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=19))]
+    pub webhook_sender_nice: u8,
     /// Record Prometheus metrics and serve them at `/metrics`.
     #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
     pub metrics: bool,
@@ -235,6 +240,7 @@ impl ServeArgs {
                 concurrency: usize::from(self.webhook_concurrency),
                 ..SenderConfig::default()
             }),
+            webhook_sender_nice: self.webhook_sender_nice,
         }
     }
 }

@@ -31,6 +31,7 @@ mod store_area;
 mod telemetry;
 mod traces;
 mod webhook_owners;
+mod webhook_priority;
 mod webhook_support;
 mod webhooks;
 mod writes;

@@ -194,6 +194,11 @@ impl TestServer {
             .to_owned()
     }
 
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM and returns at once.
     pub fn terminate(&self) {
         let status = Command::new("kill")

@@ -1,0 +1,58 @@
+//! The webhook sender's thread through the real binary (Linux): a thread of its own, below the
+//! priority of the threads that serve the API by `--webhook-sender-nice`, read from `/proc`.
+
+use std::collections::BTreeMap;
+
+use crate::common::{TestServer, temp_db};
+
+/// Each thread of process `pid`, by name: the niceness of each thread so named.
+fn niceness_by_thread(pid: u32) -> BTreeMap<String, Vec<i32>> {
+    let mut threads: BTreeMap<String, Vec<i32>> = BTreeMap::new();
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads");
+    for task in tasks {
+        let stat = std::fs::read_to_string(task.expect("a thread").path().join("stat"))
+            .expect("a thread's stat");
+        // `tid (name) state ...`: the name may hold spaces; niceness is the 19th field.
+        let (head, rest) = stat.rsplit_once(") ").expect("a stat line");
+        let name = head.split_once(" (").expect("a name").1.to_owned();
+        let nice = rest.split(' ').nth(16).expect("the niceness field");
+        threads
+            .entry(name)
+            .or_default()
+            .push(nice.parse().expect("a number"));
+    }
+    threads
+}
+
+#[test]
+fn the_sender_runs_on_a_thread_of_its_own_below_the_apis_priority() {
+    let (_dir, db) = temp_db();
+    for (flags, lower) in [
+        (&[][..], 10),
+        (&["--webhook-sender-nice", "3"][..], 3),
+        (&["--webhook-sender-nice", "0"][..], 0),
+    ] {
+        let server = TestServer::start(&db, flags);
+        let threads = niceness_by_thread(server.pid());
+        let main = threads.values().flatten().copied().min().expect("threads");
+        let sender = threads.get("webhook-sender").expect("the sender's thread");
+        assert!(
+            sender.iter().all(|nice| *nice == (main + lower).min(19)),
+            "{flags:?}: the sender's threads at {sender:?}, the process at {main}: {threads:?}"
+        );
+        let api: Vec<i32> = threads
+            .iter()
+            .filter(|(name, _)| name.as_str() != "webhook-sender")
+            .flat_map(|(_, nice)| nice.iter().copied())
+            .collect();
+        assert!(
+            api.iter().all(|nice| *nice == main),
+            "{flags:?}: every other thread at the process's priority: {threads:?}"
+        );
+        server.stop();
+    }
+    // No sender, no thread.
+    let server = TestServer::start(&db, &["--webhook-sender=false"]);
+    assert!(!niceness_by_thread(server.pid()).contains_key("webhook-sender"));
+    server.stop();
+}
