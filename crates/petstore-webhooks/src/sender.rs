@@ -118,39 +118,78 @@ pub struct Sender {
     ended: Arc<Notify>,
     /// The time deliveries are claimed, signed and recorded at.
     clock: Arc<dyn Clock>,
+    /// Where its storage calls run: the runtime it runs on, or another
+    /// ([`Sender::with_storage_runtime`]).
+    storage_runtime: Option<tokio::runtime::Handle>,
 }
 
-/// Whether a claim that passes endpoints over is worth making. Such a claim reads every due
-/// delivery of the endpoints it passes over to find none of them: with one endpoint's backlog
+/// What a claim passes over: endpoints (at their bound, or resting) and owners (at theirs).
+#[derive(Debug, Clone, Default, PartialEq)]
+struct PassedOver {
+    endpoints: Vec<i64>,
+    owners: Vec<EndpointOwner>,
+}
+
+impl PassedOver {
+    fn is_empty(&self) -> bool {
+        self.endpoints.is_empty() && self.owners.is_empty()
+    }
+
+    /// Whether it passes over all that `other` does (and maybe more).
+    fn covers(&self, other: &Self) -> bool {
+        other.endpoints.iter().all(|id| self.endpoints.contains(id))
+            && other.owners.iter().all(|owner| self.owners.contains(owner))
+    }
+}
+
+/// Whether a claim that passes endpoints or owners over is worth making. Such a claim reads
+/// every due delivery of what it passes over to find none of them: with one endpoint's backlog
 /// of thousands at its bound, each such claim read them all, after every claim that filled the
-/// endpoint up, to find nothing else due. Once one finds nothing, no claim passing over as
-/// many (the same endpoints, or more) is made until the poll interval has passed: the
-/// endpoints' own claims go on as their attempts end, and another endpoint's delivery made
-/// meanwhile waits at most that long, as it would with nothing else due.
+/// endpoint up, to find nothing else due. Once one finds nothing, no claim passing over as much
+/// (the same, or more) is made until the poll interval has passed; a claim in which one of them
+/// has room again is made at once (their own claims go on as their attempts end), and the
+/// sender's next look comes when the interval ends: another endpoint's delivery made meanwhile
+/// waits at most that long, as it would with nothing else due.
 #[derive(Debug, Default)]
 struct PassingOver {
-    /// The endpoints the last claim that found nothing passed over, and until when.
-    found_nothing: Option<(Vec<i64>, Instant)>,
+    /// What the last claim that found nothing passed over, and until when it holds.
+    found_nothing: Option<(PassedOver, Instant)>,
 }
 
 impl PassingOver {
-    /// Whether a claim passing `skipped` over may be made at `now`.
-    fn may_claim(&self, skipped: &[i64], now: Instant) -> bool {
+    /// Whether a claim passing `passed` over may be made at `now`.
+    fn may_claim(&self, passed: &PassedOver, now: Instant) -> bool {
         match &self.found_nothing {
-            Some((passed, until)) if now < *until && !skipped.is_empty() => {
-                !passed.iter().all(|endpoint| skipped.contains(endpoint))
-            }
+            Some((before, until)) if now < *until && !passed.is_empty() => !passed.covers(before),
             _ => true,
         }
     }
 
-    /// A claim that passed `skipped` over found nothing (`empty`), or some: the former keeps
-    /// claims passing over as many back until `until`.
-    fn claimed(&mut self, skipped: &[i64], empty: bool, until: Instant) {
-        if skipped.is_empty() {
+    /// A claim that passed `passed` over found nothing (`empty`, then no claim passing over as
+    /// much is made before `until`), or some: then, if it passed over as much as the one that
+    /// found nothing, what lies behind is due again.
+    fn claimed(&mut self, passed: PassedOver, empty: bool, until: Instant) {
+        if passed.is_empty() {
             return;
         }
-        self.found_nothing = empty.then(|| (skipped.to_vec(), until));
+        if empty {
+            self.found_nothing = Some((passed, until));
+        } else if self
+            .found_nothing
+            .as_ref()
+            .is_some_and(|(before, _)| passed.covers(before))
+        {
+            self.found_nothing = None;
+        }
+    }
+
+    /// How long the sender waits, with nothing claimed, for an attempt to end: at most `poll`,
+    /// and no longer than a claim passing over is held back.
+    fn wait(&self, poll: Duration, now: Instant) -> Duration {
+        match &self.found_nothing {
+            Some((_, until)) if *until > now => poll.min(*until - now),
+            _ => poll,
+        }
     }
 }
 
@@ -191,12 +230,24 @@ impl Sender {
             owners: Arc::default(),
             ended: Arc::default(),
             clock: Arc::new(SystemClock),
+            storage_runtime: None,
         })
     }
 
     /// The same sender on another clock (tests move time).
     pub fn with_clock(self, clock: Arc<dyn Clock>) -> Self {
         Self { clock, ..self }
+    }
+
+    /// The same sender, its storage calls run on `runtime` rather than on the one it runs on:
+    /// a sender run at a lower CPU priority than the API then holds no database lock, nor any
+    /// connection the API waits for, at that priority (the threads a runtime starts for
+    /// blocking calls, SQLite's, inherit its priority).
+    pub fn with_storage_runtime(self, runtime: tokio::runtime::Handle) -> Self {
+        Self {
+            storage_runtime: Some(runtime),
+            ..self
+        }
     }
 
     /// Sends until `stop` resolves, then waits (up to the attempt's timeout) for the attempts
@@ -227,7 +278,7 @@ impl Sender {
             if !claimed {
                 tokio::select! {
                     () = &mut stop => break,
-                    () = tokio::time::sleep(self.config.poll) => {}
+                    () = tokio::time::sleep(passing_over.wait(self.config.poll, Instant::now())) => {}
                     () = self.ended.notified() => {}
                 }
             }
@@ -256,37 +307,40 @@ impl Sender {
         let Ok(first) = self.slots.clone().acquire_owned().await else {
             return false;
         };
-        let skip_endpoints = self.skipped();
-        if !passing_over.may_claim(&skip_endpoints, Instant::now()) {
-            return false;
-        }
         let free_slots = 1 + self.slots.available_permits();
         let free = free_slots.min(PER_ENDPOINT);
+        let owner_room = self.owner_room(free_slots);
+        let passed = PassedOver {
+            endpoints: self.skipped(),
+            owners: (owner_room.iter())
+                .filter(|(_, room)| *room == 0)
+                .map(|(owner, _)| *owner)
+                .collect(),
+        };
+        if !passing_over.may_claim(&passed, Instant::now()) {
+            return false;
+        }
         let now = self.clock.unix_now();
         let claim = DeliveryClaim {
             now,
             lease_until: now + i64::try_from(self.config.lease().as_secs()).unwrap_or(i64::MAX),
             limit: u32::try_from(free).unwrap_or(u32::MAX),
             token: fastrand::i64(1..),
-            skip_endpoints,
+            skip_endpoints: passed.endpoints.clone(),
             per_owner: u32::try_from(self.config.per_owner()).unwrap_or(u32::MAX),
-            owner_room: self.owner_room(free_slots),
+            owner_room,
         };
-        let due = match self
-            .call(self.storage.claim_webhook_deliveries(&claim))
-            .await
-        {
+        let claimed = self
+            .call(move |storage| async move { storage.claim_webhook_deliveries(&claim).await })
+            .await;
+        let due = match claimed {
             Ok(due) => due,
             Err(error) => {
                 log::warn!("could not claim webhook deliveries: {error}");
                 return false;
             }
         };
-        passing_over.claimed(
-            &claim.skip_endpoints,
-            due.is_empty(),
-            Instant::now() + self.config.poll,
-        );
+        passing_over.claimed(passed, due.is_empty(), Instant::now() + self.config.poll);
         let full = due.len() >= free;
         let mut permit = Some(first);
         for delivery in due {
@@ -511,8 +565,9 @@ impl Sender {
         let mut gathered = Vec::with_capacity(most);
         while waiting.recv_many(&mut gathered, most).await > 0 {
             let (records, answers): (Vec<_>, Vec<_>) = gathered.drain(..).unzip();
+            let asked = records.len();
             let recorded = self
-                .call(self.storage.record_webhook_attempts(&records))
+                .call(move |storage| async move { storage.record_webhook_attempts(&records).await })
                 .await;
             for (n, answer) in answers.into_iter().enumerate() {
                 let held = match &recorded {
@@ -520,7 +575,7 @@ impl Sender {
                         format!(
                             "the storage answered for {} of {} attempts",
                             held.len(),
-                            records.len()
+                            asked
                         )
                     }),
                     Err(error) => Err(error.clone()),
@@ -533,7 +588,10 @@ impl Sender {
 
     /// Sets the backlog's gauges.
     async fn record_backlog(&self) {
-        match self.call(self.storage.webhook_backlog()).await {
+        match self
+            .call(|storage| async move { storage.webhook_backlog().await })
+            .await
+        {
             Ok(backlog) => {
                 metrics::gauge!(metric::PENDING).set(backlog.pending as f64);
                 let age = backlog.oldest_created_at.map_or(0, |created| {
@@ -550,7 +608,7 @@ impl Sender {
         let retention = i64::try_from(self.config.retention.as_secs()).unwrap_or(i64::MAX);
         let before = self.clock.unix_now().saturating_sub(retention);
         match self
-            .call(self.storage.prune_webhook_deliveries(before))
+            .call(move |storage| async move { storage.prune_webhook_deliveries(before).await })
             .await
         {
             Ok(0) => {}
@@ -559,16 +617,44 @@ impl Sender {
         }
     }
 
-    /// A storage call, given up on after the storage's own deadline.
-    async fn call<T, E: Error + 'static>(
-        &self,
-        call: impl Future<Output = Result<T, E>>,
-    ) -> Result<T, String> {
-        match tokio::time::timeout(self.storage.capacity().deadline, call).await {
+    /// A storage call (`call` made of the storage), on the storage's runtime
+    /// ([`Sender::with_storage_runtime`]) or this one, given up on (and cancelled) after the
+    /// storage's own deadline.
+    async fn call<T, E, F>(&self, call: impl FnOnce(Arc<dyn Storage>) -> F) -> Result<T, String>
+    where
+        F: Future<Output = Result<T, E>> + Send + 'static,
+        T: Send + 'static,
+        E: Error + Send + 'static,
+    {
+        let deadline = self.storage.capacity().deadline;
+        let call = call(self.storage.clone());
+        let answer = match &self.storage_runtime {
+            None => tokio::time::timeout(deadline, call).await,
+            Some(runtime) => {
+                let task = runtime.spawn(call);
+                // Cancelled with this call: when given up on, or when the sender is dropped.
+                let _cancel = CancelOnDrop(task.abort_handle());
+                match tokio::time::timeout(deadline, task).await {
+                    Ok(Ok(answer)) => Ok(answer),
+                    Ok(Err(ended)) => return Err(format!("the storage call ended: {ended}")),
+                    Err(elapsed) => Err(elapsed),
+                }
+            }
+        };
+        match answer {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(describe(&error)),
             Err(_) => Err("the storage did not answer in time".to_owned()),
         }
+    }
+}
+
+/// Aborts a task when dropped.
+struct CancelOnDrop(tokio::task::AbortHandle);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -591,39 +677,57 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_claim_passing_endpoints_over_waits_once_one_found_nothing_else() {
+    fn a_claim_passing_over_waits_once_one_found_nothing_else() {
+        let over = |endpoints: &[i64], owners: &[EndpointOwner]| PassedOver {
+            endpoints: endpoints.to_vec(),
+            owners: owners.to_vec(),
+        };
+        let busy = EndpointOwner::Key(1);
         let now = Instant::now();
         let later = now + Duration::from_secs(1);
+        let poll = Duration::from_secs(1);
         let mut passing_over = PassingOver::default();
-        assert!(passing_over.may_claim(&[7], now), "at first");
-        passing_over.claimed(&[7], false, later);
-        assert!(passing_over.may_claim(&[7], now), "the last one found some");
-        passing_over.claimed(&[7, 8], true, later);
+        assert!(passing_over.may_claim(&over(&[7], &[]), now), "at first");
+        passing_over.claimed(over(&[7], &[]), false, later);
         assert!(
-            !passing_over.may_claim(&[7, 8], now),
-            "the last one found nothing"
+            passing_over.may_claim(&over(&[7], &[]), now),
+            "it found some"
+        );
+        passing_over.claimed(over(&[7, 8], &[busy]), true, later);
+        assert!(
+            !passing_over.may_claim(&over(&[7, 8], &[busy]), now),
+            "it found nothing"
         );
         assert!(
-            !passing_over.may_claim(&[8, 9, 7], now),
+            !passing_over.may_claim(&over(&[8, 9, 7], &[busy]), now),
             "passing over more"
         );
         assert!(
-            passing_over.may_claim(&[8], now),
+            passing_over.may_claim(&over(&[8], &[busy]), now),
             "7 has room again: its deliveries may be due"
         );
         assert!(
-            passing_over.may_claim(&[], now),
-            "a claim passing nothing over"
+            passing_over.may_claim(&over(&[7, 8], &[]), now),
+            "the owner has room again"
         );
         assert!(
-            passing_over.may_claim(&[7, 8], later),
-            "after the poll interval"
+            passing_over.may_claim(&over(&[], &[]), now),
+            "passing nothing over"
         );
-        // A claim passing nothing over says nothing of what lies behind the others' backlogs.
-        passing_over.claimed(&[], true, later);
-        assert!(!passing_over.may_claim(&[7, 8], now));
-        passing_over.claimed(&[8], false, later);
-        assert!(passing_over.may_claim(&[7, 8], now), "found some again");
+        assert!(
+            passing_over.may_claim(&over(&[7, 8], &[busy]), later),
+            "after the interval"
+        );
+        assert_eq!(passing_over.wait(poll, now + poll / 4), poll * 3 / 4);
+        assert_eq!(passing_over.wait(poll, later), poll);
+        // What a claim passing over less finds says nothing of what lies behind the rest.
+        passing_over.claimed(over(&[8], &[busy]), false, later);
+        passing_over.claimed(over(&[], &[]), true, later);
+        assert!(!passing_over.may_claim(&over(&[7, 8], &[busy]), now));
+        // One passing over as much that finds some: what lies behind is due again.
+        passing_over.claimed(over(&[7, 8, 9], &[busy]), false, later);
+        assert!(passing_over.may_claim(&over(&[7, 8], &[busy]), now));
+        assert_eq!(passing_over.wait(poll, now), poll);
     }
 
     #[test]

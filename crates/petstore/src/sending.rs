@@ -1,7 +1,9 @@
 //! The webhook sender's thread: a runtime of its own, at a lower CPU priority than the workers
 //! serving the API, so that sending events takes the CPU the API leaves and a burst of writes
 //! is not slowed by the sending of its own events (they wait, and are sent once the burst
-//! eases). Its deliveries' leases, schedule and bounds are the sender's, unchanged.
+//! eases). Its storage calls run on the program's runtime, at the API's priority
+//! (`Sender::with_storage_runtime`). Its deliveries' leases, schedule and bounds are the
+//! sender's, unchanged.
 
 use std::future::Future;
 use std::io;
@@ -43,7 +45,8 @@ impl Sending {
                 let _ = done.send(());
                 runtime.shutdown_timeout(SHUT_DOWN_WITHIN);
             })?;
-        // (A thread that ended before saying so is found stopped by `stopped`.)
+        // A blocking wait, of a few microseconds, once at start-up. (A thread that ended
+        // before saying so is found stopped by `stopped`.)
         let _ = ready.recv();
         Ok(Self { stopped })
     }
@@ -54,9 +57,9 @@ impl Sending {
     }
 }
 
-/// Lowers this thread's CPU priority by `nice` (Linux: the niceness is a thread's own, and the
-/// threads it starts, such as its runtime's blocking ones, inherit it). Elsewhere, and where it
-/// is refused, the thread keeps the process's priority, and says so.
+/// Lowers this thread's CPU priority by `nice`, 19 at the lowest (Linux: the niceness is a
+/// thread's own, and the threads it starts inherit it). Elsewhere, and where it is refused,
+/// the thread keeps the process's priority, and says so.
 fn lower_priority(nice: u8) {
     if nice == 0 {
         return;

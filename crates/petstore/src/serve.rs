@@ -217,7 +217,10 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     let (stop_sending, sending_stopped) = tokio::sync::oneshot::channel::<()>();
     let sender = match config.webhooks {
         Some(settings) => {
-            let sender = Sender::new(storage.clone(), settings)?;
+            // Its storage calls on this runtime, at the API's priority (SQLite's writes hold
+            // the database while they run).
+            let sender = Sender::new(storage.clone(), settings)?
+                .with_storage_runtime(tokio::runtime::Handle::current());
             let stop = async {
                 let _ = sending_stopped.await;
             };

@@ -31,6 +31,7 @@ mod store_area;
 mod telemetry;
 mod traces;
 mod webhook_owners;
+#[cfg(target_os = "linux")]
 mod webhook_priority;
 mod webhook_support;
 mod webhooks;

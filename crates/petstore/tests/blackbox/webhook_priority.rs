@@ -10,8 +10,10 @@ fn niceness_by_thread(pid: u32) -> BTreeMap<String, Vec<i32>> {
     let mut threads: BTreeMap<String, Vec<i32>> = BTreeMap::new();
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the process's threads");
     for task in tasks {
-        let stat = std::fs::read_to_string(task.expect("a thread").path().join("stat"))
-            .expect("a thread's stat");
+        // A thread that ended since the folder was read (an idle blocking thread) is passed.
+        let Ok(stat) = std::fs::read_to_string(task.expect("a thread").path().join("stat")) else {
+            continue;
+        };
         // `tid (name) state ...`: the name may hold spaces; niceness is the 19th field.
         let (head, rest) = stat.rsplit_once(") ").expect("a stat line");
         let name = head.split_once(" (").expect("a name").1.to_owned();
