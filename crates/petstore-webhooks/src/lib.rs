@@ -11,10 +11,13 @@
 //! Each attempt is a client span of its own when traces are exported ([`trace`]: linked to the
 //! request that recorded the change, its `traceparent` sent to the receiver).
 //!
-//! Modules depend one way: `sign`, `metric`, `resolve` and `trace`, then `sender`.
+//! Modules depend one way: `sign`, `metric`, `resolve`, `trace`, `config` and `passing_over`,
+//! then `sender`.
 #![deny(missing_docs)]
 
+mod config;
 pub mod metric;
+mod passing_over;
 pub mod resolve;
 pub mod sender;
 pub mod sign;

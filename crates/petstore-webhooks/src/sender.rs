@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 
 use petstore_domain::error::Chain;
 use petstore_domain::webhook::{
-    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, UrlPolicy, decide,
-    retry_after,
+    AttemptRecord, AttemptResult, DeliveryClaim, DueDelivery, EndpointOwner, decide, retry_after,
 };
 use petstore_domain::{Clock, Storage, SystemClock};
 use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
@@ -27,61 +26,12 @@ use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::metric;
+use crate::passing_over::{PassedOver, PassingOver};
 use crate::resolve::{GuardedResolver, Resolver, check_url};
 use crate::sign::signature_header;
 use crate::trace;
 
-/// How the sender works.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SenderConfig {
-    /// Where deliveries may go.
-    pub policy: UrlPolicy,
-    /// How long an attempt may take, connection included (15 s by default): no answer in time
-    /// is a failure.
-    pub timeout: Duration,
-    /// Most deliveries sent at once by this instance. One owner (a key, or the operators) has
-    /// at most half of them under way ([`SenderConfig::per_owner`]).
-    pub concurrency: usize,
-    /// How often to look for due deliveries when none was found.
-    pub poll: Duration,
-    /// How long ended deliveries stay in the log before they are pruned.
-    pub retention: Duration,
-}
-
-impl Default for SenderConfig {
-    /// 15 s per attempt, 32 at once (16 of one owner's), a look every second, a log of 30
-    /// days.
-    fn default() -> Self {
-        Self {
-            policy: UrlPolicy::default(),
-            timeout: Duration::from_secs(15),
-            concurrency: 32,
-            poll: Duration::from_secs(1),
-            retention: Duration::from_secs(30 * 24 * 3600),
-        }
-    }
-}
-
-impl SenderConfig {
-    /// How long a claimed delivery is held: twice the attempt's timeout and five seconds, so
-    /// that a live sender records its attempt well before another may claim it.
-    pub fn lease(&self) -> Duration {
-        self.timeout * 2 + Duration::from_secs(5)
-    }
-
-    /// The most attempts of one owner's deliveries under way at once: half the slots (at least
-    /// one), so that one owner's slow or dead receivers leave the other half to everyone else,
-    /// whom claims take in turn.
-    pub fn per_owner(&self) -> usize {
-        (self.concurrency / 2).max(1)
-    }
-
-    /// Slots only an owner with no attempt under way may take: an eighth (4 of the default
-    /// 32), none below 8 slots.
-    pub fn reserve(&self) -> usize {
-        self.concurrency / 8
-    }
-}
+pub use crate::config::SenderConfig;
 
 /// Most attempts under way to one endpoint that a claim may add to (a claim takes at most
 /// this many deliveries too): an endpoint that is slow or down holds at most about twice this
@@ -121,76 +71,6 @@ pub struct Sender {
     /// Where its storage calls run: the runtime it runs on, or another
     /// ([`Sender::with_storage_runtime`]).
     storage_runtime: Option<tokio::runtime::Handle>,
-}
-
-/// What a claim passes over: endpoints (at their bound, or resting) and owners (at theirs).
-#[derive(Debug, Clone, Default, PartialEq)]
-struct PassedOver {
-    endpoints: Vec<i64>,
-    owners: Vec<EndpointOwner>,
-}
-
-impl PassedOver {
-    fn is_empty(&self) -> bool {
-        self.endpoints.is_empty() && self.owners.is_empty()
-    }
-
-    /// Whether it passes over all that `other` does (and maybe more).
-    fn covers(&self, other: &Self) -> bool {
-        other.endpoints.iter().all(|id| self.endpoints.contains(id))
-            && other.owners.iter().all(|owner| self.owners.contains(owner))
-    }
-}
-
-/// Whether a claim that passes endpoints or owners over is worth making. Such a claim reads
-/// every due delivery of what it passes over to find none of them: with one endpoint's backlog
-/// of thousands at its bound, each such claim read them all, after every claim that filled the
-/// endpoint up, to find nothing else due. Once one finds nothing, no claim passing over as much
-/// (the same, or more) is made until the poll interval has passed; a claim in which one of them
-/// has room again is made at once (their own claims go on as their attempts end), and the
-/// sender's next look comes when the interval ends: another endpoint's delivery made meanwhile
-/// waits at most that long, as it would with nothing else due.
-#[derive(Debug, Default)]
-struct PassingOver {
-    /// What the last claim that found nothing passed over, and until when it holds.
-    found_nothing: Option<(PassedOver, Instant)>,
-}
-
-impl PassingOver {
-    /// Whether a claim passing `passed` over may be made at `now`.
-    fn may_claim(&self, passed: &PassedOver, now: Instant) -> bool {
-        match &self.found_nothing {
-            Some((before, until)) if now < *until && !passed.is_empty() => !passed.covers(before),
-            _ => true,
-        }
-    }
-
-    /// A claim that passed `passed` over found nothing (`empty`, then no claim passing over as
-    /// much is made before `until`), or some: then, if it passed over as much as the one that
-    /// found nothing, what lies behind is due again.
-    fn claimed(&mut self, passed: PassedOver, empty: bool, until: Instant) {
-        if passed.is_empty() {
-            return;
-        }
-        if empty {
-            self.found_nothing = Some((passed, until));
-        } else if self
-            .found_nothing
-            .as_ref()
-            .is_some_and(|(before, _)| passed.covers(before))
-        {
-            self.found_nothing = None;
-        }
-    }
-
-    /// How long the sender waits, with nothing claimed, for an attempt to end: at most `poll`,
-    /// and no longer than a claim passing over is held back.
-    fn wait(&self, poll: Duration, now: Instant) -> Duration {
-        match &self.found_nothing {
-            Some((_, until)) if *until > now => poll.min(*until - now),
-            _ => poll,
-        }
-    }
 }
 
 /// An attempt waiting to be recorded, and where its answer goes: whether it was recorded
@@ -675,60 +555,6 @@ fn describe(error: &(dyn Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_claim_passing_over_waits_once_one_found_nothing_else() {
-        let over = |endpoints: &[i64], owners: &[EndpointOwner]| PassedOver {
-            endpoints: endpoints.to_vec(),
-            owners: owners.to_vec(),
-        };
-        let busy = EndpointOwner::Key(1);
-        let now = Instant::now();
-        let later = now + Duration::from_secs(1);
-        let poll = Duration::from_secs(1);
-        let mut passing_over = PassingOver::default();
-        assert!(passing_over.may_claim(&over(&[7], &[]), now), "at first");
-        passing_over.claimed(over(&[7], &[]), false, later);
-        assert!(
-            passing_over.may_claim(&over(&[7], &[]), now),
-            "it found some"
-        );
-        passing_over.claimed(over(&[7, 8], &[busy]), true, later);
-        assert!(
-            !passing_over.may_claim(&over(&[7, 8], &[busy]), now),
-            "it found nothing"
-        );
-        assert!(
-            !passing_over.may_claim(&over(&[8, 9, 7], &[busy]), now),
-            "passing over more"
-        );
-        assert!(
-            passing_over.may_claim(&over(&[8], &[busy]), now),
-            "7 has room again: its deliveries may be due"
-        );
-        assert!(
-            passing_over.may_claim(&over(&[7, 8], &[]), now),
-            "the owner has room again"
-        );
-        assert!(
-            passing_over.may_claim(&over(&[], &[]), now),
-            "passing nothing over"
-        );
-        assert!(
-            passing_over.may_claim(&over(&[7, 8], &[busy]), later),
-            "after the interval"
-        );
-        assert_eq!(passing_over.wait(poll, now + poll / 4), poll * 3 / 4);
-        assert_eq!(passing_over.wait(poll, later), poll);
-        // What a claim passing over less finds says nothing of what lies behind the rest.
-        passing_over.claimed(over(&[8], &[busy]), false, later);
-        passing_over.claimed(over(&[], &[]), true, later);
-        assert!(!passing_over.may_claim(&over(&[7, 8], &[busy]), now));
-        // One passing over as much that finds some: what lies behind is due again.
-        passing_over.claimed(over(&[7, 8, 9], &[busy]), false, later);
-        assert!(passing_over.may_claim(&over(&[7, 8], &[busy]), now));
-        assert_eq!(passing_over.wait(poll, now), poll);
-    }
 
     #[test]
     fn long_errors_are_cut_on_a_character() {

@@ -1,0 +1,58 @@
+//! [`SenderConfig`]: how a sender works (where deliveries may go, its attempts' timeout, how
+//! many at once, how often it looks, how long the log is kept), and the bounds derived from it.
+
+use std::time::Duration;
+
+use petstore_domain::webhook::UrlPolicy;
+
+/// How the sender works.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SenderConfig {
+    /// Where deliveries may go.
+    pub policy: UrlPolicy,
+    /// How long an attempt may take, connection included (15 s by default): no answer in time
+    /// is a failure.
+    pub timeout: Duration,
+    /// Most deliveries sent at once by this instance. One owner (a key, or the operators) has
+    /// at most half of them under way ([`SenderConfig::per_owner`]).
+    pub concurrency: usize,
+    /// How often to look for due deliveries when none was found.
+    pub poll: Duration,
+    /// How long ended deliveries stay in the log before they are pruned.
+    pub retention: Duration,
+}
+
+impl Default for SenderConfig {
+    /// 15 s per attempt, 32 at once (16 of one owner's), a look every second, a log of 30
+    /// days.
+    fn default() -> Self {
+        Self {
+            policy: UrlPolicy::default(),
+            timeout: Duration::from_secs(15),
+            concurrency: 32,
+            poll: Duration::from_secs(1),
+            retention: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+impl SenderConfig {
+    /// How long a claimed delivery is held: twice the attempt's timeout and five seconds, so
+    /// that a live sender records its attempt well before another may claim it.
+    pub fn lease(&self) -> Duration {
+        self.timeout * 2 + Duration::from_secs(5)
+    }
+
+    /// The most attempts of one owner's deliveries under way at once: half the slots (at least
+    /// one), so that one owner's slow or dead receivers leave the other half to everyone else,
+    /// whom claims take in turn.
+    pub fn per_owner(&self) -> usize {
+        (self.concurrency / 2).max(1)
+    }
+
+    /// Slots only an owner with no attempt under way may take: an eighth (4 of the default
+    /// 32), none below 8 slots.
+    pub fn reserve(&self) -> usize {
+        self.concurrency / 8
+    }
+}
