@@ -1,6 +1,8 @@
 //! Traces as the domain knows them: the `tracing` target of the spans that become
 //! OpenTelemetry spans ([`TRACES`]), and the trace context a webhook delivery keeps of the change
 //! that recorded it ([`TraceParent`]), so that each attempt's span links back to that request.
+//! With the `opentelemetry` feature, a `TraceParent` is taken from a span's context (`of`) and
+//! made into a remote one (`remote`), written once for the store and the sender.
 
 use std::fmt;
 
@@ -36,6 +38,30 @@ impl TraceParent {
             span_id,
             flags,
         })
+    }
+
+    /// The context of an OpenTelemetry span; `None` when it has none (a span that is not
+    /// exported has all-zero ids).
+    #[cfg(feature = "opentelemetry")]
+    pub fn of(span: &opentelemetry::trace::SpanContext) -> Option<Self> {
+        Self::new(
+            span.trace_id().to_bytes(),
+            span.span_id().to_bytes(),
+            span.trace_flags().to_u8(),
+        )
+    }
+
+    /// This context as OpenTelemetry holds a remote span's (one recorded elsewhere: a link's).
+    #[cfg(feature = "opentelemetry")]
+    pub fn remote(&self) -> opentelemetry::trace::SpanContext {
+        use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+        SpanContext::new(
+            TraceId::from_bytes(self.trace_id),
+            SpanId::from_bytes(self.span_id),
+            TraceFlags::new(self.flags),
+            true,
+            TraceState::default(),
+        )
     }
 
     /// Reads `text` (version 00, lowercase hex, ids not all zeros); `None` for anything else.

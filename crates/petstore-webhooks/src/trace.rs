@@ -3,7 +3,7 @@
 //! the change was made in a trace; the receiver gets the attempt's `traceparent`. A disabled
 //! span (a check, nothing more) while traces are off.
 
-use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use opentelemetry::trace::TraceContextExt;
 use petstore_domain::webhook::{DueDelivery, loggable_url};
 use petstore_domain::{TRACE_ROOTS, TraceParent};
 use tracing::Span;
@@ -43,13 +43,7 @@ pub(crate) fn attempt_span(delivery: &DueDelivery) -> Span {
         }
     }
     if let Some(change) = delivery.trace {
-        span.add_link(SpanContext::new(
-            TraceId::from_bytes(change.trace_id),
-            SpanId::from_bytes(change.span_id),
-            TraceFlags::new(change.flags),
-            true,
-            TraceState::default(),
-        ));
+        span.add_link(change.remote());
     }
     span
 }
@@ -79,13 +73,5 @@ pub(crate) fn traceparent(span: &Span) -> Option<String> {
     if span.is_disabled() {
         return None;
     }
-    let context = span.context();
-    let span = context.span();
-    let span = span.span_context();
-    TraceParent::new(
-        span.trace_id().to_bytes(),
-        span.span_id().to_bytes(),
-        span.trace_flags().to_u8(),
-    )
-    .map(|parent| parent.to_string())
+    TraceParent::of(span.context().span().span_context()).map(|parent| parent.to_string())
 }

@@ -118,16 +118,7 @@ impl Store {
     /// when traces are exported).
     fn now(&self) -> Now {
         let trace = tracing::enabled!(target: TRACES, tracing::Level::INFO)
-            .then(|| {
-                let context = tracing::Span::current().context();
-                let span = context.span();
-                let span = span.span_context();
-                TraceParent::new(
-                    span.trace_id().to_bytes(),
-                    span.span_id().to_bytes(),
-                    span.trace_flags().to_u8(),
-                )
-            })
+            .then(|| TraceParent::of(tracing::Span::current().context().span().span_context()))
             .flatten();
         Now {
             at: self.clock.now(),
