@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use super::server::{chown, free_port, stop, system_user, wait_until};
+use super::server::{chown, free_port, spawn_quiet, stop, system_user, wait_until};
 use super::{in_ci, loud_skip, mysql_execute};
 
 /// A MariaDB server of a test's own: `mariadb-install-db` into a temporary folder, then
@@ -58,7 +58,8 @@ impl MariaDbServer {
             .expect("run mariadb-install-db");
         assert!(status.success(), "mariadb-install-db failed");
         let port = free_port();
-        let child = Command::new("/usr/sbin/mariadbd")
+        let mut command = Command::new("/usr/sbin/mariadbd");
+        command
             .arg("--no-defaults")
             .arg("--user=mysql")
             .arg(format!("--datadir={}", data.display()))
@@ -73,28 +74,18 @@ impl MariaDbServer {
             .arg(format!(
                 "--ssl-key={}",
                 dir.path().join("server.key").display()
-            ))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start mariadbd");
+            ));
+        let child = spawn_quiet(&mut command, "mariadbd");
         let server = Self {
             port,
             child,
             _dir: dir,
         };
         let url = server.url("127.0.0.1", "");
-        let (limit, step) = (Duration::from_secs(30), Duration::from_millis(100));
-        wait_until(
-            limit,
-            step,
-            "the private MariaDB server did not start",
-            || {
-                TcpStream::connect(("127.0.0.1", port)).is_ok()
-                    && mysql_execute(&url, "DO 1").is_ok()
-            },
-        );
+        let what = "the private MariaDB server did not start";
+        wait_until(Duration::from_secs(30), what, || {
+            TcpStream::connect(("127.0.0.1", port)).is_ok() && mysql_execute(&url, "DO 1").is_ok()
+        });
         Some(server)
     }
 

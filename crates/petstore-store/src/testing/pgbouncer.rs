@@ -2,10 +2,10 @@
 //! PostgreSQL server: the pooler `pooler=transaction` is for.
 
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
-use super::server::{chown, free_port, stop, system_user, wait_until};
+use super::server::{chown, free_port, spawn_quiet, stop, system_user, wait_until};
 use super::{in_ci, loud_skip};
 
 /// PgBouncer on a free loopback port, in transaction pooling mode (`pool_mode = transaction`),
@@ -61,22 +61,17 @@ impl PgBouncer {
             use std::os::unix::process::CommandExt;
             command.uid(uid).gid(gid);
         }
-        let child = command
-            .arg(&ini)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start pgbouncer");
+        let child = spawn_quiet(command.arg(&ini), "pgbouncer");
         let bouncer = Self {
             port: listen,
             child,
             _dir: dir,
         };
-        let (limit, step) = (Duration::from_secs(10), Duration::from_millis(20));
-        wait_until(limit, step, "PgBouncer did not start listening", || {
-            TcpStream::connect(("127.0.0.1", listen)).is_ok()
-        });
+        wait_until(
+            Duration::from_secs(10),
+            "PgBouncer did not start listening",
+            || TcpStream::connect(("127.0.0.1", listen)).is_ok(),
+        );
         Some(bouncer)
     }
 

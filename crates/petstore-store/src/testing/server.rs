@@ -139,8 +139,8 @@ impl PostgresServer {
                 .expect("read pg_stat_replication")
                 > 0
         };
-        let (limit, step) = (Duration::from_secs(30), Duration::from_millis(50));
-        wait_until(limit, step, "no standby became synchronous", synchronous);
+        let limit = Duration::from_secs(30);
+        wait_until(limit, "no standby became synchronous", synchronous);
     }
 
     /// Promotes this standby (`pg_ctl promote`, waiting until it takes writes).
@@ -178,20 +178,12 @@ impl PostgresServer {
         for setting in &self.settings {
             command.args(["-c", setting]);
         }
-        let child = command
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start postgres");
-        self.child = Some(child);
+        self.child = Some(spawn_quiet(&mut command, "postgres"));
         let url = self.url("127.0.0.1", "sslmode=disable");
-        let (limit, step) = (Duration::from_secs(30), Duration::from_millis(100));
-        wait_until(
-            limit,
-            step,
-            "the private PostgreSQL server did not start",
-            || RawPostgres::connect(&url).is_ok(),
-        );
+        let what = "the private PostgreSQL server did not start";
+        wait_until(Duration::from_secs(30), what, || {
+            RawPostgres::connect(&url).is_ok()
+        });
     }
 
     /// The URL of the `postgres` database as `postgres` on `host` (127.0.0.1, 127.0.0.2 or
@@ -283,18 +275,24 @@ pub fn server_programs() -> Option<PathBuf> {
     versions.pop()
 }
 
-/// Waits until `ready` holds, asking every `step`; after `limit`, fails the test: `what`.
-pub(super) fn wait_until(
-    limit: Duration,
-    step: Duration,
-    what: &str,
-    mut ready: impl FnMut() -> bool,
-) {
+/// Waits until `ready` holds, asking every 50 ms; after `limit`, fails the test: `what`.
+pub(super) fn wait_until(limit: Duration, what: &str, mut ready: impl FnMut() -> bool) {
     let started = Instant::now();
     while !ready() {
         assert!(started.elapsed() < limit, "{what}");
-        std::thread::sleep(step);
+        std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// Starts the server `command` runs, with no input and its output discarded (the test talks to
+/// it on its port); `what` names it if it cannot start.
+pub(super) fn spawn_quiet(command: &mut Command, what: &str) -> Child {
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|error| panic!("start {what}: {error}"))
 }
 
 /// Sends `signal` to a server's process and waits for it to end.
