@@ -230,12 +230,21 @@ fn a_table_full_of_refused_addresses_serves_new_ones_uncounted() {
     assert_eq!(counters.untracked(), before + 1, "served, uncounted");
 }
 
+/// Fresh counters, with `limits` and the allowance of free revalidations, each `(per minute,
+/// per day)`.
+fn revalidating(
+    limits: (u32, u32),
+    allowance: (u32, u32),
+) -> (MemoryCounters, RateLimits, RateLimits) {
+    let custom = |(minute, day)| RateLimits::custom(minute, day).expect("valid limits");
+    let counters = MemoryCounters::new(0, 1_000_000);
+    (counters, custom(limits), custom(allowance))
+}
+
 #[test]
 fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
-    let counters = MemoryCounters::new(0, 1_000_000);
+    let (counters, limits, allowance) = revalidating((3, 100), (2, 100));
     let key = Subject::Key(1);
-    let limits = RateLimits::custom(3, 100).expect("valid limits");
-    let allowance = RateLimits::custom(2, 100).expect("valid limits");
     // The first two of each minute are free: every one counted, then taken back.
     for _ in 0..2 {
         assert_eq!(counts(counters.hit_now(key, limits, T0)).minute_used, 1);
@@ -270,10 +279,8 @@ fn revalidations_are_taken_back_up_to_the_allowance_in_their_minute() {
 
 #[test]
 fn revalidations_are_free_up_to_the_days_allowance_too() {
-    let counters = MemoryCounters::new(0, 1_000_000);
+    let (counters, limits, allowance) = revalidating((10, 100), (2, 5));
     let key = Subject::Key(1);
-    let limits = RateLimits::custom(10, 100).expect("valid limits");
-    let allowance = RateLimits::custom(2, 5).expect("valid limits");
     // Two free a minute, five a day: the third minute has one left, the fourth none.
     let free: Vec<usize> = (0..4)
         .map(|minute| {

@@ -474,26 +474,16 @@ mod tests {
         }
         let parse = |argv: &[&str]| Wrap::try_parse_from(argv).expect("flags").args;
         assert!(Traces::start(&parse(&["x"])).expect("off").is_none());
-        let error = Traces::start(&parse(&["x", "--otlp-endpoint", "localhost:4318"]))
-            .expect_err("refused");
+        // The error of an export to `endpoint` with the further flags `more`.
+        let refused = |endpoint: &str, more: &[&str]| {
+            let argv = [&["x", "--otlp-endpoint", endpoint], more].concat();
+            Traces::start(&parse(&argv)).expect_err("refused")
+        };
+        let error = refused("localhost:4318", &[]);
         assert!(error.contains("not an http:// or https:// URL"), "{error}");
-        let error = Traces::start(&parse(&[
-            "x",
-            "--otlp-endpoint",
-            "http://localhost:4318",
-            "--otlp-protocol",
-            "grpc",
-        ]))
-        .expect_err("refused");
+        let error = refused("http://localhost:4318", &["--otlp-protocol", "grpc"]);
         assert!(error.contains("only http/protobuf"), "{error}");
-        let error = Traces::start(&parse(&[
-            "x",
-            "--otlp-endpoint",
-            "http://localhost:4318",
-            "--otlp-headers",
-            "bad name=x",
-        ]))
-        .expect_err("refused");
+        let error = refused("http://localhost:4318", &["--otlp-headers", "bad name=x"]);
         assert!(
             error.starts_with("--otlp-headers (OTEL_EXPORTER_OTLP_HEADERS): \"bad name\""),
             "{error}"
