@@ -7,6 +7,8 @@ use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError};
 use crate::conditional::{Caching, ETag, Fingerprint};
 use crate::encode::EncodeJson;
 use crate::error::ApiError;
+use crate::links::Links;
+use petstore_domain::Page;
 
 /// A `200` of a representation tagged `tag`, whose body `body` writes, unless the request's
 /// `If-None-Match` names the tag: then `304 Not Modified`, with the same headers and no body
@@ -30,6 +32,44 @@ pub fn conditional(
         caching.write(answer.headers_mut());
     }
     answer
+}
+
+/// Where a page of a list is, for its `next` link: the list's path (under the base), the page's
+/// `limit`, and the `status` filter, if any.
+pub type ListAt<'a> = (&'a str, u32, Option<&'a str>);
+
+/// A `200` for a page of the list at `list`, with `Link: rel="next"` when `next_after` says
+/// where the next page starts (its address carries the limit and the filter over).
+pub fn page_response(
+    links: &Links,
+    req: &HttpRequest,
+    (path, limit, status): ListAt<'_>,
+    next_after: Option<i64>,
+) -> HttpResponseBuilder {
+    let mut response = HttpResponse::Ok();
+    if let Some(after) = next_after {
+        let link = links.next_page(req, path, limit, status, after);
+        response.insert_header((header::LINK, link));
+    }
+    response
+}
+
+/// `page` of the list at `list`: its [`page_response`], tagged by what the page shows (a `304`
+/// when `If-None-Match` names the tag, with nothing encoded); `body` writes the items.
+pub fn list_page<T>(
+    links: &Links,
+    req: &HttpRequest,
+    list: ListAt<'_>,
+    page: &Page<T>,
+    body: impl FnOnce(HttpResponseBuilder, &[T]) -> HttpResponse,
+) -> HttpResponse
+where
+    for<'a> (&'a [T], Option<i64>): Fingerprint,
+{
+    let response = page_response(links, req, list, page.next_after);
+    let items = page.items.as_slice();
+    let tag = ETag::of(&(items, page.next_after));
+    conditional(req, response, tag, Caching::Private, |r| body(r, items))
 }
 
 /// A `200` of `value` as JSON, tagged by what it shows ([`ETag::of`]) for a client's cache: a
