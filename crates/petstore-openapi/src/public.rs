@@ -15,8 +15,8 @@ use petstore_http::error::ErrorObject;
 use petstore_http::extract::{DeliveryId, EndpointId, OrderId, PetId};
 use petstore_http::routes::index::ApiIndex;
 use petstore_http::routes::webhooks::operations::RotateSecretRequest;
-use utoipa::OpenApi;
 use utoipa::openapi::OpenApi as Document;
+use utoipa::{Modify, OpenApi};
 
 use crate::conventions::Conventions;
 use crate::responses::{
@@ -45,18 +45,10 @@ use crate::responses::{
         cancel_order,
         delete_order,
         get_inventory,
-        list_endpoints,
-        create_endpoint,
-        get_endpoint,
-        update_endpoint,
-        delete_endpoint,
-        rotate_secret,
-        list_deliveries,
-        get_delivery,
-        redeliver,
         get_rate_limit,
         get_index
     ),
+    // With the webhook operations ([`WebhookOperations`]), which the admin API describes too.
     // The schemas come with the operations' bodies, parameters and responses.
     tags(
         (name = "pets", description = "The catalogue of animals."),
@@ -67,13 +59,32 @@ use crate::responses::{
         (name = "rate limits", description = "Your standing against your plan's limits."),
         (name = "index", description = "Where things are: the base address itself."),
     ),
-    modifiers(&Conventions),
 )]
 struct ApiDoc;
 
+/// The webhook operations, as the public API serves them: the admin API serves the same handlers
+/// for the operators' endpoints and any key's, and describes them from these
+/// (`admin::webhooks`).
+#[derive(OpenApi)]
+#[openapi(paths(
+    list_endpoints,
+    create_endpoint,
+    get_endpoint,
+    update_endpoint,
+    delete_endpoint,
+    rotate_secret,
+    list_deliveries,
+    get_delivery,
+    redeliver
+))]
+pub(crate) struct WebhookOperations;
+
 /// The public API's document, without servers: the application names them as it serves it.
 pub(crate) fn document() -> Document {
-    ApiDoc::openapi()
+    let mut document = ApiDoc::openapi();
+    document.merge(WebhookOperations::openapi());
+    Conventions.modify(&mut document);
+    document
 }
 
 /// `listPets`: a page in ascending id order; `Link: rel="next"` when more follow.
@@ -326,7 +337,7 @@ pub(crate) fn get_inventory() {}
     summary = "List your webhook endpoints (experimental)",
     description = "Your endpoints (at most 20), in id order. Secrets are never shown again.",
     responses(
-        (status = 200, description = "Your endpoints.", body = Vec<WebhookEndpoint>),
+        (status = 200, description = "The endpoints, in id order.", body = Vec<WebhookEndpoint>),
         NoParameters,
     ),
     extensions(("x-stability" = json!("experimental"))),
@@ -351,7 +362,7 @@ pub(crate) fn list_endpoints() {}
         (status = 201, description = "The endpoint, with its signing secret.",
             body = IssuedEndpoint,
             headers(("Location" = String, description = "The endpoint's address."))),
-        (status = 409, description = "`webhook_endpoint_limit_reached`: you have 20 endpoints; \
+        (status = 409, description = "`webhook_endpoint_limit_reached`: 20 endpoints already; \
             `webhook_endpoint_url_taken`: one of them has this URL already.", body = ErrorObject),
         EndpointBodyErrors,
         ReadOnlyKey,
@@ -409,7 +420,7 @@ pub(crate) fn update_endpoint() {}
     description = "With its delivery log; nothing more is sent to it. Needs a read-write key.",
     params(EndpointId),
     responses(
-        (status = 204, description = "Deleted."),
+        (status = 204, description = "Deleted, with its delivery log."),
         EndpointById,
         ReadOnlyKey,
     ),

@@ -1,4 +1,5 @@
-//! The admin API's own document, generated from the operations described in `operations.rs`: served at
+//! The admin API's own document, generated from the operations described in `operations.rs` and
+//! `webhooks.rs`: served at
 //! `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
 //! `petstore openapi --admin`.
 
@@ -10,8 +11,10 @@ use utoipa::{IntoResponses, Modify, OpenApi};
 
 use crate::conventions::{Bearer, declare, describe_methods, operations};
 use crate::responses::AdminUnauthorized;
+use webhooks::AdminWebhooks;
 
 mod operations;
+mod webhooks;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -41,20 +44,9 @@ mod operations;
         operations::approve,
         operations::deliver,
         operations::cancel,
-        operations::list_operator_webhook_endpoints,
-        operations::create_operator_webhook_endpoint,
-        operations::get_operator_webhook_endpoint,
-        operations::update_operator_webhook_endpoint,
-        operations::delete_operator_webhook_endpoint,
-        operations::rotate_operator_webhook_secret,
-        operations::list_operator_webhook_deliveries,
-        operations::get_operator_webhook_delivery,
-        operations::redeliver_operator_webhook,
-        operations::list_key_webhook_endpoints,
-        operations::get_key_webhook_endpoint,
-        operations::update_key_webhook_endpoint,
-        operations::delete_key_webhook_endpoint
+        operations::list_operator_webhook_deliveries
     ),
+    // With the other webhook operations, described from the public API's ([`AdminWebhooks`]).
     // The schemas come with the operations' bodies and responses; `Plan`, which only a query
     // parameter names, is listed.
     components(schemas(Plan)),
@@ -63,7 +55,7 @@ mod operations;
         (name = "orders", description = "Every customer's orders, and their fulfilment."),
         (name = "webhooks", description = "Endpoints that receive every event of every key."),
     ),
-    modifiers(&AdminToken),
+    modifiers(&AdminWebhooks, &AdminToken),
 )]
 struct AdminDoc;
 
