@@ -34,6 +34,16 @@ const MYSQL: EmbeddedMigrations = embed_migrations!("../../migrations/mysql");
 #[cfg(feature = "postgres")]
 pub(crate) const MIGRATION_LOCK: i64 = 0x7065_7473_746f_7265;
 
+/// Runs `apply`, which applies one backend's migrations through diesel's synchronous harness,
+/// on a blocking thread.
+pub(crate) async fn on_a_blocking_thread(
+    apply: impl FnOnce() -> Result<Vec<String>, StoreError> + Send + 'static,
+) -> Result<Vec<String>, StoreError> {
+    tokio::task::spawn_blocking(apply)
+        .await
+        .map_err(StoreError::Blocking)?
+}
+
 /// Applies SQLite's pending migrations. `BEGIN IMMEDIATE` takes the write lock before looking
 /// at what is applied, so processes starting together on a new file wait for each other
 /// (`busy_timeout`) instead of racing to create the same tables. Each migration's own

@@ -106,9 +106,7 @@ impl Mysql {
     /// synchronous harness runs on a blocking thread.
     pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
         let conn = self.settings.connect(Duration::ZERO).await?;
-        tokio::task::spawn_blocking(move || migrations::run_mysql(conn))
-            .await
-            .map_err(StoreError::Blocking)?
+        migrations::on_a_blocking_thread(move || migrations::run_mysql(conn)).await
     }
 
     /// The pools' connections; calls run on the caller's runtime, none on its blocking threads

@@ -84,9 +84,7 @@ impl Postgres {
             ));
         }
         let conn = settings.connect().await?;
-        tokio::task::spawn_blocking(move || migrations::run_postgres(conn))
-            .await
-            .map_err(StoreError::Blocking)?
+        migrations::on_a_blocking_thread(move || migrations::run_postgres(conn)).await
     }
 
     /// The primary's capacity ([`Connections::capacity`]).

@@ -145,9 +145,10 @@ impl Sqlite {
     /// Applies pending migrations, on a blocking thread.
     pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
         let pool = self.calls.pool.clone();
-        tokio::task::spawn_blocking(move || migrations::run_sqlite(&mut pool.get()?.connection))
-            .await
-            .map_err(StoreError::Blocking)?
+        migrations::on_a_blocking_thread(move || {
+            migrations::run_sqlite(&mut pool.get()?.connection)
+        })
+        .await
     }
 
     /// Not ready while writes fail for lack of disk space.
