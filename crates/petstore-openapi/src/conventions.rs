@@ -531,7 +531,7 @@ fn header_of(kind: Type, description: &str, required: bool) -> Header {
 }
 
 /// An Error object response, as documented.
-fn error_doc(description: &str) -> Response {
+pub(crate) fn error_doc(description: &str) -> Response {
     ResponseBuilder::new()
         .description(description)
         .content(

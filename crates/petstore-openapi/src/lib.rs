@@ -1,7 +1,9 @@
 //! The API's descriptions of itself: the public and the admin API's OpenAPI 3.1 documents. Each
 //! operation is described by an annotated function (`#[utoipa::path]`: `public.rs` for the public
 //! API's, `admin/operations.rs` for the admin API's) over the domain's schemas and the HTTP
-//! crate's wire types; the handlers in `petstore-http` only transport. [`Conventions`] completes
+//! crate's wire types, but for the admin API's webhook operations, which the public API's
+//! handlers serve: `admin/webhooks.rs` describes them from the public descriptions. The handlers
+//! in `petstore-http` only transport. [`Conventions`] completes
 //! the public document with what every operation shares (the bearer scheme, the rate-limit
 //! headers, the errors any request can meet) and what a resource's marks add (deprecation,
 //! stability), and [`admin`] the admin one with its token scheme. The program builds them once

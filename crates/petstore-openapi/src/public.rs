@@ -401,8 +401,8 @@ pub(crate) fn get_endpoint() {}
     request_body(content = EndpointChanges, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, changed.", body = WebhookEndpoint),
-        (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint has the \
-            new `url`.", body = ErrorObject),
+        (status = 409, description = "`webhook_endpoint_url_taken`: another endpoint of the \
+            same owner has the new `url`.", body = ErrorObject),
         EndpointChangeErrors,
         ReadOnlyKey,
     ),

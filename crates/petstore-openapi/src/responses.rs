@@ -154,7 +154,7 @@ by_id!(
     /// The refusals of an operation on one of the caller's webhook endpoints, named by its id.
     EndpointById,
     "`invalid_path_parameter`: `endpointId` is not an int64.",
-    "`webhook_endpoint_not_found`: no endpoint of yours has the id."
+    "`webhook_endpoint_not_found`: no endpoint with the id is the caller's."
 );
 
 by_id!(

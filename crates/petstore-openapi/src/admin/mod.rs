@@ -1,7 +1,6 @@
 //! The admin API's own document, generated from the operations described in `operations.rs` and
-//! `webhooks.rs`: served at
-//! `/admin/v1/openapi.json` on the admin listener (never on the public one) and printed by
-//! `petstore openapi --admin`.
+//! `webhooks.rs`: served at `/admin/v1/openapi.json` on the admin listener (never on the public
+//! one) and printed by `petstore openapi --admin`.
 
 use petstore_domain::Plan;
 use petstore_http::admin::ADMIN_BASE;

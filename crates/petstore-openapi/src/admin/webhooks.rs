@@ -11,60 +11,79 @@
 use petstore_http::extract::KeyId;
 use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
 use utoipa::openapi::{OpenApi as Document, RefOr};
-use utoipa::{IntoParams, IntoResponses, Modify, OpenApi};
+use utoipa::{IntoParams, Modify, OpenApi};
 
+use crate::conventions::error_doc;
 use crate::public::WebhookOperations;
-use crate::responses::KeyNotFound;
 
-/// An admin front-end of public operations: for each, the public operation's id, then the admin
-/// operation's id, summary and description (`None`: it has none). A public operation not listed
-/// is not served there.
-type Front = [(
-    &'static str,
-    &'static str,
-    &'static str,
-    Option<&'static str>,
-)];
+/// An admin operation described from a public one.
+struct Described {
+    /// The public operation's id.
+    public: &'static str,
+    /// The admin operation's id.
+    id: &'static str,
+    summary: &'static str,
+    /// `None`: it has none (the public one's speaks to a key's owner).
+    description: Option<&'static str>,
+}
+
+/// An admin front-end of the public webhook operations: those it serves, as it describes them
+/// (a public operation not listed is not served there).
+type Front = [Described];
+
+const fn op(
+    public: &'static str,
+    id: &'static str,
+    summary: &'static str,
+    description: Option<&'static str>,
+) -> Described {
+    Described {
+        public,
+        id,
+        summary,
+        description,
+    }
+}
 
 /// The operators' endpoints, at the public paths under the admin base.
 #[rustfmt::skip]
 const OPERATORS: &Front = &[
-    ("listWebhookEndpoints", "listOperatorWebhookEndpoints",
+    op("listWebhookEndpoints", "listOperatorWebhookEndpoints",
         "List the operators' webhook endpoints",
         Some("They receive every event of every key (at most 20 endpoints).")),
-    ("createWebhookEndpoint", "createOperatorWebhookEndpoint",
+    op("createWebhookEndpoint", "createOperatorWebhookEndpoint",
         "Register an endpoint that receives every event",
         Some("As a key's own endpoint, but it receives the events of every key. The secret is \
             in this answer only.")),
-    ("getWebhookEndpoint", "getOperatorWebhookEndpoint",
+    op("getWebhookEndpoint", "getOperatorWebhookEndpoint",
         "Get one of the operators' webhook endpoints", None),
-    ("updateWebhookEndpoint", "updateOperatorWebhookEndpoint",
+    op("updateWebhookEndpoint", "updateOperatorWebhookEndpoint",
         "Change one of the operators' webhook endpoints", None),
-    ("deleteWebhookEndpoint", "deleteOperatorWebhookEndpoint",
+    op("deleteWebhookEndpoint", "deleteOperatorWebhookEndpoint",
         "Delete one of the operators' webhook endpoints", None),
-    ("rotateWebhookSecret", "rotateOperatorWebhookSecret",
+    op("rotateWebhookSecret", "rotateOperatorWebhookSecret",
         "Give one of the operators' webhook endpoints a new secret",
         Some("Both secrets sign deliveries until the grace period ends.")),
-    ("getWebhookDelivery", "getOperatorWebhookDelivery",
+    op("getWebhookDelivery", "getOperatorWebhookDelivery",
         "One delivery of one of the operators' webhook endpoints, with its attempts", None),
-    ("redeliverWebhook", "redeliverOperatorWebhook",
+    op("redeliverWebhook", "redeliverOperatorWebhook",
         "Send a delivery of one of the operators' webhook endpoints again", None),
 ];
 
 /// A key's endpoints, under `/keys/{keyId}`: read, changed and deleted as the key itself may.
 #[rustfmt::skip]
 const KEYS: &Front = &[
-    ("listWebhookEndpoints", "listKeyWebhookEndpoints",
+    op("listWebhookEndpoints", "listKeyWebhookEndpoints",
         "List an API key's webhook endpoints",
         Some("In id order, never with their secrets; a revoked or expired key's too (they \
             receive nothing).")),
-    ("getWebhookEndpoint", "getKeyWebhookEndpoint",
+    op("getWebhookEndpoint", "getKeyWebhookEndpoint",
         "Get one of an API key's webhook endpoints", None),
-    ("updateWebhookEndpoint", "updateKeyWebhookEndpoint",
+    op("updateWebhookEndpoint", "updateKeyWebhookEndpoint",
         "Change one of an API key's webhook endpoints",
         Some("As the key itself may: `enabled: false` turns it off (its waiting deliveries \
             fail, no event is recorded for it), and so on.")),
-    ("deleteWebhookEndpoint", "deleteKeyWebhookEndpoint",
+    op("deleteWebhookEndpoint", "deleteKeyWebhookEndpoint",
         "Delete one of an API key's webhook endpoints", None),
 ];
 
@@ -75,12 +94,16 @@ impl Modify for AdminWebhooks {
     fn modify(&self, document: &mut Document) {
         let public = WebhookOperations::openapi();
         let paths = &mut document.paths.paths;
+        let mut add = |path: String, item: PathItem| {
+            let described_twice = paths.insert(path, item).is_some();
+            assert!(!described_twice, "BUG: an admin path annotated and derived");
+        };
         for (path, item) in &public.paths.paths {
             if let Some(item) = described(item, OPERATORS, |_| {}) {
-                paths.insert(path.clone(), item);
+                add(path.clone(), item);
             }
             if let Some(item) = described(item, KEYS, under_a_key) {
-                paths.insert(format!("/keys/{{keyId}}{path}"), item);
+                add(format!("/keys/{{keyId}}{path}"), item);
             }
         }
         let components = document.components.get_or_insert_with(Default::default);
@@ -104,13 +127,18 @@ fn described(item: &PathItem, front: &Front, adapt: fn(&mut Operation)) -> Optio
     ];
     for method in methods {
         let public_id = method.as_ref().and_then(|op| op.operation_id.clone());
-        let row = front.iter().find(|row| public_id.as_deref() == Some(row.0));
+        let row = front
+            .iter()
+            .find(|row| public_id.as_deref() == Some(row.public));
         match (method.as_mut(), row) {
-            (Some(operation), Some(&(_, id, summary, description))) => {
-                operation.operation_id = Some(id.into());
-                operation.summary = Some(summary.into());
-                operation.description = description.map(Into::into);
-                operation.extensions = None;
+            (Some(operation), Some(row)) => {
+                operation.operation_id = Some(row.id.into());
+                operation.summary = Some(row.summary.into());
+                operation.description = row.description.map(Into::into);
+                if let Some(extensions) = &mut operation.extensions {
+                    extensions.remove("x-stability");
+                }
+                // An admin token has no scope: no read-write key's `403`.
                 operation.responses.responses.remove("403");
                 adapt(operation);
                 served = true;
@@ -121,24 +149,28 @@ fn described(item: &PathItem, front: &Front, adapt: fn(&mut Operation)) -> Optio
     served.then_some(item)
 }
 
-/// An operation on a key's endpoints: `keyId` first among the parameters, and refused when it is
-/// not an int64 or no key has it.
+/// An operation on a key's endpoints: `keyId` first among the parameters, refused when it is not
+/// an int64 (`400`) or no key has it (`404`).
 fn under_a_key(operation: &mut Operation) {
     let key = KeyId::into_params(|| Some(ParameterIn::Path));
     let parameters = operation.parameters.get_or_insert_with(Vec::new);
     parameters.splice(0..0, key.into_iter().map(RefOr::T));
     let responses = &mut operation.responses.responses;
-    if let Some(RefOr::T(invalid)) = responses.get_mut("400") {
-        invalid
+    let invalid = match responses.get("400") {
+        Some(RefOr::T(public)) if public.description.contains("`endpointId`") => public
             .description
-            .push_str(" Also `invalid_path_parameter` when `keyId` is not an int64.");
-    }
-    match responses.get_mut("404") {
-        Some(RefOr::T(not_found)) => {
-            not_found.description = "`key_not_found`, or `webhook_endpoint_not_found`: the key \
-                has no endpoint with the id."
-                .into();
-        }
-        _ => responses.extend(KeyNotFound::responses()),
-    }
+            .replace("`endpointId`", "`keyId` or `endpointId`"),
+        Some(RefOr::T(public)) => format!(
+            "`invalid_path_parameter`: `keyId` is not an int64; {}",
+            public.description
+        ),
+        _ => "`invalid_path_parameter`: `keyId` is not an int64.".to_owned(),
+    };
+    let not_found = if responses.contains_key("404") {
+        "`key_not_found`, or `webhook_endpoint_not_found`: the key has no endpoint with the id."
+    } else {
+        "`key_not_found`."
+    };
+    responses.insert("400".into(), RefOr::T(error_doc(&invalid)));
+    responses.insert("404".into(), RefOr::T(error_doc(not_found)));
 }
