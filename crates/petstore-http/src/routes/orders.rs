@@ -6,7 +6,7 @@ use petstore_domain::{
     LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery, StorageError,
 };
 
-use super::respond::{fingerprinted_json, json_body, list_page};
+use super::respond::{ListAt, fingerprinted_json, json_body, list_page};
 use crate::auth::{Caller, Read, Write};
 use crate::error::ApiError;
 use crate::extract::{NoQuery, OrderId, Query, parse};
@@ -25,8 +25,12 @@ pub async fn list_orders(
         .db
         .call("list_orders", |storage| storage.list_orders(&query))
         .await?;
-    let list = ("/store/orders", query.page.limit.get(), None);
-    Ok(list_page(&state.links, &req, list, &page, |r, items| {
+    let at = ListAt {
+        path: "/store/orders",
+        limit: query.page.limit.get(),
+        status: None,
+    };
+    Ok(list_page(&state.links, &req, at, &page, |r, items| {
         json_body(r, &items, items.len())
     }))
 }

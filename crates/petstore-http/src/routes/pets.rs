@@ -3,7 +3,7 @@
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
-use super::respond::{conditional, encoded_body, list_page};
+use super::respond::{ListAt, conditional, encoded_body, list_page};
 use crate::auth::{Caller, Read};
 use crate::conditional::{Caching, ETag};
 use crate::error::ApiError;
@@ -23,12 +23,12 @@ pub async fn list_pets(
         .db
         .call("list_pets", |storage| storage.list_pets(&query))
         .await?;
-    let list = (
-        "/pets",
-        query.page.limit.get(),
-        query.status.map(PetStatus::as_str),
-    );
-    Ok(list_page(&state.links, &req, list, &page, |r, items| {
+    let at = ListAt {
+        path: "/pets",
+        limit: query.page.limit.get(),
+        status: query.status.map(PetStatus::as_str),
+    };
+    Ok(list_page(&state.links, &req, at, &page, |r, items| {
         encoded_body(r, items, items.len())
     }))
 }

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
-use crate::routes::respond::{json_body, page_response, tagged_json};
+use crate::routes::respond::{ListAt, json_body, page_response, tagged_json};
 use crate::state::AppState;
 
 /// `POST .../rotate_secret`'s body (`{}` for the default).
@@ -226,8 +226,12 @@ pub(crate) async fn delivery_log(
 ) -> Result<HttpResponse, ApiError> {
     let deliveries = deliveries(state, owner, id, page).await?;
     let path = format!("/webhook_endpoints/{id}/deliveries");
-    let list = (path.as_str(), page.limit.get(), None);
-    let response = page_response(&state.links, req, list, deliveries.next_after);
+    let at = ListAt {
+        path: &path,
+        limit: page.limit.get(),
+        status: None,
+    };
+    let response = page_response(&state.links, req, at, deliveries.next_after);
     tagged_json(req, response, &deliveries.items)
 }
 
