@@ -146,4 +146,20 @@ mod tests {
             assert_eq!(TraceParent::parse(text), None, "{text}");
         }
     }
+
+    #[cfg(feature = "opentelemetry")]
+    #[test]
+    fn a_context_made_remote_is_read_back_as_it_was() {
+        use opentelemetry::trace::SpanContext;
+        let text = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+        let parent = TraceParent::parse(text).expect("a traceparent");
+        let remote = parent.remote();
+        assert!(remote.is_remote() && remote.is_valid() && remote.is_sampled());
+        assert_eq!(TraceParent::of(&remote), Some(parent));
+        assert_eq!(
+            TraceParent::of(&SpanContext::empty_context()),
+            None,
+            "no trace"
+        );
+    }
 }

@@ -14,8 +14,7 @@ use super::webhook_support::{
 };
 
 /// Where `delivery` stands: its state, attempts made, next attempt's time and last status.
-fn standing(delivery: &Delivery) -> (DeliveryState, u32, Option<i64>, Option<u16>) {
-    let d = delivery;
+fn standing(d: &Delivery) -> (DeliveryState, u32, Option<i64>, Option<u16>) {
     (d.state, d.attempts, d.next_attempt_at, d.last_status)
 }
 
