@@ -6,7 +6,7 @@
 
 use crate::ValidationError;
 use crate::key::validate_label;
-use crate::secret::{Secret, SecretKind};
+use crate::secret::secret_kind;
 
 /// What every admin token starts with (`pst_` is an API key's).
 pub const ADMIN_TOKEN_PREFIX: &str = "psa_";
@@ -53,19 +53,13 @@ impl AdminTokenSpec {
     }
 }
 
-/// The kind of an admin token's secret.
-#[derive(Debug)]
-pub enum AdminTokenKind {}
-
-impl crate::secret::sealed::Sealed for AdminTokenKind {}
-
-impl SecretKind for AdminTokenKind {
-    const PREFIX: &'static str = ADMIN_TOKEN_PREFIX;
-    const NAME: &'static str = "AdminTokenSecret";
-}
-
-/// An admin token's secret.
-pub type AdminTokenSecret = Secret<AdminTokenKind>;
+secret_kind!(
+    /// The kind of an admin token's secret.
+    AdminTokenKind,
+    /// An admin token's secret.
+    AdminTokenSecret,
+    ADMIN_TOKEN_PREFIX
+);
 
 #[cfg(test)]
 mod tests {

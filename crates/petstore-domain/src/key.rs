@@ -4,7 +4,9 @@
 //! service stores only its SHA-256 hash and a short display prefix, and shows the secret once,
 //! at creation.
 
-use crate::secret::{DISPLAY_HEX_LEN, Secret, SecretKind};
+#[cfg(doc)]
+use crate::secret::Secret;
+use crate::secret::{DISPLAY_HEX_LEN, secret_kind};
 use crate::{Ban, Plan, RateLimits, ValidationError};
 
 /// Where 0.1 had it.
@@ -261,19 +263,13 @@ impl KeyMatch {
     }
 }
 
-/// The kind of an API key's secret.
-#[derive(Debug)]
-pub enum ApiKeyKind {}
-
-impl crate::secret::sealed::Sealed for ApiKeyKind {}
-
-impl SecretKind for ApiKeyKind {
-    const PREFIX: &'static str = KEY_PREFIX;
-    const NAME: &'static str = "ApiKeySecret";
-}
-
-/// An API key's secret.
-pub type ApiKeySecret = Secret<ApiKeyKind>;
+secret_kind!(
+    /// The kind of an API key's secret.
+    ApiKeyKind,
+    /// An API key's secret.
+    ApiKeySecret,
+    KEY_PREFIX
+);
 
 #[cfg(test)]
 mod tests {

@@ -28,6 +28,28 @@ pub(crate) mod sealed {
     pub trait Sealed {}
 }
 
+/// Declares a kind of secret, `$kind` (sealed: only this crate declares kinds), whose secrets
+/// start with `$prefix`, and `$secret`, the type of its secrets (named so in their redacted
+/// `Debug` output).
+macro_rules! secret_kind {
+    ($(#[$kind_doc:meta])* $kind:ident, $(#[$secret_doc:meta])* $secret:ident, $prefix:expr) => {
+        $(#[$kind_doc])*
+        #[derive(Debug)]
+        pub enum $kind {}
+
+        impl $crate::secret::sealed::Sealed for $kind {}
+
+        impl $crate::secret::SecretKind for $kind {
+            const PREFIX: &'static str = $prefix;
+            const NAME: &'static str = stringify!($secret);
+        }
+
+        $(#[$secret_doc])*
+        pub type $secret = $crate::secret::Secret<$kind>;
+    };
+}
+pub(crate) use secret_kind;
+
 /// A secret of kind `K`. Its `Debug` output is redacted, so that it cannot end up in a log by
 /// accident.
 pub struct Secret<K> {
