@@ -22,6 +22,7 @@ use crate::conventions::Conventions;
 use crate::responses::{
     DeliveryById, DeliveryLogErrors, EndpointBodyErrors, EndpointById, EndpointChangeErrors,
     JsonBodyErrors, NoParameters, OrderById, PageParams, PetNotFound, ReadOnlyKey,
+    SecretRotationErrors,
 };
 
 #[derive(OpenApi)]
@@ -442,7 +443,7 @@ pub(crate) fn delete_endpoint() {}
     request_body(content = RotateSecretRequest, content_type = "application/json"),
     responses(
         (status = 200, description = "The endpoint, with its new secret.", body = IssuedEndpoint),
-        EndpointChangeErrors,
+        SecretRotationErrors,
         ReadOnlyKey,
     ),
     extensions(("x-stability" = json!("experimental"))),

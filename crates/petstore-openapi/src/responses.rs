@@ -188,6 +188,28 @@ pub enum DeliveryLogErrors {
 /// The refusals of a change of one webhook endpoint: its body's, and `404`.
 pub type EndpointChangeErrors = Both<EndpointNotFound, EndpointBodyErrors>;
 
+/// The refusals of a rotation of one webhook endpoint's secret: its body's, and `404`.
+pub type SecretRotationErrors = Both<EndpointNotFound, Both<RotationBodyRefused, BodyRefused>>;
+
+/// A secret rotation's body's refusals besides any JSON body's (it names no URL).
+#[derive(IntoResponses)]
+pub enum RotationBodyRefused {
+    /// The endpoint's id, or the body, was refused.
+    #[response(
+        status = 400,
+        description = "`invalid_path_parameter`: `endpointId` is not an int64; `invalid_json`, \
+            `unknown_field` or `invalid_field`, naming the field (`graceSeconds` over a week, \
+            say)."
+    )]
+    Invalid(ErrorObject<'static>),
+    /// The body was too slow.
+    #[response(
+        status = 408,
+        description = "`request_timeout`: the body did not arrive within the body timeout."
+    )]
+    Timeout(ErrorObject<'static>),
+}
+
 /// The refusals of an endpoint's body: a JSON body's, and its URL's.
 pub type EndpointBodyErrors = Both<EndpointBodyRefused, BodyRefused>;
 
