@@ -185,8 +185,18 @@ pub enum DeliveryLogErrors {
     NotFound(ErrorObject<'static>),
 }
 
-/// The refusals of a change of one webhook endpoint: its body's, and `404`.
-pub type EndpointChangeErrors = Both<EndpointNotFound, EndpointBodyErrors>;
+/// The refusals of a change of one webhook endpoint: its body's, its id's, and `404`.
+pub type EndpointChangeErrors = Both<Both<EndpointNotFound, EndpointBodyErrors>, ChangeInvalid>;
+
+/// The `400` of a change of one webhook endpoint: its id's, and its body's.
+#[derive(IntoResponses)]
+#[response(
+    status = 400,
+    description = "`invalid_path_parameter`: `endpointId` is not an int64; `invalid_json`, \
+        `unknown_field` or `invalid_field`, naming the field (a `url` that is not an absolute \
+        URL, say); every field is optional."
+)]
+pub struct ChangeInvalid(ErrorObject<'static>);
 
 /// The refusals of a rotation of one webhook endpoint's secret: its body's, and `404`.
 pub type SecretRotationErrors = Both<EndpointNotFound, Both<RotationBodyRefused, BodyRefused>>;
