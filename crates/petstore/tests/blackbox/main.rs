@@ -20,6 +20,7 @@ mod hardening;
 mod idempotency;
 mod links;
 mod multi_instance;
+mod otlp_collector;
 mod patroni;
 mod patroni_cluster;
 mod replicas;

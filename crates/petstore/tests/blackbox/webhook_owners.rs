@@ -1,6 +1,7 @@
 //! Webhooks between owners, through the real binary: one key's dead receivers hold back no
 //! other owner's events, a revoked key's endpoints receive nothing and the operators reach
-//! them, and the answers and logs around endpoints keep their secrets.
+//! them, the answers and logs around endpoints keep their secrets, and the operators' endpoint
+//! gets every key's events (and the address policy holds at delivery).
 
 use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::webhook_support::{
-    LOOPBACK, Receiver, admin_base, call, create_pet, place_order, register,
+    LOOPBACK, Receiver, admin_base, call, create_pet, place_order, python_verdicts, register,
 };
 use crate::common::{TestServer, agent, run, temp_db, unlimited_key};
 
@@ -322,4 +323,131 @@ fn endpoints_keep_their_secrets_out_of_caches_logs_and_duplicates() {
     let written = std::fs::read_to_string(&log).expect("the log");
     assert!(written.contains("created webhook endpoint"), "{written}");
     assert!(!written.contains("s3cret-receiver-token"), "{written}");
+}
+
+/// The operators' endpoint, managed on the admin listener (each change audited), receives the
+/// events of every key; the sender's metrics count its attempts. Restarted without
+/// `--webhook-allow-private`, the service sends nothing more to it: the policy is checked
+/// again at each delivery, not only at registration.
+#[test]
+fn the_operators_endpoint_gets_every_keys_events_and_the_policy_holds_at_delivery() {
+    let (dir, db) = temp_db();
+    let (alice, bob) = (unlimited_key(&db), unlimited_key(&db));
+    let token = run(&db, &["admin-tokens", "create", "--label", "ops"]);
+    let token = token.trim();
+    let log = dir.path().join("server.log");
+    let flags = [&LOOPBACK[..], &["--admin-bind", "127.0.0.1:0"]].concat();
+    let server = TestServer::start_logging(&db, &flags, Some(&log));
+    let admin = admin_base(&server);
+    let receiver = Receiver::start();
+    let (status, issued) = call(
+        &admin,
+        "POST",
+        "/webhook_endpoints",
+        token,
+        Some(json!({"url": receiver.url(), "events": ["pet.created", "order.placed"]})),
+    );
+    assert_eq!(status, 201, "{issued}");
+    assert_eq!(issued["ownerKeyId"], Value::Null, "the operators'");
+    let id = issued["id"].as_i64().expect("id");
+    // Not a key's: no key sees it.
+    let (status, _) = call(
+        &server.base,
+        "GET",
+        &format!("/webhook_endpoints/{id}"),
+        &alice,
+        None,
+    );
+    assert_eq!(status, 404);
+    let (status, listed) = call(&admin, "GET", "/webhook_endpoints", token, None);
+    assert_eq!((status, listed.as_array().map(Vec::len)), (200, Some(1)));
+
+    let rex = create_pet(&server.base, &alice, "Rex");
+    create_pet(&server.base, &bob, "Tom");
+    place_order(&server.base, &bob, rex);
+    let received = receiver.wait_for(Duration::from_secs(10), |r| r.len() >= 3);
+    assert_eq!(received.len(), 3, "both keys' pets, and the order");
+    assert_eq!(
+        python_verdicts(issued["secret"].as_str().expect("secret"), &received),
+        vec![true; 3]
+    );
+    let (status, page) = call(
+        &admin,
+        "GET",
+        &format!("/webhook_endpoints/{id}/deliveries"),
+        token,
+        None,
+    );
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(
+        page["deliveries"].as_array().map(Vec::len),
+        Some(3),
+        "{page}"
+    );
+    let metrics = agent()
+        .get(format!(
+            "http://{}/metrics",
+            admin
+                .trim_start_matches("http://")
+                .trim_end_matches("/admin/v1")
+        ))
+        .call()
+        .expect("metrics")
+        .body_mut()
+        .read_to_string()
+        .expect("text");
+    assert!(
+        metrics.contains("petstore_webhook_attempts_total{result=\"delivered\"} 3"),
+        "{metrics}"
+    );
+    let (status, _) = call(
+        &admin,
+        "PATCH",
+        &format!("/webhook_endpoints/{id}"),
+        token,
+        Some(json!({"description": "ops feed"})),
+    );
+    assert_eq!(status, 200);
+    server.stop();
+    let audit = std::fs::read_to_string(&log).expect("the log");
+    for action in ["created webhook endpoint", "updated webhook endpoint"] {
+        assert!(audit.contains(action), "audited: {action}\n{audit}");
+    }
+
+    // The same endpoint, the service now refusing this network: nothing is sent to it.
+    let strict = TestServer::start(
+        &db,
+        &["--webhook-allow-http", "--admin-bind", "127.0.0.1:0"],
+    );
+    let admin = admin_base(&strict);
+    create_pet(&strict.base, &alice, "Kim");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let newest = loop {
+        let (_, page) = call(
+            &admin,
+            "GET",
+            &format!("/webhook_endpoints/{id}/deliveries?limit=1"),
+            token,
+            None,
+        );
+        let newest = page["deliveries"][0].clone();
+        if newest["attemptCount"].as_u64().unwrap_or(0) >= 1 {
+            break newest;
+        }
+        assert!(Instant::now() < deadline, "never attempted: {page}");
+        thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(newest["state"], "pending", "{newest}");
+    assert_eq!(newest["lastStatus"], Value::Null, "not sent: {newest}");
+    assert!(
+        newest["lastError"]
+            .as_str()
+            .is_some_and(|why| why.contains("127.0.0.1")),
+        "{newest}"
+    );
+    assert_eq!(
+        receiver.received().len(),
+        3,
+        "nothing sent to a private address"
+    );
 }
