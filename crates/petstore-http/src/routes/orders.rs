@@ -1,13 +1,14 @@
 //! The store area (experimental): place, read, list and cancel orders, and the inventory. A key
 //! sees its own orders only; another key's order is a `404`, so ids do not leak.
 
-use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
+use actix_web::{HttpRequest, HttpResponse, ResponseError, http::header, web};
 use petstore_domain::{
     LifecycleError, NewOrder, Order, OrderAction, OrderError, OrderListQuery, StorageError,
 };
 
-use super::respond::{ListAt, fingerprinted_json, json_body, list_page};
+use super::respond::{conditional, fingerprinted_json, json_body};
 use crate::auth::{Caller, Read, Write};
+use crate::conditional::{Caching, ETag};
 use crate::error::ApiError;
 use crate::extract::{NoQuery, OrderId, Query, parse};
 use crate::idempotency::{self, CreateRequest};
@@ -25,12 +26,17 @@ pub async fn list_orders(
         .db
         .call("list_orders", |storage| storage.list_orders(&query))
         .await?;
-    let at = ListAt {
-        path: "/store/orders",
-        limit: query.page.limit.get(),
-        status: None,
-    };
-    Ok(list_page(&state.links, &req, at, &page, |r, items| {
+    let mut response = HttpResponse::Ok();
+    if let Some(after) = page.next_after {
+        let limit = query.page.limit.get();
+        let link = state
+            .links
+            .next_page(&req, "/store/orders", limit, None, after);
+        response.insert_header((header::LINK, link));
+    }
+    let items = page.items.as_slice();
+    let tag = ETag::of(&(items, page.next_after));
+    Ok(conditional(&req, response, tag, Caching::Private, |r| {
         json_body(r, &items, items.len())
     }))
 }

@@ -1,9 +1,10 @@
 //! `GET /pets`, `POST /pets`, `GET /pets/{petId}`.
 
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 
-use super::respond::{ListAt, conditional, encoded_body, list_page};
+use super::respond::{conditional, encoded_body};
 use crate::auth::{Caller, Read};
 use crate::conditional::{Caching, ETag};
 use crate::error::ApiError;
@@ -23,12 +24,16 @@ pub async fn list_pets(
         .db
         .call("list_pets", |storage| storage.list_pets(&query))
         .await?;
-    let at = ListAt {
-        path: "/pets",
-        limit: query.page.limit.get(),
-        status: query.status.map(PetStatus::as_str),
-    };
-    Ok(list_page(&state.links, &req, at, &page, |r, items| {
+    let mut response = HttpResponse::Ok();
+    if let Some(after) = page.next_after {
+        let status = query.status.map(PetStatus::as_str);
+        let limit = query.page.limit.get();
+        let link = state.links.next_page(&req, "/pets", limit, status, after);
+        response.insert_header((header::LINK, link));
+    }
+    let items = page.items.as_slice();
+    let tag = ETag::of(&(items, page.next_after));
+    Ok(conditional(&req, response, tag, Caching::Private, |r| {
         encoded_body(r, items, items.len())
     }))
 }

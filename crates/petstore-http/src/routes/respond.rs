@@ -3,12 +3,10 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, ContentType};
 use actix_web::{HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError};
-use petstore_domain::Page;
 
 use crate::conditional::{Caching, ETag, Fingerprint};
 use crate::encode::EncodeJson;
 use crate::error::ApiError;
-use crate::links::Links;
 
 /// A `200` of a representation tagged `tag`, whose body `body` writes, unless the request's
 /// `If-None-Match` names the tag: then `304 Not Modified`, with the same headers and no body
@@ -32,50 +30,6 @@ pub fn conditional(
         caching.write(answer.headers_mut());
     }
     answer
-}
-
-/// Where a page of a list is, for its `next` link.
-pub struct ListAt<'a> {
-    /// The list's path, under the base.
-    pub path: &'a str,
-    /// The page's `limit`.
-    pub limit: u32,
-    /// The `status` filter, if any.
-    pub status: Option<&'a str>,
-}
-
-/// A `200` for a page of the list `at`, with `Link: rel="next"` when `next_after` says where the
-/// next page starts (its address carries the limit and the filter over).
-pub fn page_response(
-    links: &Links,
-    req: &HttpRequest,
-    at: ListAt<'_>,
-    next_after: Option<i64>,
-) -> HttpResponseBuilder {
-    let mut response = HttpResponse::Ok();
-    if let Some(after) = next_after {
-        let link = links.next_page(req, at.path, at.limit, at.status, after);
-        response.insert_header((header::LINK, link));
-    }
-    response
-}
-
-/// `page` of the list `at`: its [`page_response`], tagged by what the page shows (a `304` when
-/// `If-None-Match` names the tag, with nothing encoded); `body` writes the items.
-pub fn list_page<T>(
-    links: &Links,
-    req: &HttpRequest,
-    at: ListAt<'_>,
-    page: &Page<T>,
-    body: impl FnOnce(HttpResponseBuilder, &[T]) -> HttpResponse,
-) -> HttpResponse
-where
-    for<'a> (&'a [T], Option<i64>): Fingerprint,
-{
-    let response = page_response(links, req, at, page.next_after);
-    let items = page.items.as_slice();
-    let tag = ETag::of(&(items, page.next_after));
-    conditional(req, response, tag, Caching::Private, |r| body(r, items))
 }
 
 /// A `200` of `value` as JSON, tagged by what it shows ([`ETag::of`]) for a client's cache: a

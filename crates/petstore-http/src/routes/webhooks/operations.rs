@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::error::ApiError;
-use crate::routes::respond::{ListAt, json_body, page_response, tagged_json};
+use crate::routes::respond::{json_body, tagged_json};
 use crate::state::AppState;
 
 /// `POST .../rotate_secret`'s body (`{}` for the default).
@@ -225,13 +225,14 @@ pub(crate) async fn delivery_log(
     page: PageRequest,
 ) -> Result<HttpResponse, ApiError> {
     let deliveries = deliveries(state, owner, id, page).await?;
-    let path = format!("/webhook_endpoints/{id}/deliveries");
-    let at = ListAt {
-        path: &path,
-        limit: page.limit.get(),
-        status: None,
-    };
-    let response = page_response(&state.links, req, at, deliveries.next_after);
+    let mut response = HttpResponse::Ok();
+    if let Some(after) = deliveries.next_after {
+        let path = format!("/webhook_endpoints/{id}/deliveries");
+        let link = state
+            .links
+            .next_page(req, &path, page.limit.get(), None, after);
+        response.insert_header((header::LINK, link));
+    }
     tagged_json(req, response, &deliveries.items)
 }
 
