@@ -1,6 +1,6 @@
-//! The API's descriptions served: the route table and the document agree, the document is served
-//! naming its servers, and the docs page over it. (What the documents say is
-//! `petstore-openapi`'s tests'.)
+//! The API's descriptions served: each route table and its document agree (the public and
+//! the admin one), the document is served naming its servers, and the docs page over it. (What
+//! the documents say is `petstore-openapi`'s tests'.)
 
 use std::collections::BTreeSet;
 
@@ -9,7 +9,7 @@ use actix_web::test::TestRequest;
 use petstore_http::HttpSettings;
 use serde_json::Value;
 
-use crate::helpers::TestApp;
+use crate::helpers::{Reply, TestApp};
 
 /// The public document as `petstore openapi` prints it at `/v1`.
 fn generated() -> Value {
@@ -28,26 +28,74 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
     let with_key = |request: TestRequest| {
         request.insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key)))
     };
-    let doc = generated();
+    let expected = [
+        "/",
+        "/pets",
+        "/pets/{petId}",
+        "/rate_limit",
+        "/store/inventory",
+        "/store/orders",
+        "/store/orders/{orderId}",
+        "/store/orders/{orderId}/cancel",
+        "/webhook_endpoints",
+        "/webhook_endpoints/{endpointId}",
+        "/webhook_endpoints/{endpointId}/deliveries",
+        "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
+        "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver",
+        "/webhook_endpoints/{endpointId}/rotate_secret",
+    ];
+    let send = async |request| app.send(with_key(request)).await;
+    agrees_with_its_routes(&generated(), &expected, "/v1", send).await;
+}
+
+/// The same of the admin document and the admin listener's routes: its webhook operations are
+/// described from the public ones (the operators' at the public paths, a key's under the key),
+/// and each must be one the admin API serves, with the methods it serves.
+#[actix_web::test]
+async fn every_admin_path_allows_exactly_its_documented_operations() {
+    let app = TestApp::spawn(petstore_store::testing::TestBackend::Sqlite)
+        .await
+        .expect("sqlite");
+    let token = crate::admin::admin_token(&app, "document").await;
+    let doc = serde_json::to_value(petstore_openapi::documents().admin()).expect("JSON");
+    let expected = [
+        "/keys",
+        "/keys/{keyId}",
+        "/keys/{keyId}/revoke",
+        "/keys/{keyId}/rotate",
+        "/keys/{keyId}/unban",
+        "/keys/{keyId}/webhook_endpoints",
+        "/keys/{keyId}/webhook_endpoints/{endpointId}",
+        "/orders",
+        "/orders/{orderId}",
+        "/orders/{orderId}/approve",
+        "/orders/{orderId}/cancel",
+        "/orders/{orderId}/deliver",
+        "/webhook_endpoints",
+        "/webhook_endpoints/{endpointId}",
+        "/webhook_endpoints/{endpointId}/deliveries",
+        "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
+        "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver",
+        "/webhook_endpoints/{endpointId}/rotate_secret",
+    ];
+    let send = async |request: TestRequest| {
+        let request = request.insert_header(crate::admin::bearer(&token));
+        app.send_admin(request).await
+    };
+    agrees_with_its_routes(&doc, &expected, "/admin/v1", send).await;
+}
+
+/// Holds `doc`'s paths (exactly `expected`) to the application `send` reaches, under `base`.
+async fn agrees_with_its_routes(
+    doc: &Value,
+    expected: &[&str],
+    base: &str,
+    send: impl AsyncFn(TestRequest) -> Reply,
+) {
     let paths = doc["paths"].as_object().expect("paths");
     assert_eq!(
         paths.keys().map(String::as_str).collect::<Vec<_>>(),
-        [
-            "/",
-            "/pets",
-            "/pets/{petId}",
-            "/rate_limit",
-            "/store/inventory",
-            "/store/orders",
-            "/store/orders/{orderId}",
-            "/store/orders/{orderId}/cancel",
-            "/webhook_endpoints",
-            "/webhook_endpoints/{endpointId}",
-            "/webhook_endpoints/{endpointId}/deliveries",
-            "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
-            "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}/redeliver",
-            "/webhook_endpoints/{endpointId}/rotate_secret",
-        ],
+        expected,
         "every resource of the route table, documented"
     );
     const METHODS: [&str; 8] = [
@@ -55,9 +103,10 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
     ];
     for (path, item) in paths {
         let uri = format!(
-            "/v1{}",
+            "{base}{}",
             path.replace("{petId}", "1")
                 .replace("{orderId}", "1")
+                .replace("{keyId}", "1")
                 .replace("{endpointId}", "1")
                 .replace("{deliveryId}", "1")
         );
@@ -77,7 +126,7 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
             .find(|method| !documented.contains(*method))
             .expect("a method not served");
         let request = TestRequest::default().method(probe.parse().expect("a method"));
-        let other = app.send(with_key(request.uri(&uri))).await;
+        let other = send(request.uri(&uri)).await;
         other.assert_error(405, "method_not_allowed");
         let allowed: BTreeSet<String> = other
             .header("allow")
@@ -97,9 +146,7 @@ async fn every_documented_path_allows_exactly_its_documented_operations() {
         );
         for method in &documented {
             let method = method.parse().expect("a method");
-            let reply = app
-                .send(with_key(TestRequest::default().method(method).uri(&uri)))
-                .await;
+            let reply = send(TestRequest::default().method(method).uri(&uri)).await;
             assert_ne!(reply.status, 405, "{uri}");
         }
     }
