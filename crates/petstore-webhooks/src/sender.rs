@@ -507,23 +507,17 @@ impl Sender {
         E: Error + Send + 'static,
     {
         let deadline = self.storage.capacity().deadline;
-        let call = call(self.storage.clone());
-        let answer = match &self.storage_runtime {
-            None => tokio::time::timeout(deadline, call).await,
-            Some(runtime) => {
-                let task = runtime.spawn(call);
-                // Cancelled with this call: when given up on, or when the sender is dropped.
-                let _cancel = CancelOnDrop(task.abort_handle());
-                match tokio::time::timeout(deadline, task).await {
-                    Ok(Ok(answer)) => Ok(answer),
-                    Ok(Err(ended)) => return Err(format!("the storage call ended: {ended}")),
-                    Err(elapsed) => Err(elapsed),
-                }
-            }
-        };
-        match answer {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(describe(&error)),
+        let runtime = self
+            .storage_runtime
+            .clone()
+            .unwrap_or_else(tokio::runtime::Handle::current);
+        let task = runtime.spawn(call(self.storage.clone()));
+        // Cancelled with this call: when given up on, or when the sender is dropped.
+        let _cancel = CancelOnDrop(task.abort_handle());
+        match tokio::time::timeout(deadline, task).await {
+            Ok(Ok(Ok(value))) => Ok(value),
+            Ok(Ok(Err(error))) => Err(describe(&error)),
+            Ok(Err(ended)) => Err(format!("the storage call ended: {ended}")),
             Err(_) => Err("the storage did not answer in time".to_owned()),
         }
     }

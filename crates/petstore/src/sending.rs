@@ -32,7 +32,9 @@ impl Sending {
     ) -> io::Result<Self> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .thread_name("webhook-sender")
+            // Its blocking threads (a receiver's name resolved, say) are told apart from the
+            // sender's own (in the 15 characters Linux keeps); they inherit its priority.
+            .thread_name("sender-blocking")
             .build()?;
         let (done, stopped) = oneshot::channel();
         let (lowered, ready) = std::sync::mpsc::sync_channel(1);
