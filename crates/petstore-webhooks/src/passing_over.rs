@@ -4,8 +4,9 @@ use std::time::{Duration, Instant};
 
 use petstore_domain::webhook::EndpointOwner;
 
-/// What a claim passes over: endpoints (at their bound, or resting) and owners (at theirs).
-#[derive(Debug, Clone, Default, PartialEq)]
+/// What a claim passes over: endpoints (at their bound, or resting) and owners with no room
+/// (at their bound, or held to the slots kept for owners with nothing under way).
+#[derive(Debug, Default)]
 pub(crate) struct PassedOver {
     pub(crate) endpoints: Vec<i64>,
     pub(crate) owners: Vec<EndpointOwner>,
