@@ -100,24 +100,19 @@ impl Database {
         ApiError: From<E>,
     {
         let started = Instant::now();
+        // Every field given here (worked out only when the span is made): each recorded later
+        // would be a dispatch of its own.
         let span = tracing::info_span!(
             target: TRACES,
             "db",
-            otel.name = Empty,
+            otel.name = call_name(operation),
             otel.kind = "client",
             otel.status_code = Empty,
             db.system.name = self.system,
             db.operation.name = operation,
-            db.collection.name = Empty,
+            db.collection.name = collection(operation),
             error.type = Empty,
         );
-        if !span.is_disabled() {
-            let collection = collection(operation);
-            span.record("otel.name", format!("{operation} {collection}").trim_end());
-            if !collection.is_empty() {
-                span.record("db.collection.name", collection);
-            }
-        }
         let result = self.run(f).instrument(span.clone()).await;
         let outcome = if result.is_ok() { "ok" } else { "error" };
         if let Err(error) = &result
@@ -180,21 +175,31 @@ impl Database {
     }
 }
 
+/// A storage call's span name (semantic conventions: the operation, then its table).
+fn call_name(operation: &str) -> String {
+    match collection(operation) {
+        Some(collection) => format!("{operation} {collection}"),
+        None => operation.to_owned(),
+    }
+}
+
 /// The table an operation is about (`db.collection.name`), by its name.
-fn collection(operation: &str) -> &'static str {
+fn collection(operation: &str) -> Option<&'static str> {
     match operation {
-        "list_pets" | "create_pet" | "find_pet" | "inventory" => "pets",
-        "list_orders" | "place_order" | "find_order" | "cancel_order" | "change_order" => "orders",
+        "list_pets" | "create_pet" | "find_pet" | "inventory" => Some("pets"),
+        "list_orders" | "place_order" | "find_order" | "cancel_order" | "change_order" => {
+            Some("orders")
+        }
         "find_active_key" | "touch_key" | "ban_key" | "create_key" | "list_keys_page"
-        | "find_key" | "update_key" | "rotate_key" | "revoke_key" | "unban_key" => "api_keys",
-        "find_admin_token" => "admin_tokens",
+        | "find_key" | "update_key" | "rotate_key" | "revoke_key" | "unban_key" => Some("api_keys"),
+        "find_admin_token" => Some("admin_tokens"),
         "claim_idempotency_key"
         | "complete_idempotency_key"
         | "release_idempotency_key"
-        | "prune_idempotency_keys" => "idempotency_keys",
-        "check_ready" => "schema_migrations",
-        operation if operation.contains("deliver") => "webhook_deliveries",
-        operation if operation.contains("webhook") => "webhook_endpoints",
-        _ => "",
+        | "prune_idempotency_keys" => Some("idempotency_keys"),
+        "check_ready" => Some("schema_migrations"),
+        operation if operation.contains("deliver") => Some("webhook_deliveries"),
+        operation if operation.contains("webhook") => Some("webhook_endpoints"),
+        _ => None,
     }
 }

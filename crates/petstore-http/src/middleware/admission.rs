@@ -9,7 +9,7 @@ use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
 use petstore_domain::{Ban, RateDecision, RateLimits, TRACES, async_trait};
 use tracing::Instrument;
-use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials, bearer_token};
@@ -165,7 +165,6 @@ async fn decide(
         target: TRACES,
         "rate limit",
         petstore.ratelimit.subject = if admitted.client.is_some() { "key" } else { "address" },
-        petstore.ratelimit.outcome = Empty,
     );
     let (verdict, tally) = if admitted.status_only {
         let verdict = limiter
@@ -190,7 +189,8 @@ async fn decide(
             Ok(Verdict::Banned(_)) => "banned",
             Err(_) => "error",
         };
-        span.record("petstore.ratelimit.outcome", outcome);
+        // On the OpenTelemetry span (a `tracing` record would be a dispatch to every layer).
+        span.set_attribute("petstore.ratelimit.outcome", outcome);
     }
     (verdict, tally)
 }

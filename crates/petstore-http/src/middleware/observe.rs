@@ -52,10 +52,10 @@ pub async fn observe(
     }
     // Worked out before the request is handed on, and only when the line or the span will
     // show it.
-    let client = (tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO)
-        || !server.is_disabled())
-    .then(|| state.map(|state| client_address(&state.trusted_proxies, &req)))
-    .flatten();
+    let logged = tracing::enabled!(target: ACCESS_LOG, tracing::Level::INFO);
+    let client = (logged || !server.is_disabled())
+        .then(|| state.map(|state| client_address(&state.trusted_proxies, &req)))
+        .flatten();
     // Inner layers answer every error as a response (the request is theirs until then: routing
     // needs it unshared, so no copy of it can be kept here for an `Err`).
     let connection = Connection::of_chunked(&req);
@@ -104,7 +104,7 @@ pub async fn observe(
             key: key.map(|key| (key.id, key.plan.as_str())),
         },
     );
-    let (trace_id, span_id) = trace::ids(&server).unzip();
+    let (trace_id, span_id) = logged.then(|| trace::ids(&server)).flatten().unzip();
     tracing::info!(
         target: ACCESS_LOG,
         request_id = %id,

@@ -24,4 +24,5 @@ mod outage;
 mod rate_limits;
 #[path = "../common/redis_support.rs"]
 mod redis_support;
+mod server_span;
 mod shared_counters;

@@ -367,7 +367,7 @@ impl HttpClient for Client {
             .client
             .request(parts.method, parts.uri.to_string())
             .headers(parts.headers)
-            .body(body.to_vec())
+            .body(body)
             .send()?;
         let mut response = Response::builder().status(answer.status());
         if let Some(headers) = response.headers_mut() {

@@ -74,9 +74,11 @@ fn access_lines(log: &std::path::Path) -> Vec<Value> {
 
 /// `GET {url}` with `key` and, when given, a `traceparent`: the status.
 fn get(url: &str, key: &str, traceparent: Option<&str>) -> u16 {
+    // Every request claims `https`: a server span's scheme is the listener's all the same.
     let mut request = agent()
         .get(url)
-        .header("Authorization", format!("Bearer {key}"));
+        .header("Authorization", format!("Bearer {key}"))
+        .header("X-Forwarded-Proto", "https");
     if let Some(traceparent) = traceparent {
         request = request.header("traceparent", traceparent);
     }
@@ -170,7 +172,10 @@ fn a_request_is_a_server_span_in_its_callers_trace_with_its_storage_and_limiter_
     assert_eq!(attributes["http.request.method"], "GET");
     assert_eq!(attributes["http.route"], "/v1/pets");
     assert_eq!(attributes["url.path"], "/v1/pets");
-    assert_eq!(attributes["url.scheme"], "http");
+    assert_eq!(
+        attributes["url.scheme"], "http",
+        "not the client's `X-Forwarded-Proto`"
+    );
     assert_eq!(attributes["http.response.status_code"], 200);
     assert_eq!(attributes["client.address"], "127.0.0.1");
     assert_eq!(attributes["petstore.plan"], "enterprise");

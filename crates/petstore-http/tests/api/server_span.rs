@@ -1,0 +1,118 @@
+//! The server span as exported: its attributes from the request and from its answer, its status
+//! an error for a `5xx` only (what the bridge hands the SDK, read by a span processor of the
+//! test's own).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use actix_web::http::StatusCode;
+use actix_web::test::TestRequest;
+use opentelemetry::Value;
+use opentelemetry::trace::{Status, TracerProvider as _};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
+use petstore_http::telemetry::trace::{Answered, Sampling, record, server_span};
+use tracing_subscriber::layer::SubscriberExt;
+
+/// The spans the SDK ended, as they would be exported.
+#[derive(Debug, Clone, Default)]
+struct Ended(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanProcessor for Ended {
+    fn on_start(&self, _: &mut opentelemetry_sdk::trace::Span, _: &opentelemetry::Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        self.0
+            .lock()
+            .expect("BUG: no test panics holding it")
+            .push(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        Ok(())
+    }
+
+    fn shutdown_with_timeout(&self, _: Duration) -> OTelSdkResult {
+        Ok(())
+    }
+}
+
+/// The server span of a request to `path` answered with `answered`, as exported.
+fn exported(path: &str, answered: Answered) -> SpanData {
+    let ended = Ended::default();
+    let provider = SdkTracerProvider::builder()
+        .with_span_processor(ended.clone())
+        .build();
+    let bridge = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+    let subscriber = tracing_subscriber::registry().with(bridge);
+    tracing::subscriber::with_default(subscriber, || {
+        let req = TestRequest::get()
+            .uri(path)
+            .insert_header(("X-Forwarded-Proto", "https"))
+            .to_srv_request();
+        let span = server_span("GET", &req, Sampling::default());
+        record(&span, answered);
+    });
+    let mut spans = ended.0.lock().expect("BUG: no test panics holding it");
+    assert_eq!(spans.len(), 1, "{spans:#?}");
+    spans.remove(0)
+}
+
+fn attribute(span: &SpanData, key: &str) -> Option<Value> {
+    span.attributes
+        .iter()
+        .find(|attribute| attribute.key.as_str() == key)
+        .map(|attribute| attribute.value.clone())
+}
+
+#[test]
+fn a_server_error_is_the_spans_error_and_who_called_its_attributes() {
+    let span = exported(
+        "/v1/pets?limit=5",
+        Answered {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            client: Some("192.0.2.7".to_owned()),
+            key: Some((42, "pro")),
+        },
+    );
+    assert_eq!(span.status, Status::error(""));
+    let expected = [
+        ("http.request.method", Value::from("GET")),
+        ("url.path", Value::from("/v1/pets")),
+        // The listener's (plain HTTP here), not the client's `X-Forwarded-Proto`.
+        ("url.scheme", Value::from("http")),
+        ("http.response.status_code", Value::I64(503)),
+        ("error.type", Value::from("503")),
+        ("client.address", Value::from("192.0.2.7")),
+        ("petstore.key.id", Value::I64(42)),
+        ("petstore.plan", Value::from("pro")),
+    ];
+    for (key, value) in expected {
+        assert_eq!(attribute(&span, key), Some(value), "{key}: {span:#?}");
+    }
+}
+
+#[test]
+fn a_clients_error_is_not_the_spans_and_no_key_is_no_key_attribute() {
+    let span = exported(
+        "/v1/pets",
+        Answered {
+            status: StatusCode::UNAUTHORIZED,
+            client: None,
+            key: None,
+        },
+    );
+    assert_eq!(span.status, Status::Unset);
+    assert_eq!(
+        attribute(&span, "http.response.status_code"),
+        Some(Value::I64(401))
+    );
+    for absent in [
+        "error.type",
+        "client.address",
+        "petstore.key.id",
+        "petstore.plan",
+    ] {
+        assert_eq!(attribute(&span, absent), None, "{absent}");
+    }
+}
