@@ -8,7 +8,7 @@ use serde_json::json;
 use utoipa::Modify;
 use utoipa::openapi::extensions::Extensions;
 use utoipa::openapi::header::{Header, HeaderBuilder};
-use utoipa::openapi::path::{Operation, Parameter, ParameterBuilder, ParameterIn, PathItem};
+use utoipa::openapi::path::{Operation, ParameterBuilder, ParameterIn, PathItem};
 use utoipa::openapi::schema::{KnownFormat, ObjectBuilder, SchemaFormat, Type};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::{
@@ -59,14 +59,12 @@ impl Modify for Conventions {
                 .headers
                 .insert(name.into(), RefOr::T(header_of(kind, description, true)));
         }
-        for (name, description) in CACHE_HEADERS.into_iter().chain(ALWAYS_HEADERS) {
+        for (name, description) in ALWAYS_HEADERS {
             components
                 .headers
                 .insert(name.into(), RefOr::T(header(description, true)));
         }
-        components
-            .parameters
-            .insert("If-None-Match".into(), RefOr::T(if_none_match()));
+        declare_revalidation(document, &REVALIDATION);
         describe_methods(
             document,
             "after admission: a missing key's `401` and a `429` come first",
@@ -91,12 +89,12 @@ impl Modify for Conventions {
                     .extensions
                     .as_ref()
                     .is_some_and(|ext| ext.contains_key("x-stability"));
-                let conditional = operation
+                if operation
                     .operation_id
                     .as_deref()
-                    .is_some_and(|id| CONDITIONAL.contains(&id));
-                if conditional {
-                    make_conditional(operation);
+                    .is_some_and(is_conditional)
+                {
+                    make_conditional(operation, &REVALIDATION);
                 }
                 let responses = &mut operation.responses.responses;
                 for (status, description) in COMMON_ERRORS {
@@ -161,6 +159,11 @@ const SHARED_HEADERS: [(&str, bool, &str); 7] = [
 /// The operations that need no key.
 const OPEN: [&str; 1] = ["getApiIndex"];
 
+/// Whether the public operation `id`'s `200` is tagged and its `GET` may be conditional.
+pub(crate) fn is_conditional(id: &str) -> bool {
+    CONDITIONAL.contains(&id)
+}
+
 /// The operations whose `200` is tagged and whose `GET` may be conditional.
 const CONDITIONAL: [&str; 9] = [
     "listPets",
@@ -189,7 +192,7 @@ const CACHE_HEADERS: [(&str, &str); 3] = [
     ),
     (
         "Vary",
-        "`Authorization`: each API key's answers are its own.",
+        "`Authorization`: an answer is for the credential it was asked with.",
     ),
 ];
 
@@ -206,26 +209,50 @@ const ALWAYS_HEADERS: [(&str, &str); 2] = [
     ),
 ];
 
-/// `If-None-Match`, under `components/parameters`.
-fn if_none_match() -> Parameter {
-    ParameterBuilder::new()
+/// What a document says of conditional reads: `If-None-Match` (under `components/parameters`)
+/// and the `304`.
+pub(crate) struct Revalidation {
+    pub(crate) if_none_match: &'static str,
+    pub(crate) not_modified: &'static str,
+}
+
+/// The public API's: a `304` is taken back from the key's counts.
+const REVALIDATION: Revalidation = Revalidation {
+    if_none_match: "Entity tags of representations the client holds (RFC 9110 §13.1.2): one, a \
+        comma-separated list, or `*`, compared weakly. When one is the current representation's, \
+        the answer is `304 Not Modified` with no body. A `304` is taken back from the key's \
+        counts: free, up to as many a minute as the key's per-minute limit and a day as its \
+        per-day limit (past those it counts like any answer). It still needs a valid key.",
+    not_modified: "Not modified: `If-None-Match` names the current representation's tag. No \
+        body; the headers the `200` would carry. Not counted against the limits (up to the key's \
+        per-minute limit of them a minute, and its per-day limit a day): its rate-limit headers \
+        show the counts without it.",
+};
+
+/// Declares in `document` the headers of a tagged answer and `If-None-Match`, as `revalidation`
+/// describes it.
+pub(crate) fn declare_revalidation(document: &mut Document, revalidation: &Revalidation) {
+    let components = document.components.get_or_insert_with(Default::default);
+    for (name, description) in CACHE_HEADERS {
+        components
+            .headers
+            .insert(name.into(), RefOr::T(header(description, true)));
+    }
+    let if_none_match = ParameterBuilder::new()
         .name("If-None-Match")
         .parameter_in(ParameterIn::Header)
         .required(Required::False)
         .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
-        .description(Some(
-            "Entity tags of representations the client holds (RFC 9110 §13.1.2): one, a \
-             comma-separated list, or `*`, compared weakly. When one is the current \
-             representation's, the answer is `304 Not Modified` with no body. A `304` is \
-             taken back from the key's counts: free, up to as many a minute as the key's \
-             per-minute limit and a day as its per-day limit (past those it counts like any \
-             answer). It still needs a valid key.",
-        ))
-        .build()
+        .description(Some(revalidation.if_none_match))
+        .build();
+    components
+        .parameters
+        .insert("If-None-Match".into(), RefOr::T(if_none_match));
 }
 
-/// A tagged operation: `If-None-Match`, the tag's headers on its `200`, and its `304`.
-fn make_conditional(operation: &mut Operation) {
+/// A tagged operation: `If-None-Match`, the tag's headers on its `200`, and its `304`, as
+/// `revalidation` describes them (declared in the document: [`declare_revalidation`]).
+pub(crate) fn make_conditional(operation: &mut Operation, revalidation: &Revalidation) {
     operation
         .parameters
         .get_or_insert_with(Vec::new)
@@ -244,12 +271,7 @@ fn make_conditional(operation: &mut Operation) {
         _ => None,
     };
     let mut not_modified = ResponseBuilder::new()
-        .description(
-            "Not modified: `If-None-Match` names the current representation's tag. No body; \
-             the headers the `200` would carry. Not counted against the limits (up to the \
-             key's per-minute limit of them a minute, and its per-day limit a day): its \
-             rate-limit headers show the counts without it.",
-        )
+        .description(revalidation.not_modified)
         .build();
     for (name, _) in CACHE_HEADERS {
         not_modified.headers.insert(name.into(), shared(name));

@@ -4,7 +4,8 @@
 //! key's. Each admin operation is its public one, its parameters, body and responses, with what
 //! differs said here: its id, summary and description; no read-write key's `403` and no
 //! experimental mark (an admin token has no scope, and these are not experimental for operators);
-//! and for a key's endpoints, the key in the path. The operators' delivery log answers a page
+//! conditional reads without the public limits' say; and for a key's endpoints, the key in the
+//! path. The operators' delivery log answers a page
 //! with its cursor rather than a `Link`, from a handler of its own: it has an annotation of its
 //! own (`operations.rs`).
 
@@ -13,8 +14,20 @@ use utoipa::openapi::path::{Operation, ParameterIn, PathItem};
 use utoipa::openapi::{OpenApi as Document, RefOr};
 use utoipa::{IntoParams, Modify, OpenApi};
 
-use crate::conventions::error_doc;
+use crate::conventions::{
+    Revalidation, declare_revalidation, error_doc, is_conditional, make_conditional,
+};
 use crate::public::WebhookOperations;
+
+/// Conditional reads as the admin API answers them (the public handlers tag what they answer
+/// here too): no rate limits to take a `304` back from; an admin token.
+const REVALIDATION: Revalidation = Revalidation {
+    if_none_match: "Entity tags of representations the client holds (RFC 9110 §13.1.2): one, a \
+        comma-separated list, or `*`, compared weakly. When one is the current representation's, \
+        the answer is `304 Not Modified` with no body. It still needs a valid admin token.",
+    not_modified: "Not modified: `If-None-Match` names the current representation's tag. No \
+        body; the headers the `200` would carry.",
+};
 
 /// An admin operation described from a public one.
 struct Described {
@@ -106,6 +119,18 @@ impl Modify for AdminWebhooks {
                 add(format!("/keys/{{keyId}}{path}"), item);
             }
         }
+        // The operators' delivery log, annotated (`operations.rs`), is tagged like the rest.
+        let log = Some("listOperatorWebhookDeliveries");
+        for item in document.paths.paths.values_mut() {
+            if let Some(operation) = item
+                .get
+                .as_mut()
+                .filter(|op| op.operation_id.as_deref() == log)
+            {
+                make_conditional(operation, &REVALIDATION);
+            }
+        }
+        declare_revalidation(document, &REVALIDATION);
         let components = document.components.get_or_insert_with(Default::default);
         if let Some(public) = public.components {
             components.schemas.extend(public.schemas);
@@ -140,6 +165,9 @@ fn described(item: &PathItem, front: &Front, adapt: fn(&mut Operation)) -> Optio
                 }
                 // An admin token has no scope: no read-write key's `403`.
                 operation.responses.responses.remove("403");
+                if is_conditional(row.public) {
+                    make_conditional(operation, &REVALIDATION);
+                }
                 adapt(operation);
                 served = true;
             }

@@ -1,7 +1,8 @@
 //! Webhooks between owners, through the real binary: one key's dead receivers hold back no
 //! other owner's events, a revoked key's endpoints receive nothing and the operators reach
 //! them, the answers and logs around endpoints keep their secrets, and the operators' endpoint
-//! gets every key's events (and the address policy holds at delivery).
+//! gets every key's events (and the address policy holds at delivery); the admin reads answer
+//! tags where the admin document says.
 
 use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
@@ -97,6 +98,36 @@ fn raw(base: &str, method: &str, path: &str, key: &str, body: Option<Value>) -> 
             .map(str::to_owned),
         body: serde_json::from_str(&response.body_mut().read_to_string().expect("body"))
             .unwrap_or(Value::Null),
+    }
+}
+
+/// Each of the admin reads `cases` (its path in the admin document, then the one asked)
+/// answers a tag, and `304` to it, exactly when the admin document says it may.
+fn tagged_as_documented(admin: &str, token: &str, cases: &[(&str, String)]) {
+    let (status, document) = call(admin, "GET", "/openapi.json", token, None);
+    assert_eq!(status, 200);
+    for (path, uri) in cases {
+        let get = |tag: Option<&str>| {
+            let mut request = agent()
+                .get(format!("{admin}{uri}"))
+                .header("Authorization", format!("Bearer {token}"));
+            if let Some(tag) = tag {
+                request = request.header("If-None-Match", tag);
+            }
+            request.call().expect("GET")
+        };
+        let answer = get(None);
+        assert_eq!(answer.status().as_u16(), 200, "{uri}");
+        let tag = answer
+            .headers()
+            .get("etag")
+            .map(|tag| tag.to_str().expect("ASCII"));
+        let documented = &document["paths"][path]["get"]["responses"];
+        assert!(documented.is_object(), "{path} documented");
+        assert_eq!(tag.is_some(), documented.get("304").is_some(), "{uri}");
+        if let Some(tag) = tag {
+            assert_eq!(get(Some(tag)).status().as_u16(), 304, "{uri}");
+        }
     }
 }
 
@@ -383,6 +414,28 @@ fn the_operators_endpoint_gets_every_keys_events_and_the_policy_holds_at_deliver
         page["deliveries"].as_array().map(Vec::len),
         Some(3),
         "{page}"
+    );
+    let delivery = page["deliveries"][0]["id"].as_i64().expect("a delivery");
+    tagged_as_documented(
+        &admin,
+        token,
+        &[
+            ("/keys", "/keys".to_owned()),
+            ("/orders", "/orders".to_owned()),
+            ("/webhook_endpoints", "/webhook_endpoints".to_owned()),
+            (
+                "/webhook_endpoints/{endpointId}",
+                format!("/webhook_endpoints/{id}"),
+            ),
+            (
+                "/webhook_endpoints/{endpointId}/deliveries",
+                format!("/webhook_endpoints/{id}/deliveries"),
+            ),
+            (
+                "/webhook_endpoints/{endpointId}/deliveries/{deliveryId}",
+                format!("/webhook_endpoints/{id}/deliveries/{delivery}"),
+            ),
+        ],
     );
     let metrics = agent()
         .get(format!(
