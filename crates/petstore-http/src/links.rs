@@ -51,6 +51,16 @@ impl Links {
         }
     }
 
+    /// The scheme clients are told to use: the public base URL's, else the listener's (never a
+    /// client's `X-Forwarded-Proto`).
+    pub fn scheme(&self, req: &HttpRequest) -> &'static str {
+        let secure = match self.settings.public_base_url() {
+            Some(url) => url.starts_with("https://"),
+            None => req.app_config().secure(),
+        };
+        if secure { "https" } else { "http" }
+    }
+
     /// The settings the links are built from.
     pub fn settings(&self) -> &HttpSettings {
         &self.settings

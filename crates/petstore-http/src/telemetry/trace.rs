@@ -17,10 +17,8 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 /// What the program's sampler decides before a trace has an id: whether a trace that would
 /// start here is dropped whatever its id, and whether the caller's decision is followed. A
 /// request whose trace is dropped for certain makes no span at all, not even one begun to ask
-/// the sampler: that span cost a request 5% more instructions when traces were exported at a
-/// ratio of 0 (`scripts/bench.sh --traces-cost`). The sampler still decides every other trace.
-/// The default drops nothing early: the sampler decides every trace (an application with no
-/// state, the metrics listener's, asks it).
+/// the sampler (5% more instructions at a ratio of 0: `scripts/bench.sh --traces-cost`). The
+/// sampler decides every other trace; by default, every trace (the metrics listener's app).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Sampling {
     /// A trace that starts here is dropped whatever its id (`always_off`, a ratio of 0).
@@ -41,17 +39,22 @@ impl Sampling {
     }
 }
 
-/// A server span for `req` (whose method's label is `method`), named by the route it matches
-/// (semantic conventions: `GET /v1/pets/{petId}`; the method alone when none matches), a child
-/// of the caller's trace when its headers carry one (`traceparent`, read by the propagator the
-/// program installs).
+/// A server span for `req` (`method` its method's label, `scheme` the one clients use), named by
+/// the route it matches (semantic conventions: `GET /v1/pets/{petId}`; the method alone when
+/// none matches), a child of the caller's trace when its headers carry one (`traceparent`, read
+/// by the propagator the program installs).
 ///
 /// A disabled span when the trace is dropped: for certain by `sampling` (no span is begun), or
 /// by the sampler (the span is begun to ask it, and let go). The request then makes no span at
-/// all, since the spans beneath a server span are made only inside a kept trace; kept, that
-/// span and its attributes, its children's, every poll's enter and exit would cost an unsampled
-/// request most of what a sampled one costs (measured: `scripts/bench.sh --traces-cost`).
-pub fn server_span(method: &'static str, req: &ServiceRequest, sampling: Sampling) -> Span {
+/// all, since the spans beneath a server span are made only inside a kept trace; kept, it and
+/// its children would cost an unsampled request most of what a sampled one costs (measured:
+/// `scripts/bench.sh --traces-cost`).
+pub fn server_span(
+    method: &'static str,
+    scheme: &'static str,
+    req: &ServiceRequest,
+    sampling: Sampling,
+) -> Span {
     if !tracing::enabled!(target: TRACE_ROOTS, tracing::Level::INFO) {
         return Span::none();
     }
@@ -80,13 +83,7 @@ pub fn server_span(method: &'static str, req: &ServiceRequest, sampling: Samplin
         return Span::none();
     }
     // On the started span itself: a field recorded through `tracing` would also be offered to
-    // the logs' layer, to be turned down there. The scheme is the listener's (as in the links
-    // the service sends), never a client's `X-Forwarded-Proto`.
-    let scheme = if req.app_config().secure() {
-        "https"
-    } else {
-        "http"
-    };
+    // the logs' layer, to be turned down there.
     started.set_attributes([
         KeyValue::new("url.path", req.path().to_owned()),
         KeyValue::new("url.scheme", scheme),
@@ -111,18 +108,15 @@ pub struct Answered {
     pub key: Option<(i64, &'static str)>,
 }
 
-/// Records `answered` on the started OpenTelemetry span itself (each field recorded through
+/// Records `answered` on the started OpenTelemetry span directly (a field recorded through
 /// `tracing` would be a dispatch of its own, to every layer).
 pub fn record(span: &Span, answered: Answered) {
     if span.is_disabled() {
         return;
     }
     let (context, status) = (span.context(), answered.status);
-    let started = context.span();
-    started.set_attribute(KeyValue::new(
-        "http.response.status_code",
-        i64::from(status.as_u16()),
-    ));
+    let (started, code) = (context.span(), i64::from(status.as_u16()));
+    started.set_attribute(KeyValue::new("http.response.status_code", code));
     // A server span is in error for a 5xx only: a 4xx is the client's.
     if status.is_server_error() {
         started.set_status(Status::error(""));
@@ -143,13 +137,9 @@ pub fn ids(span: &Span) -> Option<(String, String)> {
         return None;
     }
     let context = span.context();
-    let span_context = context.span().span_context().clone();
-    span_context.is_valid().then(|| {
-        (
-            span_context.trace_id().to_string(),
-            span_context.span_id().to_string(),
-        )
-    })
+    let ids = context.span().span_context().clone();
+    let (trace, id) = (ids.trace_id(), ids.span_id());
+    ids.is_valid().then(|| (trace.to_string(), id.to_string()))
 }
 
 /// A request's headers, as the propagator reads them.

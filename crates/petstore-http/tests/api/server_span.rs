@@ -11,6 +11,8 @@ use opentelemetry::Value;
 use opentelemetry::trace::{Status, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
+use petstore_http::HttpSettings;
+use petstore_http::links::Links;
 use petstore_http::telemetry::trace::{Answered, Sampling, record, server_span};
 use tracing_subscriber::layer::SubscriberExt;
 
@@ -37,8 +39,10 @@ impl SpanProcessor for Ended {
     }
 }
 
-/// The server span of a request to `path` answered with `answered`, as exported.
-fn exported(path: &str, answered: Answered) -> SpanData {
+/// The server span of a request to `path` answered with `answered`, as exported, with the
+/// scheme the links of a server at `public_base_url` (if any) would use.
+fn exported(path: &str, public_base_url: Option<&str>, answered: Answered) -> SpanData {
+    let links = Links::new(HttpSettings::new("/v1", public_base_url.map(str::to_owned)));
     let ended = Ended::default();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(ended.clone())
@@ -50,7 +54,8 @@ fn exported(path: &str, answered: Answered) -> SpanData {
             .uri(path)
             .insert_header(("X-Forwarded-Proto", "https"))
             .to_srv_request();
-        let span = server_span("GET", &req, Sampling::default());
+        let scheme = links.scheme(req.request());
+        let span = server_span("GET", scheme, &req, Sampling::default());
         record(&span, answered);
     });
     let mut spans = ended.0.lock().expect("BUG: no test panics holding it");
@@ -69,6 +74,7 @@ fn attribute(span: &SpanData, key: &str) -> Option<Value> {
 fn a_server_error_is_the_spans_error_and_who_called_its_attributes() {
     let span = exported(
         "/v1/pets?limit=5",
+        None,
         Answered {
             status: StatusCode::SERVICE_UNAVAILABLE,
             client: Some("192.0.2.7".to_owned()),
@@ -79,7 +85,8 @@ fn a_server_error_is_the_spans_error_and_who_called_its_attributes() {
     let expected = [
         ("http.request.method", Value::from("GET")),
         ("url.path", Value::from("/v1/pets")),
-        // The listener's (plain HTTP here), not the client's `X-Forwarded-Proto`.
+        // With no public base URL, the listener's (plain HTTP), never the client's
+        // `X-Forwarded-Proto`.
         ("url.scheme", Value::from("http")),
         ("http.response.status_code", Value::I64(503)),
         ("error.type", Value::from("503")),
@@ -93,9 +100,10 @@ fn a_server_error_is_the_spans_error_and_who_called_its_attributes() {
 }
 
 #[test]
-fn a_clients_error_is_not_the_spans_and_no_key_is_no_key_attribute() {
+fn a_clients_error_is_not_the_spans_and_the_scheme_is_the_public_base_urls() {
     let span = exported(
         "/v1/pets",
+        Some("https://api.example.com/v1"),
         Answered {
             status: StatusCode::UNAUTHORIZED,
             client: None,
@@ -103,6 +111,8 @@ fn a_clients_error_is_not_the_spans_and_no_key_is_no_key_attribute() {
         },
     );
     assert_eq!(span.status, Status::Unset);
+    // The public base URL's: what clients are told to use (behind a proxy that ends TLS).
+    assert_eq!(attribute(&span, "url.scheme"), Some(Value::from("https")));
     assert_eq!(
         attribute(&span, "http.response.status_code"),
         Some(Value::I64(401))
