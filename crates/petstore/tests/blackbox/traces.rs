@@ -74,7 +74,8 @@ fn access_lines(log: &std::path::Path) -> Vec<Value> {
 
 /// `GET {url}` with `key` and, when given, a `traceparent`: the status.
 fn get(url: &str, key: &str, traceparent: Option<&str>) -> u16 {
-    // Every request claims `https`: a server span's scheme is the listener's all the same.
+    // Every request claims `https`: with no public base URL, a server span's scheme is the
+    // listener's all the same.
     let mut request = agent()
         .get(url)
         .header("Authorization", format!("Bearer {key}"))
