@@ -37,7 +37,7 @@ pub async fn observe(
     let id = RequestId::of(req.headers());
     let state = req.app_data::<web::Data<AppState>>();
     let sampling = state.map(|state| state.sampling).unwrap_or_default();
-    let scheme = state.map_or("http", |state| state.links.scheme(req.request()));
+    let scheme = || state.map_or("http", |state| state.links.scheme(req.request()));
     let server = trace::server_span(method_label(req.method()), scheme, &req, sampling);
     // The log's span, inside the server span: what the request's code traces is the server
     // span's (its nearest traced ancestor).

@@ -39,10 +39,10 @@ impl Sampling {
     }
 }
 
-/// A server span for `req` (`method` its method's label, `scheme` the one clients use), named by
-/// the route it matches (semantic conventions: `GET /v1/pets/{petId}`; the method alone when
-/// none matches), a child of the caller's trace when its headers carry one (`traceparent`, read
-/// by the propagator the program installs).
+/// A server span for `req` (`method` its method's label, `scheme` the one clients use, asked only
+/// for a kept trace), named by the route it matches (semantic conventions: `GET /v1/pets/{petId}`;
+/// the method alone when none matches), a child of the caller's trace when its headers carry one
+/// (`traceparent`, read by the propagator the program installs).
 ///
 /// A disabled span when the trace is dropped: for certain by `sampling` (no span is begun), or
 /// by the sampler (the span is begun to ask it, and let go). The request then makes no span at
@@ -51,7 +51,7 @@ impl Sampling {
 /// `scripts/bench.sh --traces-cost`).
 pub fn server_span(
     method: &'static str,
-    scheme: &'static str,
+    scheme: impl FnOnce() -> &'static str,
     req: &ServiceRequest,
     sampling: Sampling,
 ) -> Span {
@@ -86,7 +86,7 @@ pub fn server_span(
     // the logs' layer, to be turned down there.
     started.set_attributes([
         KeyValue::new("url.path", req.path().to_owned()),
-        KeyValue::new("url.scheme", scheme),
+        KeyValue::new("url.scheme", scheme()),
     ]);
     match req.match_pattern() {
         Some(route) => {

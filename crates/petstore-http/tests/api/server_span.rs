@@ -55,7 +55,7 @@ fn exported(path: &str, public_base_url: Option<&str>, answered: Answered) -> Sp
             .insert_header(("X-Forwarded-Proto", "https"))
             .to_srv_request();
         let scheme = links.scheme(req.request());
-        let span = server_span("GET", scheme, &req, Sampling::default());
+        let span = server_span("GET", || scheme, &req, Sampling::default());
         record(&span, answered);
     });
     let mut spans = ended.0.lock().expect("BUG: no test panics holding it");
