@@ -107,7 +107,7 @@ macro_rules! run {
             $method,
             $sqlite,
             $postgres,
-            mysql(c) => diesel_async::RunQueryDsl::$method($mysql, &mut **c).await
+            mysql(c) => on_mysql!($method, $mysql, &mut **c)
         )
     };
 }
@@ -127,24 +127,126 @@ macro_rules! run {
 /// call. It costs no round trip: the server sends the row, the statement's end and
 /// `ReadyForQuery` together. `execute` (and a `COMMIT`, through `batch_execute`) already waits
 /// for `ReadyForQuery`. (Written inline, not as generic functions: a generic async function
-/// over the connection's lifetime does not prove its future `Send` for every lifetime.)
+/// over the connection's lifetime does not prove its future `Send` for every lifetime.) Every
+/// statement's SQL is written once ([`KeptSql`]).
 #[cfg(feature = "postgres")]
 macro_rules! on_postgres {
     (get_result, $query:expr, $conn:expr) => {
-        diesel_async::RunQueryDsl::load($query, $conn)
-            .await
-            .and_then(|rows: Vec<_>| {
-                rows.into_iter()
-                    .next()
-                    .ok_or(diesel::result::Error::NotFound)
-            })
+        on_postgres!(load, $query, $conn).and_then(|rows: Vec<_>| {
+            rows.into_iter()
+                .next()
+                .ok_or(diesel::result::Error::NotFound)
+        })
     };
     (first, $query:expr, $conn:expr) => {
         on_postgres!(get_result, diesel::QueryDsl::limit($query, 1), $conn)
     };
-    ($method:ident, $query:expr, $conn:expr) => {
-        diesel_async::RunQueryDsl::$method($query, $conn).await
+    (load, $query:expr, $conn:expr) => {
+        diesel_async::RunQueryDsl::load($crate::conn::KeptSql::of($query), $conn).await
     };
+    (execute, $query:expr, $conn:expr) => {
+        diesel_async::RunQueryDsl::execute($crate::conn::KeptSql($query), $conn).await
+    };
+}
+
+/// diesel-async's `RunQueryDsl` method `$method` on a MySQL connection, the statement's SQL
+/// written once ([`KeptSql`]).
+#[cfg(feature = "mysql")]
+macro_rules! on_mysql {
+    (first, $query:expr, $conn:expr) => {
+        on_mysql!(get_result, diesel::QueryDsl::limit($query, 1), $conn)
+    };
+    (execute, $query:expr, $conn:expr) => {
+        diesel_async::RunQueryDsl::execute($crate::conn::KeptSql($query), $conn).await
+    };
+    ($method:ident, $query:expr, $conn:expr) => {
+        diesel_async::RunQueryDsl::$method($crate::conn::KeptSql::of($query), $conn).await
+    };
+}
+
+/// A statement whose SQL is written once per query type and kept, for the asynchronous
+/// backends. diesel-async writes a statement's SQL on every call, even for one it keeps
+/// prepared (it finds the prepared statement by the query's type), and Diesel quotes each
+/// identifier through an allocation: about a quarter of a create's instructions on PostgreSQL
+/// (`docs/performance.md`). Diesel's own statement cache rests on the rule this one keeps: a
+/// query whose type identifies it (a static `QueryId`) and that is safe to keep prepared (no
+/// part of it calls `unsafe_to_cache_prepared`, as every part whose SQL depends on values does)
+/// has the same SQL every time. Any other statement is written every time.
+///
+/// Only for a whole statement as it is run (the macros above wrap it last): the kept SQL
+/// numbers its binds from the first.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct KeptSql<Q>(pub(crate) Q);
+
+/// The SQL [`KeptSql`] kept, by backend and query type (`None`: a type whose SQL is written
+/// every time). A few dozen entries, written once each.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+type Kept = std::collections::BTreeMap<(std::any::TypeId, std::any::TypeId), Option<Box<str>>>;
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+static KEPT: std::sync::RwLock<Kept> = std::sync::RwLock::new(std::collections::BTreeMap::new());
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl<Q: diesel::query_builder::AsQuery> KeptSql<Q> {
+    /// A query (a select, or a write with `RETURNING`), to be loaded.
+    pub(crate) fn of(query: Q) -> KeptSql<Q::Query> {
+        KeptSql(query.as_query())
+    }
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl<Q: diesel::query_builder::QueryId> diesel::query_builder::QueryId for KeptSql<Q> {
+    type QueryId = Q::QueryId;
+    const HAS_STATIC_QUERY_ID: bool = Q::HAS_STATIC_QUERY_ID;
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl<Q: diesel::query_builder::Query> diesel::query_builder::Query for KeptSql<Q> {
+    type SqlType = Q::SqlType;
+}
+
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+impl<DB, Q> diesel::query_builder::QueryFragment<DB> for KeptSql<Q>
+where
+    DB: diesel::backend::Backend + 'static,
+    DB::QueryBuilder: Default,
+    Q: diesel::query_builder::QueryFragment<DB> + diesel::query_builder::QueryId,
+{
+    fn walk_ast<'b>(&'b self, pass: diesel::query_builder::AstPass<'_, 'b, DB>) -> QueryResult<()> {
+        self.0.walk_ast(pass)
+    }
+
+    fn to_sql(&self, out: &mut DB::QueryBuilder, backend: &DB) -> QueryResult<()> {
+        use diesel::query_builder::QueryBuilder;
+        use std::sync::PoisonError;
+
+        let Some(query) = Q::query_id() else {
+            return self.0.to_sql(out, backend);
+        };
+        let key = (std::any::TypeId::of::<DB>(), query);
+        let kept = KEPT.read().unwrap_or_else(PoisonError::into_inner);
+        match kept.get(&key) {
+            Some(Some(sql)) => {
+                out.push_sql(sql);
+                return Ok(());
+            }
+            Some(None) => {
+                drop(kept);
+                return self.0.to_sql(out, backend);
+            }
+            None => drop(kept),
+        }
+        let mut first = DB::QueryBuilder::default();
+        self.0.to_sql(&mut first, backend)?;
+        let sql = first.finish();
+        out.push_sql(&sql);
+        let keep = self.0.is_safe_to_cache_prepared(backend)?;
+        KEPT.write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(key, keep.then(|| sql.into_boxed_str()));
+        Ok(())
+    }
 }
 
 /// [`run!`] for a statement only PostgreSQL has ([`Then`]), on a connection that must be
@@ -420,4 +522,59 @@ pub(crate) fn complete_now<T>(
     operation
         .now_or_never()
         .expect("BUG: an operation on a SQLite connection waited for something")
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use std::any::TypeId;
+
+    use diesel::pg::{Pg, PgQueryBuilder};
+    use diesel::prelude::*;
+    use diesel::query_builder::{AstPass, QueryBuilder, QueryFragment, QueryId};
+
+    use super::{KEPT, KeptSql};
+    use crate::schema::pets;
+
+    fn written(query: &impl QueryFragment<Pg>) -> String {
+        let mut out = PgQueryBuilder::default();
+        query
+            .to_sql(&mut out, &Pg)
+            .expect("the test's statements are well formed");
+        out.finish()
+    }
+
+    fn kept<Q: QueryId>(_: &Q) -> Option<Option<String>> {
+        let key = (TypeId::of::<Pg>(), Q::query_id()?);
+        let kept = KEPT.read().expect("no test panics holding the lock");
+        kept.get(&key).map(|sql| sql.as_deref().map(str::to_owned))
+    }
+
+    #[test]
+    fn a_statement_s_sql_is_kept_as_diesel_writes_it_and_written_alike_again() {
+        let query = || pets::table.filter(pets::status.eq("sold")).select(pets::id);
+        let plain = written(&query());
+        assert_eq!(written(&KeptSql::of(query())), plain);
+        assert_eq!(kept(&KeptSql::of(query())), Some(Some(plain.clone())));
+        assert_eq!(written(&KeptSql::of(query())), plain);
+    }
+
+    /// A statement whose SQL depends on a value, and says so.
+    #[derive(QueryId)]
+    struct Either(bool);
+
+    impl QueryFragment<Pg> for Either {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+            out.unsafe_to_cache_prepared();
+            out.push_sql(if self.0 { "SELECT 1" } else { "SELECT 2" });
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_statement_unsafe_to_keep_prepared_is_written_every_time() {
+        assert_eq!(written(&KeptSql(Either(true))), "SELECT 1");
+        assert_eq!(kept(&KeptSql(Either(true))), Some(None));
+        assert_eq!(written(&KeptSql(Either(false))), "SELECT 2");
+        assert_eq!(written(&KeptSql(Either(true))), "SELECT 1");
+    }
 }

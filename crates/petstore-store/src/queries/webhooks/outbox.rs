@@ -31,11 +31,8 @@ pub(crate) const PRUNE_BATCH: i64 = 500;
 /// A new event's id: `msg_` and 32 hexadecimal digits of randomness (`webhook-id`).
 pub(crate) fn event_id() -> Result<String> {
     let bytes = crate::queries::keys::random_bytes()?;
-    let mut id = String::from("msg_");
-    for byte in &bytes[..16] {
-        id.push_str(&format!("{byte:02x}"));
-    }
-    Ok(id)
+    let random = bytes.first_chunk().expect("BUG: 32 random bytes hold 16");
+    Ok(format!("msg_{:032x}", u128::from_be_bytes(*random)))
 }
 
 /// The statement that records an event: an `INSERT ... SELECT` of a pending delivery, under a
@@ -332,4 +329,23 @@ async fn fail_stranded(conn: &mut Conn<'_>, now: i64) -> Result<u64> {
         now,
     ));
     Ok(run!(conn, execute, fail)? as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_event_id_is_msg_and_32_lowercase_hex_digits_of_randomness() {
+        let id = super::event_id().expect("the system has randomness");
+        let digits = id
+            .strip_prefix("msg_")
+            .expect("an event id starts with msg_");
+        assert_eq!(digits.len(), 32, "{id}");
+        assert!(
+            digits
+                .bytes()
+                .all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+            "{id}"
+        );
+        assert_ne!(super::event_id().expect("the system has randomness"), id);
+    }
 }
