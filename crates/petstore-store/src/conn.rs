@@ -174,7 +174,8 @@ macro_rules! on_mysql {
 /// has the same SQL every time. Any other statement is written every time.
 ///
 /// Only for a whole statement as it is run (the macros above wrap it last): the kept SQL
-/// numbers its binds from the first.
+/// numbers its binds from the first. It also keeps updates prepared
+/// ([`QueryFragment::is_safe_to_cache_prepared`](diesel::query_builder::QueryFragment)).
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct KeptSql<Q>(pub(crate) Q);
@@ -215,6 +216,15 @@ where
 {
     fn walk_ast<'b>(&'b self, pass: diesel::query_builder::AstPass<'_, 'b, DB>) -> QueryResult<()> {
         self.0.walk_ast(pass)
+    }
+
+    /// Diesel's verdict for a statement its connections find by type; `true` for one they find
+    /// by its SQL text (no static `QueryId`: every update, say), as another SQL is another
+    /// entry of the connection's cache. Diesel marks every update unsafe to keep (its changeset
+    /// may leave a `None` column out), and diesel-async then prepares it anew on every call: a
+    /// round trip more, and the database parsing and planning it again.
+    fn is_safe_to_cache_prepared(&self, backend: &DB) -> QueryResult<bool> {
+        Ok(Q::query_id().is_none() || self.0.is_safe_to_cache_prepared(backend)?)
     }
 
     fn to_sql(&self, out: &mut DB::QueryBuilder, backend: &DB) -> QueryResult<()> {
@@ -568,6 +578,29 @@ mod tests {
             out.push_sql(if self.0 { "SELECT 1" } else { "SELECT 2" });
             Ok(())
         }
+    }
+
+    #[test]
+    fn an_update_is_kept_prepared_by_its_sql_and_a_statement_found_by_type_as_diesel_says() {
+        let update = || diesel::update(pets::table.find(1)).set(pets::status.eq("sold"));
+        assert!(!update().is_safe_to_cache_prepared(&Pg).expect("walks"));
+        assert_eq!(
+            kept(&KeptSql(update())),
+            None,
+            "found by its SQL, never kept by type"
+        );
+        assert!(
+            KeptSql(update())
+                .is_safe_to_cache_prepared(&Pg)
+                .expect("walks")
+        );
+        assert!(
+            !KeptSql(Either(true))
+                .is_safe_to_cache_prepared(&Pg)
+                .expect("walks")
+        );
+        let select = KeptSql::of(pets::table.select(pets::id));
+        assert!(select.is_safe_to_cache_prepared(&Pg).expect("walks"));
     }
 
     #[test]
