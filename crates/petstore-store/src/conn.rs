@@ -174,7 +174,7 @@ macro_rules! on_mysql {
 /// has the same SQL every time. Any other statement is written every time.
 ///
 /// Only for a whole statement as it is run (the macros above wrap it last): the kept SQL
-/// numbers its binds from the first. It also keeps updates prepared
+/// numbers its binds from the first. On PostgreSQL it also keeps updates prepared
 /// ([`QueryFragment::is_safe_to_cache_prepared`](diesel::query_builder::QueryFragment)).
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 #[derive(Debug, Clone, Copy)]
@@ -218,13 +218,22 @@ where
         self.0.walk_ast(pass)
     }
 
-    /// Diesel's verdict for a statement its connections find by type; `true` for one they find
-    /// by its SQL text (no static `QueryId`: every update, say), as another SQL is another
-    /// entry of the connection's cache. Diesel marks every update unsafe to keep (its changeset
-    /// may leave a `None` column out), and diesel-async then prepares it anew on every call: a
-    /// round trip more, and the database parsing and planning it again.
+    /// Diesel's verdict, but on PostgreSQL `true` for a statement its connections find by its
+    /// SQL text (no static `QueryId`: every update, say), as another SQL is another entry of
+    /// the connection's cache. Diesel marks every update unsafe to keep (its changeset may
+    /// leave a `None` column out), and diesel-async then prepares it anew on every call: a
+    /// round trip more, and the database parsing and planning it again. On PostgreSQL a
+    /// statement found by its SQL has a few shapes at most (a list of values is one bind,
+    /// `= ANY($1)`); not so on MySQL and MariaDB, where a list is a `?` per value and each
+    /// statement kept holds one of the server's `max_prepared_stmt_count`.
     fn is_safe_to_cache_prepared(&self, backend: &DB) -> QueryResult<bool> {
-        Ok(Q::query_id().is_none() || self.0.is_safe_to_cache_prepared(backend)?)
+        #[cfg(feature = "postgres")]
+        if Q::query_id().is_none()
+            && std::any::TypeId::of::<DB>() == std::any::TypeId::of::<diesel::pg::Pg>()
+        {
+            return Ok(true);
+        }
+        self.0.is_safe_to_cache_prepared(backend)
     }
 
     fn to_sql(&self, out: &mut DB::QueryBuilder, backend: &DB) -> QueryResult<()> {
@@ -354,11 +363,11 @@ macro_rules! run_returning {
 macro_rules! mysql_inserted {
     ($c:expr, $insert:expr, $table:path, $row:ty) => {
         async {
-            diesel_async::RunQueryDsl::execute($insert, &mut **$c).await?;
+            on_mysql!(execute, $insert, &mut **$c)?;
             let id = $crate::conn::last_insert_id(&mut **$c).await?;
             let row =
                 diesel::QueryDsl::select(diesel::QueryDsl::find($table, id), columns::<$row>());
-            diesel_async::RunQueryDsl::get_result(row, &mut **$c).await
+            on_mysql!(get_result, row, &mut **$c)
         }
         .await
     };
@@ -376,14 +385,14 @@ macro_rules! mysql_updated {
             use diesel_async::SimpleAsyncConnection;
             (&mut **$c).batch_execute("BEGIN").await?;
             let updated = async {
-                if diesel_async::RunQueryDsl::execute($update, &mut **$c).await? == 0 {
+                if on_mysql!(execute, $update, &mut **$c)? == 0 {
                     return Err(diesel::result::Error::NotFound);
                 }
                 let row = diesel::QueryDsl::select(
                     diesel::QueryDsl::find($table, $id),
                     columns::<$row>(),
                 );
-                diesel_async::RunQueryDsl::get_result(row, &mut **$c).await
+                on_mysql!(get_result, row, &mut **$c)
             }
             .await;
             let end = if updated.is_ok() {
@@ -581,33 +590,64 @@ mod tests {
     }
 
     #[test]
-    fn an_update_is_kept_prepared_by_its_sql_and_a_statement_found_by_type_as_diesel_says() {
-        let update = || diesel::update(pets::table.find(1)).set(pets::status.eq("sold"));
-        assert!(!update().is_safe_to_cache_prepared(&Pg).expect("walks"));
-        assert_eq!(
-            kept(&KeptSql(update())),
-            None,
-            "found by its SQL, never kept by type"
-        );
-        assert!(
-            KeptSql(update())
-                .is_safe_to_cache_prepared(&Pg)
-                .expect("walks")
-        );
-        assert!(
-            !KeptSql(Either(true))
-                .is_safe_to_cache_prepared(&Pg)
-                .expect("walks")
-        );
-        let select = KeptSql::of(pets::table.select(pets::id));
-        assert!(select.is_safe_to_cache_prepared(&Pg).expect("walks"));
-    }
-
-    #[test]
     fn a_statement_unsafe_to_keep_prepared_is_written_every_time() {
         assert_eq!(written(&KeptSql(Either(true))), "SELECT 1");
         assert_eq!(kept(&KeptSql(Either(true))), Some(None));
         assert_eq!(written(&KeptSql(Either(false))), "SELECT 2");
         assert_eq!(written(&KeptSql(Either(true))), "SELECT 1");
+    }
+
+    #[test]
+    fn an_update_is_kept_prepared_by_its_sql_and_a_statement_found_by_type_as_diesel_says() {
+        let safe = |query: &dyn QueryFragment<Pg>| {
+            query
+                .is_safe_to_cache_prepared(&Pg)
+                .expect("the test's statements are well formed")
+        };
+        let update = || diesel::update(pets::table.find(1)).set(pets::status.eq("sold"));
+        assert!(!safe(&update()), "Diesel keeps no update prepared");
+        assert!(safe(&KeptSql(update())));
+        assert!(!safe(&KeptSql(Either(true))));
+        assert!(safe(&KeptSql::of(pets::table.select(pets::id))));
+    }
+
+    /// A statement whose kept SQL is not what it writes: which one is run tells the two apart.
+    #[derive(QueryId)]
+    struct Sentinel;
+
+    impl QueryFragment<Pg> for Sentinel {
+        fn walk_ast<'b>(&'b self, mut out: AstPass<'_, 'b, Pg>) -> QueryResult<()> {
+            out.push_sql("SELECT 'written'");
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_kept_statement_is_not_written_again() {
+        let key = (TypeId::of::<Pg>(), TypeId::of::<Sentinel>());
+        let kept = Some("SELECT 'kept'".into());
+        KEPT.write()
+            .expect("no test panics holding the lock")
+            .insert(key, kept);
+        assert_eq!(written(&KeptSql(Sentinel)), "SELECT 'kept'");
+    }
+
+    #[cfg(feature = "mysql")]
+    #[test]
+    fn each_backend_keeps_its_own_sql_of_one_query_type() {
+        use diesel::mysql::{Mysql, MysqlQueryBuilder};
+        let query = || KeptSql::of(pets::table.filter(pets::id.eq(7)).select(pets::name));
+        let on_mysql = || {
+            let mut out = MysqlQueryBuilder::default();
+            query()
+                .to_sql(&mut out, &Mysql)
+                .expect("the test's statements are well formed");
+            out.finish()
+        };
+        for _ in 0..2 {
+            let (postgres, mysql) = (written(&query()), on_mysql());
+            assert!(postgres.ends_with("\"pets\".\"id\" = $1)"), "{postgres}");
+            assert!(mysql.ends_with("`pets`.`id` = ?)"), "{mysql}");
+        }
     }
 }

@@ -32,7 +32,12 @@ pub(crate) const PRUNE_BATCH: i64 = 500;
 pub(crate) fn event_id() -> Result<String> {
     let bytes = crate::queries::keys::random_bytes()?;
     let random = bytes.first_chunk().expect("BUG: 32 random bytes hold 16");
-    Ok(format!("msg_{:032x}", u128::from_be_bytes(*random)))
+    Ok(event_id_of(*random))
+}
+
+/// The event id of these 16 bytes: `msg_`, then each byte as two lowercase hex digits.
+fn event_id_of(random: [u8; 16]) -> String {
+    format!("msg_{:032x}", u128::from_be_bytes(random))
 }
 
 /// The statement that records an event: an `INSERT ... SELECT` of a pending delivery, under a
@@ -333,6 +338,22 @@ async fn fail_stranded(conn: &mut Conn<'_>, now: i64) -> Result<u64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_event_id_spells_each_byte_in_order_as_two_lowercase_hex_digits() {
+        assert_eq!(
+            super::event_id_of([0; 16]),
+            format!("msg_{}", "0".repeat(32))
+        );
+        let bytes = [
+            0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef, 0x00, 0x0a, 0xf0, 0xff, 0x10, 0x02,
+            0x30, 0x04,
+        ];
+        assert_eq!(
+            super::event_id_of(bytes),
+            "msg_0123456789abcdef000af0ff10023004"
+        );
+    }
+
     #[test]
     fn an_event_id_is_msg_and_32_lowercase_hex_digits_of_randomness() {
         let id = super::event_id().expect("the system has randomness");
