@@ -14,7 +14,8 @@
 //! domain types come out. Calls must be made inside a tokio runtime.
 //!
 //! Modules depend one way: `schema`, `error`, `metrics`, `config` at the bottom; `conn` (the
-//! connection over the three backends and its `run!` macro); `queries`; `migrations`; the
+//! connection over the three backends and its `run!` macro, which runs each statement on the
+//! asynchronous backends through `kept_sql`); `queries`; `migrations`; the
 //! backends `sqlite`, `postgres` and `mysql`; then `store`, which implements the traits.
 //!
 //! Each backend is a feature, both on by default: `default-features = false, features =
@@ -32,6 +33,8 @@ compile_error!(
 mod conn;
 mod config;
 mod error;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod kept_sql;
 pub mod metrics;
 mod migrations;
 #[cfg(feature = "mysql")]
