@@ -58,7 +58,9 @@ where
     /// round trip more, and the database parsing and planning it again. On PostgreSQL a
     /// statement found by its SQL has a few shapes at most (a list of values is one bind,
     /// `= ANY($1)`); not so on MySQL and MariaDB, where a list is a `?` per value and each
-    /// statement kept holds one of the server's `max_prepared_stmt_count`.
+    /// statement kept holds one of the server's `max_prepared_stmt_count`. (A statement with
+    /// values written into its SQL, a `sql_query` made by `format!`, would keep one entry per
+    /// value: the store runs none through these macros.)
     fn is_safe_to_cache_prepared(&self, backend: &DB) -> QueryResult<bool> {
         #[cfg(feature = "postgres")]
         if Q::query_id().is_none()
