@@ -127,8 +127,9 @@ macro_rules! run {
 /// call. It costs no round trip: the server sends the row, the statement's end and
 /// `ReadyForQuery` together. `execute` (and a `COMMIT`, through `batch_execute`) already waits
 /// for `ReadyForQuery`. (Written inline, not as generic functions: a generic async function
-/// over the connection's lifetime does not prove its future `Send` for every lifetime.) Every
-/// statement's SQL is written once ([`KeptSql`](crate::kept_sql::KeptSql)).
+/// over the connection's lifetime does not prove its future `Send` for every lifetime.) Each
+/// statement runs through [`KeptSql`](crate::kept_sql::KeptSql) (its SQL written once per
+/// query type where Diesel's rules allow).
 #[cfg(feature = "postgres")]
 macro_rules! on_postgres {
     (get_result, $query:expr, $conn:expr) => {
@@ -149,8 +150,8 @@ macro_rules! on_postgres {
     };
 }
 
-/// diesel-async's `RunQueryDsl` method `$method` on a MySQL connection, the statement's SQL
-/// written once ([`KeptSql`](crate::kept_sql::KeptSql)).
+/// diesel-async's `RunQueryDsl` method `$method` on a MySQL connection, through
+/// [`KeptSql`](crate::kept_sql::KeptSql).
 #[cfg(feature = "mysql")]
 macro_rules! on_mysql {
     (first, $query:expr, $conn:expr) => {

@@ -16,7 +16,7 @@ use diesel::QueryResult;
 /// Only for a whole statement as it is run (`conn`'s macros wrap it last): the kept SQL
 /// numbers its binds from the first. On PostgreSQL it also keeps updates prepared
 /// ([`QueryFragment::is_safe_to_cache_prepared`](diesel::query_builder::QueryFragment)).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) struct KeptSql<Q>(pub(crate) Q);
 
 /// The SQL [`KeptSql`] kept, by backend and query type (`None`: a type whose SQL is written
@@ -209,5 +209,9 @@ mod tests {
             assert!(postgres.ends_with("\"pets\".\"id\" = $1)"), "{postgres}");
             assert!(mysql.ends_with("`pets`.`id` = ?)"), "{mysql}");
         }
+        // Updates are kept prepared on PostgreSQL only: on MySQL Diesel's verdict stands.
+        let update = KeptSql(diesel::update(pets::table.find(1)).set(pets::status.eq("sold")));
+        let kept_on_mysql = QueryFragment::<Mysql>::is_safe_to_cache_prepared(&update, &Mysql);
+        assert!(!kept_on_mysql.expect("the test's statements are well formed"));
     }
 }
