@@ -21,10 +21,8 @@ pub const MAX_LABEL_CHARS: usize = 100;
 
 string_enum! {
     /// What a key may do.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-    pub enum Scope in "scope" {
+    pub enum Scope in "scope", default ReadWrite {
         /// Everything (the default).
-        #[default]
         ReadWrite = "read-write",
         /// Reads only: a write (`POST`) is refused with `403 insufficient_scope`.
         ReadOnly = "read-only",
@@ -33,7 +31,6 @@ string_enum! {
 
 string_enum! {
     /// Where a key stands at a given time, as listings show it and filter by.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
     pub enum KeyState in "state" {
         /// Authenticates (unless its secret was rotated out and the grace period is over).
         Active = "active",

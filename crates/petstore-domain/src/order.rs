@@ -12,12 +12,8 @@ use crate::{Completion, Created, PetStatus, StorageError, ValidationError};
 
 string_enum! {
     /// Where an order is in its life.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-    #[serde(rename_all = "lowercase")]
-    pub enum OrderStatus in "status" {
+    pub enum OrderStatus in "status", default Placed {
         /// Placed by a customer.
-        #[default]
         Placed = "placed",
         /// Accepted by the store.
         Approved = "approved",

@@ -10,12 +10,8 @@ pub const MAX_NAME_CHARS: usize = 255;
 
 string_enum! {
     /// Availability of a pet. Serialised in lower case, as the interface lists it.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-    #[serde(rename_all = "lowercase")]
-    pub enum PetStatus in "status" {
+    pub enum PetStatus in "status", default Available {
         /// The pet can be bought. The status a new pet gets when none is sent.
-        #[default]
         Available = "available",
         /// A sale is in progress.
         Pending = "pending",

@@ -8,9 +8,6 @@ use crate::ValidationError;
 
 string_enum! {
     /// A subscription plan; it decides a key's rate limits.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-    #[serde(rename_all = "lowercase")]
     pub enum Plan in "plan" {
         /// 60 requests a minute, 1,000 a day.
         Free = "free",

@@ -9,9 +9,6 @@ use crate::rfc3339;
 
 string_enum! {
     /// Where a delivery stands.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-    #[serde(rename_all = "lowercase")]
     pub enum DeliveryState in "state" {
         /// Waiting for its next attempt.
         Pending = "pending",

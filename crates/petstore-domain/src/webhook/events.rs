@@ -15,23 +15,16 @@ use crate::trace::TraceParent;
 
 string_enum! {
     /// What happened. The strings are a stable contract with receivers.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-    #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
     pub enum EventType in "events" {
         /// An order was placed (`POST /store/orders`).
-        #[serde(rename = "order.placed")]
         OrderPlaced = "order.placed",
         /// An operator approved an order.
-        #[serde(rename = "order.approved")]
         OrderApproved = "order.approved",
         /// An operator delivered an order.
-        #[serde(rename = "order.delivered")]
         OrderDelivered = "order.delivered",
         /// An order was cancelled (by its key or an operator).
-        #[serde(rename = "order.cancelled")]
         OrderCancelled = "order.cancelled",
         /// A pet was created (`POST /pets`).
-        #[serde(rename = "pet.created")]
         PetCreated = "pet.created",
     }
 }
