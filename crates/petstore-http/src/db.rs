@@ -35,6 +35,15 @@ pub struct Database {
     readiness: tokio::sync::Mutex<Option<(Instant, Readiness)>>,
 }
 
+/// `storage_call!(state.db, find_pet(id))`: [`Database::call`] making one [`Storage`] method's
+/// call, labelled in the metrics and traces with that method's name.
+macro_rules! storage_call {
+    ($db:expr, $method:ident($($arg:expr),* $(,)?)) => {
+        $db.call(stringify!($method), |storage| storage.$method($($arg),*))
+    };
+}
+pub(crate) use storage_call;
+
 /// What a readiness check found: ready, or why not (shared by the answers given from it).
 pub type Readiness = Result<(), Arc<ApiError>>;
 
@@ -72,13 +81,10 @@ impl Database {
         {
             return readiness.clone();
         }
-        let readiness = timeout(
-            READY_DEADLINE,
-            self.call("check_ready", |storage| storage.check_ready()),
-        )
-        .await
-        .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))
-        .map_err(Arc::new);
+        let readiness = timeout(READY_DEADLINE, storage_call!(self, check_ready()))
+            .await
+            .unwrap_or(Err(ApiError::StorageDeadline(READY_DEADLINE)))
+            .map_err(Arc::new);
         *last = Some((Instant::now(), readiness.clone()));
         readiness
     }

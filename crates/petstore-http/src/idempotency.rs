@@ -18,6 +18,7 @@ use petstore_domain::{
 };
 
 use crate::auth::{ApiClient, Caller, Write};
+use crate::db::storage_call;
 use crate::error::{ApiError, Chain};
 use crate::extract::{IdempotencyHeader, JsonBytes};
 use crate::state::AppState;
@@ -144,12 +145,7 @@ where
         retention: state.idempotency.retention.as_secs(),
         lease: state.idempotency.lease.as_secs(),
     };
-    let outcome = state
-        .db
-        .call("claim_idempotency_key", |storage| {
-            storage.claim_idempotency_key(&request)
-        })
-        .await?;
+    let outcome = storage_call!(state.db, claim_idempotency_key(&request)).await?;
     let claim = match outcome {
         ClaimOutcome::Claimed(claim) => claim,
         ClaimOutcome::Completed(stored) => return Ok((stored, true)),
@@ -160,12 +156,7 @@ where
         Ok(stored) => Ok((stored, false)),
         Err(error) if is_final(&error) => {
             let stored = stored_error(&error).await?;
-            let done = state
-                .db
-                .call("complete_idempotency_key", |storage| {
-                    storage.complete_idempotency_key(&claim, &stored)
-                })
-                .await;
+            let done = storage_call!(state.db, complete_idempotency_key(&claim, &stored)).await;
             if let Err(failure) = done {
                 // The claim stays until its lease ends; a retry meanwhile gets `409`.
                 log::warn!(
@@ -176,12 +167,7 @@ where
             Ok((stored, false))
         }
         Err(error) => {
-            let released = state
-                .db
-                .call("release_idempotency_key", |storage| {
-                    storage.release_idempotency_key(&claim)
-                })
-                .await;
+            let released = storage_call!(state.db, release_idempotency_key(&claim)).await;
             if let Err(failure) = released {
                 log::warn!(
                     "could not free an idempotency key after a failure: {}",

@@ -10,6 +10,7 @@ use actix_web::{HttpMessage, ResponseError, web};
 use petstore_domain::{AdminToken, AdminTokenSecret};
 
 use crate::auth::bearer_token;
+use crate::db::storage_call;
 use crate::error::ApiError;
 use crate::extract::from_extensions;
 use crate::state::AppState;
@@ -55,11 +56,6 @@ async fn authenticate(req: &ServiceRequest) -> Result<Admin, ApiError> {
         .app_data::<web::Data<AppState>>()
         .ok_or_else(|| ApiError::internal("the admin application has no state"))?;
     let hash = secret.hash();
-    let token = state
-        .db
-        .call("find_admin_token", |storage| {
-            storage.find_admin_token(&hash)
-        })
-        .await?;
+    let token = storage_call!(state.db, find_admin_token(&hash)).await?;
     token.map(Admin).ok_or(refused)
 }

@@ -23,6 +23,7 @@ pub use token::bearer_token;
 pub use usage::Usage;
 
 use crate::db::Database;
+use crate::db::storage_call;
 use crate::error::ApiError;
 use crate::telemetry::metric::{self, Kept};
 
@@ -195,8 +196,7 @@ impl Authenticator {
         let Some(hash) = secret.map(|secret| secret.hash()) else {
             return Ok(None);
         };
-        let found = db
-            .call("find_active_key", |storage| storage.find_active_key(&hash))
+        let found = storage_call!(db, find_active_key(&hash))
             .await?
             .map(ApiClient::new);
         self.cache.put(credentials.fingerprint, found.clone());

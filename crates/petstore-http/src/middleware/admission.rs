@@ -13,6 +13,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use super::access::{Access, Counting, Marks};
 use crate::auth::{ApiClient, Credentials, bearer_token};
+use crate::db::storage_call;
 use crate::error::ApiError;
 use crate::error::Chain;
 use crate::ratelimit::headers;
@@ -332,11 +333,7 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
     let request = tracing::Span::current();
     actix_web::rt::spawn(
         async move {
-            if let Err(error) = state
-                .db
-                .call("touch_key", |storage| storage.touch_key(id, now))
-                .await
-            {
+            if let Err(error) = storage_call!(state.db, touch_key(id, now)).await {
                 log::warn!("could not record the use of key {id}: {}", Chain(&error));
             }
         }
@@ -393,10 +390,7 @@ impl KeyBans for StoredBans<'_> {
     ) -> Result<Option<BanInForce>, Box<dyn std::error::Error + Send + Sync>> {
         let state = self.state;
         // `false` when another request just imposed one: the key read below has it.
-        let started = state
-            .db
-            .call("ban_key", |storage| storage.ban_key(id, ban, now))
-            .await?;
+        let started = storage_call!(state.db, ban_key(id, ban, now)).await?;
         let Some(credentials) = self.credentials else {
             return Ok(None);
         };

@@ -9,6 +9,7 @@ use petstore_domain::{
 use super::respond::{conditional, fingerprinted_json, json_body};
 use crate::auth::{Caller, Read, Write};
 use crate::conditional::{Caching, ETag};
+use crate::db::storage_call;
 use crate::error::ApiError;
 use crate::extract::{NoQuery, OrderId, Query, parse};
 use crate::idempotency::{self, CreateRequest};
@@ -22,10 +23,7 @@ pub async fn list_orders(
     Query(mut query): Query<OrderListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     query.owner = Some(caller.key().id);
-    let page = state
-        .db
-        .call("list_orders", |storage| storage.list_orders(&query))
-        .await?;
+    let page = storage_call!(state.db, list_orders(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let limit = query.page.limit.get();
@@ -73,9 +71,7 @@ pub async fn get_order(
     OrderId(id): OrderId,
 ) -> Result<HttpResponse, ApiError> {
     let owner = Some(caller.key().id);
-    let order = state
-        .db
-        .call("find_order", |storage| storage.find_order(id, owner))
+    let order = storage_call!(state.db, find_order(id, owner))
         .await?
         .ok_or(ApiError::OrderNotFound(id))?;
     Ok(fingerprinted_json(&req, &order))
@@ -148,10 +144,7 @@ pub async fn get_inventory(
     _caller: Caller<Read>,
     _: NoQuery,
 ) -> Result<HttpResponse, ApiError> {
-    let inventory = state
-        .db
-        .call("inventory", |storage| storage.inventory())
-        .await?;
+    let inventory = storage_call!(state.db, inventory()).await?;
     Ok(fingerprinted_json(&req, &inventory))
 }
 

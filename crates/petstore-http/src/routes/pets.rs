@@ -7,6 +7,7 @@ use petstore_domain::{CreatePet, NewPet, Pet, PetListQuery, PetStatus};
 use super::respond::{conditional, encoded_body};
 use crate::auth::{Caller, Read};
 use crate::conditional::{Caching, ETag};
+use crate::db::storage_call;
 use crate::error::ApiError;
 use crate::extract::{PetId, Query, parse};
 use crate::idempotency::{self, CreateRequest};
@@ -20,10 +21,7 @@ pub async fn list_pets(
     Query(query): Query<PetListQuery>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
-    let page = state
-        .db
-        .call("list_pets", |storage| storage.list_pets(&query))
-        .await?;
+    let page = storage_call!(state.db, list_pets(&query)).await?;
     let mut response = HttpResponse::Ok();
     if let Some(after) = page.next_after {
         let status = query.status.map(PetStatus::as_str);
@@ -60,10 +58,7 @@ pub async fn create_pet(
 }
 
 async fn create(state: &AppState, pet: CreatePet) -> Result<Pet, ApiError> {
-    state
-        .db
-        .call("create_pet", |storage| storage.create_pet(&pet))
-        .await
+    storage_call!(state.db, create_pet(&pet)).await
 }
 
 /// `getPet` (deprecated): the pet, `404`, or `410` once past the sunset.
@@ -82,9 +77,7 @@ pub async fn get_pet(
         });
     }
     let PetId(id) = id?;
-    let pet = state
-        .db
-        .call("find_pet", |storage| storage.find_pet(id))
+    let pet = storage_call!(state.db, find_pet(id))
         .await?
         .ok_or(ApiError::PetNotFound(id))?;
     let tag = ETag::of(&pet);

@@ -17,6 +17,7 @@ use petstore_domain::{Page, PageRequest};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::db::storage_call;
 use crate::error::ApiError;
 use crate::routes::respond::{json_body, tagged_json};
 use crate::state::AppState;
@@ -84,12 +85,7 @@ pub(crate) async fn create(
     let policy = state.webhook_policy;
     let spec = body.validate(policy)?;
     check_target(state, &spec.url).await?;
-    let written = state
-        .db
-        .call("create_webhook_endpoint", |storage| {
-            storage.create_webhook_endpoint(owner, &spec)
-        })
-        .await?;
+    let written = storage_call!(state.db, create_webhook_endpoint(owner, &spec)).await?;
     let (endpoint, secret) = written_or_refused(written, 0)?;
     let location = format!("{collection}/{}", endpoint.id);
     let mut response = HttpResponse::Created();
@@ -114,12 +110,7 @@ pub(crate) async fn list(
     req: &HttpRequest,
     owner: EndpointOwner,
 ) -> Result<HttpResponse, ApiError> {
-    let endpoints = state
-        .db
-        .call("list_webhook_endpoints", |storage| {
-            storage.list_webhook_endpoints(owner)
-        })
-        .await?;
+    let endpoints = storage_call!(state.db, list_webhook_endpoints(owner)).await?;
     tagged_json(req, HttpResponse::Ok(), &endpoints)
 }
 
@@ -139,11 +130,7 @@ async fn find(
     owner: EndpointOwner,
     id: i64,
 ) -> Result<WebhookEndpoint, ApiError> {
-    state
-        .db
-        .call("find_webhook_endpoint", |storage| {
-            storage.find_webhook_endpoint(id, owner)
-        })
+    storage_call!(state.db, find_webhook_endpoint(id, owner))
         .await?
         .ok_or(ApiError::WebhookEndpointNotFound(id))
 }
@@ -160,12 +147,7 @@ pub(crate) async fn update(
     if let Some(url) = &update.url {
         check_target(state, url).await?;
     }
-    let written = state
-        .db
-        .call("update_webhook_endpoint", |storage| {
-            storage.update_webhook_endpoint(id, owner, &update)
-        })
-        .await?;
+    let written = storage_call!(state.db, update_webhook_endpoint(id, owner, &update)).await?;
     let endpoint = written_or_refused(written, id)?;
     let response = json_body(HttpResponse::Ok(), &endpoint, 1);
     Ok((endpoint, response))
@@ -177,12 +159,7 @@ pub(crate) async fn delete(
     owner: EndpointOwner,
     id: i64,
 ) -> Result<HttpResponse, ApiError> {
-    let deleted = state
-        .db
-        .call("delete_webhook_endpoint", |storage| {
-            storage.delete_webhook_endpoint(id, owner)
-        })
-        .await?;
+    let deleted = storage_call!(state.db, delete_webhook_endpoint(id, owner)).await?;
     if !deleted {
         return Err(ApiError::WebhookEndpointNotFound(id));
     }
@@ -197,11 +174,7 @@ pub(crate) async fn rotate(
     body: RotateSecretRequest,
 ) -> Result<HttpResponse, ApiError> {
     let grace_until = grace_until(state.clock.unix_now(), body.grace_seconds)?;
-    let (endpoint, secret) = state
-        .db
-        .call("rotate_webhook_secret", |storage| {
-            storage.rotate_webhook_secret(id, owner, grace_until)
-        })
+    let (endpoint, secret) = storage_call!(state.db, rotate_webhook_secret(id, owner, grace_until))
         .await?
         .ok_or(ApiError::WebhookEndpointNotFound(id))?;
     let issued = IssuedEndpoint::new(endpoint, &secret);
@@ -259,11 +232,7 @@ async fn deliveries(
     id: i64,
     page: PageRequest,
 ) -> Result<Page<Delivery>, ApiError> {
-    state
-        .db
-        .call("list_webhook_deliveries", |storage| {
-            storage.list_webhook_deliveries(id, owner, page)
-        })
+    storage_call!(state.db, list_webhook_deliveries(id, owner, page))
         .await?
         .ok_or(ApiError::WebhookEndpointNotFound(id))
 }
@@ -276,12 +245,7 @@ pub(crate) async fn delivery_record(
     endpoint: i64,
     delivery: i64,
 ) -> Result<HttpResponse, ApiError> {
-    let found = state
-        .db
-        .call("find_webhook_delivery", |storage| {
-            storage.find_webhook_delivery(endpoint, delivery, owner)
-        })
-        .await?;
+    let found = storage_call!(state.db, find_webhook_delivery(endpoint, delivery, owner)).await?;
     let Some((found, attempts)) = found else {
         // Which is missing: the endpoint (not the caller's) or the delivery.
         find(state, owner, endpoint).await?;
@@ -306,11 +270,7 @@ pub(crate) async fn send_again(
         return Err(ApiError::WebhookEndpointDisabled(endpoint));
     }
     let now = state.clock.unix_now();
-    let redelivered = state
-        .db
-        .call("redeliver_webhook", |storage| {
-            storage.redeliver_webhook(endpoint, delivery, owner, now)
-        })
+    let redelivered = storage_call!(state.db, redeliver_webhook(endpoint, delivery, owner, now))
         .await?
         .ok_or(ApiError::WebhookDeliveryNotFound { endpoint, delivery })?;
     Ok(json_body(HttpResponse::Accepted(), &redelivered, 1))
