@@ -85,6 +85,7 @@ pub fn admin_app(state: web::Data<AppState>, metrics: Option<Exporter>) -> appli
     App::new()
         .app_data(state)
         .app_data(body_timeout)
+        .app_data(middleware::AdminListener)
         .configure(|cfg| {
             if let Some(exporter) = metrics {
                 metrics_route(cfg, exporter);

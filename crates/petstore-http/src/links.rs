@@ -54,11 +54,21 @@ impl Links {
     /// The scheme clients are told to use: the public base URL's, else the listener's (never a
     /// client's `X-Forwarded-Proto`).
     pub fn scheme(&self, req: &HttpRequest) -> &'static str {
-        let secure = match self.settings.public_base_url() {
-            Some(url) => url.starts_with("https://"),
-            None => req.app_config().secure(),
-        };
-        if secure { "https" } else { "http" }
+        match self.settings.public_base_url() {
+            Some(url) if url.starts_with("https://") => "https",
+            Some(_) => "http",
+            None => Self::listener_scheme(req),
+        }
+    }
+
+    /// The scheme of the listener `req` came in on (plain HTTP: the service serves no TLS
+    /// itself).
+    pub fn listener_scheme(req: &HttpRequest) -> &'static str {
+        if req.app_config().secure() {
+            "https"
+        } else {
+            "http"
+        }
     }
 
     /// The settings the links are built from.

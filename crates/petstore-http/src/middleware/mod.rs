@@ -14,4 +14,4 @@ mod observe;
 pub use access::{Access, Counting, Marks};
 pub use admission::admission;
 pub use files::tag_files;
-pub use observe::observe;
+pub use observe::{AdminListener, observe};

@@ -16,6 +16,7 @@ use super::json_errors::json_errors;
 use crate::auth::ApiClient;
 use crate::connection::{BodyRead, Connection};
 use crate::error::ErrorCode;
+use crate::links::Links;
 use crate::ratelimit::client_address;
 use crate::state::AppState;
 use crate::telemetry::metric::RequestMetrics;
@@ -25,6 +26,11 @@ use crate::telemetry::{ACCESS_LOG, RequestId};
 
 /// The `route` label of requests that matched no route (a path is never a label: unbounded).
 const UNMATCHED: &str = "unmatched";
+
+/// Marks the admin listener's application ([`crate::app::admin_app`]), which shares the public
+/// one's state: its spans' `url.scheme` is its own listener's, not the public base URL's.
+#[derive(Debug, Clone, Copy)]
+pub struct AdminListener;
 
 /// Runs the request inside its span, then makes any error answer the Error object (and stops
 /// reading a chunked body such an answer leaves unread: see `connection`), stamps the request's
@@ -37,7 +43,13 @@ pub async fn observe(
     let id = RequestId::of(req.headers());
     let state = req.app_data::<web::Data<AppState>>();
     let sampling = state.map(|state| state.sampling).unwrap_or_default();
-    let scheme = || state.map_or("http", |state| state.links.scheme(req.request()));
+    // The public base URL names the public listener: the admin and metrics listeners' own.
+    let scheme = || match state {
+        Some(state) if req.app_data::<AdminListener>().is_none() => {
+            state.links.scheme(req.request())
+        }
+        _ => Links::listener_scheme(req.request()),
+    };
     let server = trace::server_span(method_label(req.method()), scheme, &req, sampling);
     // The log's span, inside the server span: what the request's code traces is the server
     // span's (its nearest traced ancestor).

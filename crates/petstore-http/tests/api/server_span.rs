@@ -6,15 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
-use actix_web::test::TestRequest;
+use actix_web::test::{self as atest, TestRequest};
 use opentelemetry::Value;
-use opentelemetry::trace::{Status, TracerProvider as _};
+use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanProcessor};
 use petstore_http::HttpSettings;
 use petstore_http::links::Links;
 use petstore_http::telemetry::trace::{Answered, Sampling, record, server_span};
 use tracing_subscriber::layer::SubscriberExt;
+
+use crate::helpers::TestApp;
 
 /// The spans the SDK ended, as they would be exported.
 #[derive(Debug, Clone, Default)]
@@ -39,14 +41,20 @@ impl SpanProcessor for Ended {
     }
 }
 
-/// The server span of a request to `path` answered with `answered`, as exported, with the
-/// scheme the links of a server at `public_base_url` (if any) would use.
-fn exported(path: &str, public_base_url: Option<&str>, answered: Answered) -> SpanData {
-    let links = Links::new(HttpSettings::new("/v1", public_base_url.map(str::to_owned)));
+/// A tracer provider whose ended spans the returned [`Ended`] collects.
+fn collecting() -> (SdkTracerProvider, Ended) {
     let ended = Ended::default();
     let provider = SdkTracerProvider::builder()
         .with_span_processor(ended.clone())
         .build();
+    (provider, ended)
+}
+
+/// The server span of a request to `path` answered with `answered`, as exported, with the
+/// scheme the links of a server at `public_base_url` (if any) would use.
+fn exported(path: &str, public_base_url: Option<&str>, answered: Answered) -> SpanData {
+    let links = Links::new(HttpSettings::new("/v1", public_base_url.map(str::to_owned)));
+    let (provider, ended) = collecting();
     let bridge = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
     let subscriber = tracing_subscriber::registry().with(bridge);
     tracing::subscriber::with_default(subscriber, || {
@@ -125,4 +133,31 @@ fn a_clients_error_is_not_the_spans_and_the_scheme_is_the_public_base_urls() {
     ] {
         assert_eq!(attribute(&span, absent), None, "{absent}");
     }
+}
+
+/// The public base URL names the public listener: the admin listener, which shares its state,
+/// says its own scheme (plain HTTP), through `observe` as the service runs it.
+#[actix_web::test]
+async fn the_admin_listeners_spans_say_its_own_scheme() {
+    let public = Some("https://api.example.com/v1".to_owned());
+    let app = TestApp::with_settings(HttpSettings::new("/v1", public)).await;
+    let (provider, ended) = collecting();
+    let bridge = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+    let subscriber = tracing_subscriber::registry().with(bridge);
+    // The test's runtime runs every request on this thread.
+    let _guard = tracing::subscriber::set_default(subscriber);
+    app.send(atest::TestRequest::get().uri("/healthz")).await;
+    app.send_admin(atest::TestRequest::get().uri("/healthz"))
+        .await;
+    let spans = ended.0.lock().expect("BUG: no test panics holding it");
+    let schemes: Vec<_> = spans
+        .iter()
+        .filter(|span| span.span_kind == SpanKind::Server)
+        .map(|span| attribute(span, "url.scheme"))
+        .collect();
+    assert_eq!(
+        schemes,
+        [Some(Value::from("https")), Some(Value::from("http"))],
+        "{spans:#?}"
+    );
 }
