@@ -95,53 +95,48 @@ macro_rules! string_enum {
 
 #[cfg(test)]
 mod tests {
-    use crate::webhook::{DeliveryState, EventType};
-    use crate::{ErrorCode, KeyState, OrderStatus, PetStatus, Plan, Scope};
+    string_enum! {
+        /// An enum of the test's own, with a spelling no variant's name gives.
+        enum Sample in "sample", default Second {
+            First = "first.one",
+            Second = "second",
+        }
+    }
 
-    /// Every variant of `E` travels in JSON as its spelling, and back; and parses from it.
-    fn spelled_alike<E>(all: &[E], as_str: fn(E) -> &'static str)
-    where
-        E: Copy + std::fmt::Debug + PartialEq + serde::Serialize + serde::de::DeserializeOwned,
-        E: std::str::FromStr,
-        <E as std::str::FromStr>::Err: std::fmt::Debug,
-    {
-        for &value in all {
-            let json = serde_json::to_value(value).expect("serialises");
-            assert_eq!(json, serde_json::Value::from(as_str(value)), "{value:?}");
-            let back: E = serde_json::from_value(json).expect("parses");
-            assert_eq!(back, value);
-            assert_eq!(as_str(value).parse::<E>().expect("parses"), value);
+    string_enum! {
+        /// With a value beside each spelling.
+        enum Valued in "valued", with weight: u16 {
+            Light = "light" => 1,
+            Heavy = "heavy" => 1000,
         }
     }
 
     #[test]
-    fn each_enum_travels_as_its_spelling() {
-        spelled_alike(&PetStatus::ALL, PetStatus::as_str);
-        spelled_alike(&OrderStatus::ALL, OrderStatus::as_str);
-        spelled_alike(&Plan::ALL, Plan::as_str);
-        spelled_alike(&Scope::ALL, Scope::as_str);
-        spelled_alike(&KeyState::ALL, KeyState::as_str);
-        spelled_alike(&EventType::ALL, EventType::as_str);
-        spelled_alike(&DeliveryState::ALL, DeliveryState::as_str);
-        spelled_alike(&ErrorCode::ALL, ErrorCode::as_str);
-        assert_eq!(
-            serde_json::to_string(&EventType::PetCreated).expect("serialises"),
-            r#""pet.created""#
-        );
+    fn a_variant_travels_as_its_spelling_and_parses_from_it() {
+        for (value, text) in [(Sample::First, "first.one"), (Sample::Second, "second")] {
+            let json = serde_json::to_value(value).expect("serialises");
+            assert_eq!(json, serde_json::Value::from(text));
+            assert_eq!(
+                serde_json::from_value::<Sample>(json).expect("parses"),
+                value
+            );
+            assert_eq!(text.parse::<Sample>(), Ok(value));
+            assert_eq!(value.as_str(), text);
+            assert_eq!(format!("{value:<10}|"), format!("{text:<10}|"));
+        }
+        let error = "First"
+            .parse::<Sample>()
+            .expect_err("a name is not a spelling");
+        assert!(error.to_string().contains("first.one, second"), "{error}");
+        assert!(serde_json::from_value::<Sample>("First".into()).is_err());
     }
 
     #[test]
-    fn a_default_is_the_one_declared() {
-        assert_eq!(PetStatus::default(), PetStatus::Available);
-        assert_eq!(OrderStatus::default(), OrderStatus::Placed);
-        assert_eq!(Scope::default(), Scope::ReadWrite);
-    }
-
-    #[test]
-    fn a_value_declared_beside_a_spelling_is_its_variants() {
-        assert_eq!(ErrorCode::InvalidJson.status(), 400);
-        assert_eq!(ErrorCode::InsufficientScope.status(), 403);
-        assert_eq!(ErrorCode::WebhookUrlRefused.status(), 422);
-        assert_eq!(ErrorCode::StorageFull.status(), 503);
+    fn the_default_and_the_values_are_the_ones_declared() {
+        assert_eq!(Sample::default(), Sample::Second);
+        assert_eq!(Sample::ALL, [Sample::First, Sample::Second]);
+        assert_eq!(Valued::Light.weight(), 1);
+        assert_eq!(Valued::Heavy.weight(), 1000);
+        assert_eq!(Valued::ALL.map(Valued::as_str), ["light", "heavy"]);
     }
 }
