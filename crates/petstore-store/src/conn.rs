@@ -254,16 +254,20 @@ macro_rules! run_returning {
 }
 
 /// On MySQL and MariaDB, `$insert` (with no `RETURNING`) run, then the row it inserted read back
-/// by the id the connection was given (`LAST_INSERT_ID()`), as a `$row` of `$table`: what
-/// `RETURNING` answers elsewhere. `$c` is the MySQL connection (`&mut &mut AsyncMysqlConnection`).
+/// by the id the connection was given (`WHERE id = LAST_INSERT_ID()`, one statement, prepared
+/// once per connection like any other), as a `$row` of `$table`: what `RETURNING` answers
+/// elsewhere. Only for an insert of one row that always inserts it. `$c` is the MySQL connection (`&mut &mut AsyncMysqlConnection`).
 #[cfg(feature = "mysql")]
 macro_rules! mysql_inserted {
     ($c:expr, $insert:expr, $table:path, $row:ty) => {
         async {
+            use diesel::ExpressionMethods;
             on_mysql!(execute, $insert, &mut **$c)?;
-            let id = $crate::conn::last_insert_id(&mut **$c).await?;
-            let row =
-                diesel::QueryDsl::select(diesel::QueryDsl::find($table, id), columns::<$row>());
+            let this_row = diesel::Table::primary_key(&$table).eq($crate::conn::last_insert_id());
+            let row = diesel::QueryDsl::select(
+                diesel::QueryDsl::filter($table, this_row),
+                columns::<$row>(),
+            );
             on_mysql!(get_result, row, &mut **$c)
         }
         .await
@@ -304,23 +308,12 @@ macro_rules! mysql_updated {
     };
 }
 
-/// The id MySQL gave the row the connection last inserted (`LAST_INSERT_ID()`, kept per
-/// connection): how a MySQL insert reads back what it made.
 #[cfg(feature = "mysql")]
-pub(crate) async fn last_insert_id(
-    conn: &mut diesel_async::AsyncMysqlConnection,
-) -> QueryResult<i64> {
-    #[derive(diesel::QueryableByName)]
-    struct Inserted {
-        #[diesel(sql_type = diesel::sql_types::BigInt)]
-        id: i64,
-    }
-    let row: Inserted = diesel_async::RunQueryDsl::get_result(
-        diesel::sql_query("SELECT CAST(LAST_INSERT_ID() AS SIGNED) AS id"),
-        conn,
-    )
-    .await?;
-    Ok(row.id)
+diesel::define_sql_function! {
+    /// MySQL's `LAST_INSERT_ID()`: the id the connection's last insert was given (kept per
+    /// connection). Declared a `BIGINT` to be compared with an id; never decoded (MySQL's is
+    /// unsigned).
+    fn last_insert_id() -> diesel::sql_types::BigInt;
 }
 
 impl Conn<'_> {
