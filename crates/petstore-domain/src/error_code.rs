@@ -7,7 +7,9 @@ string_enum! {
     /// ([`ErrorCode::status`]). The strings are a stable contract with clients. New codes may be
     /// added in a minor version (`docs/errors.md`), so a `match` needs a wildcard arm.
     #[non_exhaustive]
-    pub enum ErrorCode in "code", with status: u16 {
+    pub enum ErrorCode in "code", with
+        /// The HTTP status the code is sent with.
+        status: u16 {
         /// The body is not syntactically valid JSON, or is not a JSON object.
         InvalidJson = "invalid_json" => 400,
         /// A required body field is absent.

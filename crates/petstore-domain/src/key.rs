@@ -273,6 +273,12 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_key_reads_and_writes_unless_told_otherwise() {
+        assert_eq!(Scope::default(), Scope::ReadWrite);
+        assert!(Scope::default().may_write());
+    }
+
+    #[test]
     fn a_generated_secret_is_well_formed_and_parses_back() {
         let secret = ApiKeySecret::from_random_bytes([0xab; 32]);
         assert_eq!(secret.expose().len(), 68);

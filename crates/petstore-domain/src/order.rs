@@ -265,6 +265,11 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn a_new_order_is_placed() {
+        assert_eq!(OrderStatus::default(), OrderStatus::Placed);
+    }
+
+    #[test]
     fn an_order_serialises_with_an_rfc3339_timestamp() {
         let order = Order {
             id: 1,

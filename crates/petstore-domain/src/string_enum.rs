@@ -8,9 +8,9 @@
 /// (every variant, in declaration order), `as_str`, `Display` (padded, so `{:<10}` lines up)
 /// and `FromStr`, whose error names `field` and lists the accepted spellings.
 ///
-/// `, default Variant` after the field gives it `Default`. `with method: Type` there, and
-/// `=> value` after each spelling, give it `method`, each variant's value (as `ErrorCode`'s
-/// status).
+/// `, default Variant` after the field gives it `Default`. Or `, with method: Type` there (its
+/// doc comments before `method`), and `=> value` after each spelling, give it a `pub fn method`
+/// answering each variant's value (as `ErrorCode`'s status); the two do not combine.
 ///
 /// A spelling is taken as a `tt`, not a `literal`: a `literal` fragment reaches the derives
 /// wrapped in an invisible group, which serde reads but utoipa does not (its schema would list
@@ -71,7 +71,7 @@ macro_rules! string_enum {
     };
     (
         $(#[$meta:meta])*
-        $vis:vis enum $name:ident in $field:literal, with $method:ident: $ty:ty {
+        $vis:vis enum $name:ident in $field:literal, with $(#[$method_meta:meta])* $method:ident: $ty:ty {
             $( $(#[$variant_meta:meta])* $variant:ident = $text:tt => $value:expr, )+
         }
     ) => {
@@ -83,7 +83,7 @@ macro_rules! string_enum {
         }
 
         impl $name {
-            /// The variant's value, declared beside its spelling.
+            $(#[$method_meta])*
             pub fn $method(self) -> $ty {
                 match self {
                     $( Self::$variant => $value, )+
@@ -105,7 +105,9 @@ mod tests {
 
     string_enum! {
         /// With a value beside each spelling.
-        enum Valued in "valued", with weight: u16 {
+        enum Valued in "valued", with
+            /// How heavy it is.
+            weight: u16 {
             Light = "light" => 1,
             Heavy = "heavy" => 1000,
         }

@@ -256,13 +256,17 @@ macro_rules! run_returning {
 /// On MySQL and MariaDB, `$insert` (with no `RETURNING`) run, then the row it inserted read back
 /// by the id the connection was given (`WHERE id = LAST_INSERT_ID()`, one statement, prepared
 /// once per connection like any other), as a `$row` of `$table`: what `RETURNING` answers
-/// elsewhere. Only for an insert of one row that always inserts it. `$c` is the MySQL connection (`&mut &mut AsyncMysqlConnection`).
+/// elsewhere. For an insert of one row; one that inserts none is `NotFound` (the connection's
+/// last id would be another insert's). `$c` is the MySQL connection
+/// (`&mut &mut AsyncMysqlConnection`).
 #[cfg(feature = "mysql")]
 macro_rules! mysql_inserted {
     ($c:expr, $insert:expr, $table:path, $row:ty) => {
         async {
             use diesel::ExpressionMethods;
-            on_mysql!(execute, $insert, &mut **$c)?;
+            if on_mysql!(execute, $insert, &mut **$c)? != 1 {
+                return Err(diesel::result::Error::NotFound);
+            }
             let this_row = diesel::Table::primary_key(&$table).eq($crate::conn::last_insert_id());
             let row = diesel::QueryDsl::select(
                 diesel::QueryDsl::filter($table, this_row),

@@ -27,8 +27,8 @@ use crate::telemetry::{ACCESS_LOG, RequestId};
 /// The `route` label of requests that matched no route (a path is never a label: unbounded).
 const UNMATCHED: &str = "unmatched";
 
-/// Marks the admin listener's application (`admin_app`), which shares the public
-/// one's state: its spans' `url.scheme` is its own listener's, not the public base URL's.
+/// Marks the admin listener's application (`admin_app`), which shares the public one's state:
+/// its spans' `url.scheme` is its own listener's, not the public base URL's.
 #[derive(Debug, Clone, Copy)]
 pub struct AdminListener;
 

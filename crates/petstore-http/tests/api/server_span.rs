@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use actix_web::http::StatusCode;
-use actix_web::test::{self as atest, TestRequest};
+use actix_web::test::TestRequest;
 use opentelemetry::Value;
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::error::OTelSdkResult;
@@ -143,12 +143,16 @@ async fn the_admin_listeners_spans_say_its_own_scheme() {
     let app = TestApp::with_settings(HttpSettings::new("/v1", public)).await;
     let (provider, ended) = collecting();
     let bridge = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
-    let subscriber = tracing_subscriber::registry().with(bridge);
+    // `tracing` keeps, process-wide, whether a callsite is wanted, worked out when a thread
+    // first reaches it; while one dispatcher lives, by that thread's default alone, which on
+    // another test's thread is none (the spans would then never be made here). With a second
+    // one alive it asks every live dispatcher, this test's among them.
+    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
     // The test's runtime runs every request on this thread.
-    let _guard = tracing::subscriber::set_default(subscriber);
-    app.send(atest::TestRequest::get().uri("/healthz")).await;
-    app.send_admin(atest::TestRequest::get().uri("/healthz"))
-        .await;
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(bridge));
+    app.send(TestRequest::get().uri("/healthz")).await;
+    // A path the admin listener does not serve: its `404` is a request like any other.
+    app.send_admin(TestRequest::get().uri("/healthz")).await;
     let spans = ended.0.lock().expect("BUG: no test panics holding it");
     let schemes: Vec<_> = spans
         .iter()
