@@ -17,7 +17,8 @@ use super::token::Admin;
 use super::{ADMIN_BASE, AUDIT_LOG};
 use crate::error::ApiError;
 use crate::extract::{EndpointId, KeyId, Query};
-use crate::routes::webhooks::{Change, Owner, operations};
+use crate::routes::webhooks::operations::{self, Shown};
+use crate::routes::webhooks::{Change, Owner};
 use crate::state::AppState;
 
 /// The operators' endpoints, acted on with an admin token.
@@ -134,5 +135,6 @@ pub async fn list_deliveries(
     EndpointId(id): EndpointId,
     Query(page): Query<PageRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    operations::delivery_page(&state, &req, EndpointOwner::Operator, id, page).await
+    let owner = EndpointOwner::Operator;
+    operations::delivery_page(&state, &req, owner, id, page, Shown::WithCursor).await
 }

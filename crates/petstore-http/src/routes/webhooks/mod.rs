@@ -17,7 +17,7 @@ use crate::auth::{Caller, Read, Scope};
 use crate::error::ApiError;
 use crate::extract::{DeliveryId, EndpointId, JsonBody, NoQuery, Query};
 use crate::state::AppState;
-use operations::RotateSecretRequest;
+use operations::{RotateSecretRequest, Shown};
 
 /// Whose endpoints a request acts on, as its front-end names them, and what becomes of the
 /// changes it makes.
@@ -141,7 +141,8 @@ pub async fn list_deliveries(
     EndpointId(id): EndpointId,
     Query(page): Query<PageRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    operations::delivery_log(&state, &req, caller.owner(), id, page).await
+    let owner = caller.owner();
+    operations::delivery_page(&state, &req, owner, id, page, Shown::Linked).await
 }
 
 /// `getWebhookDelivery`.

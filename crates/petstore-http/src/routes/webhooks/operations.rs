@@ -188,53 +188,48 @@ fn secret_body(mut response: HttpResponseBuilder, issued: &IssuedEndpoint) -> Ht
     json_body(response, issued, 1)
 }
 
-/// A page of endpoint `id`'s deliveries (`owner`'s), newest first, as the public API shows it:
-/// the deliveries, and a `next` link when older ones follow.
-pub(crate) async fn delivery_log(
-    state: &AppState,
-    req: &HttpRequest,
-    owner: EndpointOwner,
-    id: i64,
-    page: PageRequest,
-) -> Result<HttpResponse, ApiError> {
-    let deliveries = deliveries(state, owner, id, page).await?;
-    let mut response = HttpResponse::Ok();
-    if let Some(after) = deliveries.next_after {
-        let path = format!("/webhook_endpoints/{id}/deliveries");
-        let link = state
-            .links
-            .next_page(req, &path, page.limit.get(), None, after);
-        response.insert_header((header::LINK, link));
-    }
-    tagged_json(req, response, &deliveries.items)
+/// How a page of an endpoint's deliveries is shown.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Shown {
+    /// As the public API's lists are: the deliveries, and a `next` link when older ones follow.
+    Linked,
+    /// As the admin API's lists are: a [`DeliveryPage`], with its cursor.
+    WithCursor,
 }
 
-/// The same page as the admin API shows it: a [`DeliveryPage`], with its cursor.
+/// A page of endpoint `id`'s deliveries (`owner`'s), newest first, shown as `shown` says.
 pub(crate) async fn delivery_page(
     state: &AppState,
     req: &HttpRequest,
     owner: EndpointOwner,
     id: i64,
     page: PageRequest,
+    shown: Shown,
 ) -> Result<HttpResponse, ApiError> {
-    let Page { items, next_after } = deliveries(state, owner, id, page).await?;
-    let page = DeliveryPage {
-        deliveries: items,
-        next_after,
-    };
-    tagged_json(req, HttpResponse::Ok(), &page)
-}
-
-/// A page of endpoint `id`'s deliveries, newest first.
-async fn deliveries(
-    state: &AppState,
-    owner: EndpointOwner,
-    id: i64,
-    page: PageRequest,
-) -> Result<Page<Delivery>, ApiError> {
-    storage_call!(state.db, list_webhook_deliveries(id, owner, page))
-        .await?
-        .ok_or(ApiError::WebhookEndpointNotFound(id))
+    let Page { items, next_after } =
+        storage_call!(state.db, list_webhook_deliveries(id, owner, page))
+            .await?
+            .ok_or(ApiError::WebhookEndpointNotFound(id))?;
+    match shown {
+        Shown::Linked => {
+            let mut response = HttpResponse::Ok();
+            if let Some(after) = next_after {
+                let path = format!("/webhook_endpoints/{id}/deliveries");
+                let link = state
+                    .links
+                    .next_page(req, &path, page.limit.get(), None, after);
+                response.insert_header((header::LINK, link));
+            }
+            tagged_json(req, response, &items)
+        }
+        Shown::WithCursor => {
+            let page = DeliveryPage {
+                deliveries: items,
+                next_after,
+            };
+            tagged_json(req, HttpResponse::Ok(), &page)
+        }
+    }
 }
 
 /// Delivery `delivery` of endpoint `endpoint` (`owner`'s), with its attempts.
