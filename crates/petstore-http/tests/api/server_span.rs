@@ -50,6 +50,15 @@ fn collecting() -> (SdkTracerProvider, Ended) {
     (provider, ended)
 }
 
+/// A dispatcher kept alive beside a test's own. `tracing` keeps, process-wide, whether a
+/// callsite is wanted, worked out when a thread first reaches it: while one dispatcher lives, by
+/// that thread's default alone, which on another test's thread is none (the test's spans would
+/// then never be made). With a second one alive it asks every live dispatcher, the test's among
+/// them (tokio-rs/tracing#2874).
+fn second_dispatcher() -> tracing::Dispatch {
+    tracing::Dispatch::new(tracing_subscriber::registry())
+}
+
 /// The server span of a request to `path` answered with `answered`, as exported, with the
 /// scheme the links of a server at `public_base_url` (if any) would use.
 fn exported(path: &str, public_base_url: Option<&str>, answered: Answered) -> SpanData {
@@ -57,6 +66,7 @@ fn exported(path: &str, public_base_url: Option<&str>, answered: Answered) -> Sp
     let (provider, ended) = collecting();
     let bridge = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
     let subscriber = tracing_subscriber::registry().with(bridge);
+    let _second = second_dispatcher();
     tracing::subscriber::with_default(subscriber, || {
         let req = TestRequest::get()
             .uri(path)
@@ -143,11 +153,7 @@ async fn the_admin_listeners_spans_say_its_own_scheme() {
     let app = TestApp::with_settings(HttpSettings::new("/v1", public)).await;
     let (provider, ended) = collecting();
     let bridge = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
-    // `tracing` keeps, process-wide, whether a callsite is wanted, worked out when a thread
-    // first reaches it; while one dispatcher lives, by that thread's default alone, which on
-    // another test's thread is none (the spans would then never be made here). With a second
-    // one alive it asks every live dispatcher, this test's among them.
-    let _second = tracing::Dispatch::new(tracing_subscriber::registry());
+    let _second = second_dispatcher();
     // The test's runtime runs every request on this thread.
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(bridge));
     app.send(TestRequest::get().uri("/healthz")).await;
