@@ -51,10 +51,11 @@ fn collecting() -> (SdkTracerProvider, Ended) {
 }
 
 /// A dispatcher kept alive beside a test's own. `tracing` keeps, process-wide, whether a
-/// callsite is wanted, worked out when a thread first reaches it: while one dispatcher lives, by
-/// that thread's default alone, which on another test's thread is none (the test's spans would
-/// then never be made). With a second one alive it asks every live dispatcher, the test's among
-/// them (tokio-rs/tracing#2874).
+/// callsite is wanted, worked out when a thread first reaches it: when the last dispatcher made
+/// left at most one alive, by that thread's default alone, which on another test's thread is
+/// none (the test's spans would then never be made: tokio-rs/tracing#3611). With a second one
+/// alive it asks every live dispatcher, the test's among them. (A callsite first reached on
+/// another thread at the very moment the test's own dispatcher is made can still be missed.)
 fn second_dispatcher() -> tracing::Dispatch {
     tracing::Dispatch::new(tracing_subscriber::registry())
 }
