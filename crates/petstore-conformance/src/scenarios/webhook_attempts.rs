@@ -57,14 +57,32 @@ pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage
     // Retried at a time.
     let (d2, t2) = claimed_delivery(storage, &hook, 72).await;
     let retry_at = t2 + 100;
-    let retry = attempt(d2, 72, t2 + 1, Some(503), AttemptResult::RetryAt(retry_at));
+    let retry = AttemptRecord {
+        error: Some("HTTP 503: 'busy' \u{2014} try later".to_owned()),
+        ..attempt(d2, 72, t2 + 1, Some(503), AttemptResult::RetryAt(retry_at))
+    };
     assert!(recorded(storage, &retry).await);
     let (waiting, attempts) = delivery(storage, &hook, d2).await;
     assert_eq!(
-        standing(&waiting),
-        (DeliveryState::Pending, 1, Some(retry_at), Some(503))
+        (standing(&waiting), waiting.last_error.as_deref()),
+        (
+            (DeliveryState::Pending, 1, Some(retry_at), Some(503)),
+            retry.error.as_deref()
+        )
     );
-    assert_eq!(attempts.len(), 1);
+    assert_eq!(
+        attempts,
+        vec![Attempt {
+            attempted_at: t2 + 1,
+            status: Some(503),
+            latency_ms: 25,
+            error: retry.error.clone(),
+        }]
+    );
+    assert!(
+        !recorded(storage, &retry).await,
+        "a retried delivery is no claim's until it is claimed again"
+    );
     assert!(
         claimed_ids(storage, retry_at - 1, 73).await.is_empty(),
         "not due before its retry"

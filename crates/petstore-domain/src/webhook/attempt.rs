@@ -20,6 +20,14 @@ pub enum AttemptResult {
     Gone,
 }
 
+impl AttemptResult {
+    /// Whether the delivery fails with it (given up on, or the endpoint gone): the only results
+    /// that may turn the endpoint off ([`turns_endpoint_off`]).
+    pub fn fails_delivery(self) -> bool {
+        matches!(self, Self::GaveUp | Self::Gone)
+    }
+}
+
 /// An attempt's record: the delivery, the claim that made it, and what happened.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptRecord {
@@ -252,5 +260,28 @@ mod tests {
             turns_endpoint_off(&attempt(AttemptResult::RetryAt(600), Some(500), None), 100),
             None
         );
+    }
+
+    #[test]
+    fn only_a_failing_delivery_may_turn_its_endpoint_off() {
+        use AttemptResult::{Delivered, GaveUp, Gone, RetryAt};
+        for result in [Delivered, RetryAt(600), GaveUp, Gone] {
+            let attempt = AttemptRecord {
+                delivery: 1,
+                lease: 1,
+                attempted_at: 500,
+                status: None,
+                latency_ms: 10,
+                error: None,
+                result,
+            };
+            for event_at in [0, 100, 500, i64::MAX] {
+                assert_eq!(
+                    turns_endpoint_off(&attempt, event_at).is_some(),
+                    result.fails_delivery(),
+                    "{result:?} at {event_at}"
+                );
+            }
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! Attempts: each recorded by the claim that made it, with what becomes of its delivery; and
 //! the endpoint turned off when the domain's rule says so
 //! ([`turns_endpoint_off`]: a `410`, or a delivery given up on with nothing delivered to the
-//! endpoint since its event), carried out here.
+//! endpoint since its event), carried out here. The usual attempt (delivered, or to be retried,
+//! on a delivery still pending and held) is written without its row read first: one statement
+//! on PostgreSQL, two elsewhere, where any other is three.
 
 use diesel::prelude::*;
 use petstore_domain::webhook::{
@@ -42,6 +44,11 @@ pub(crate) async fn record_attempts(
             // Its delivery ended while it was under way (the endpoint turned off): it decides
             // nothing more (the endpoint may have been turned on again since).
             Held::AfterItEnded => Recorded {
+                held: true,
+                turn_off: None,
+            },
+            // It decides nothing about its endpoint.
+            Held::PendingOnly => Recorded {
                 held: true,
                 turn_off: None,
             },
@@ -142,9 +149,47 @@ enum Held {
     AfterItEnded,
     /// The attempt and what becomes of the delivery, of `endpoint`, made at `created_at`.
     Pending { endpoint: i64, created_at: i64 },
+    /// The same, for an attempt that decides nothing about its endpoint (it delivered, or will
+    /// be retried): neither was read.
+    PendingOnly,
+}
+
+/// The columns a pending delivery's row gets from `$record`'s attempt (its answer `$status`,
+/// `$latency` as stored): its state and next attempt as the result says, one attempt and one
+/// try more, the answer, its lease let go.
+macro_rules! attempted {
+    ($record:expr, $status:expr, $latency:expr) => {{
+        let record: &AttemptRecord = $record;
+        let (state, next_attempt_at, ended_at) = match record.result {
+            AttemptResult::Delivered => (DeliveryState::Delivered, 0, Some(record.attempted_at)),
+            AttemptResult::RetryAt(at) => (DeliveryState::Pending, at, None),
+            AttemptResult::GaveUp | AttemptResult::Gone => {
+                (DeliveryState::Failed, 0, Some(record.attempted_at))
+            }
+        };
+        (
+            webhook_deliveries::state.eq(state.as_str()),
+            webhook_deliveries::attempts.eq(webhook_deliveries::attempts + 1),
+            webhook_deliveries::tries.eq(webhook_deliveries::tries + 1),
+            webhook_deliveries::next_attempt_at.eq(next_attempt_at),
+            webhook_deliveries::lease_token.eq(0),
+            webhook_deliveries::lease_until.eq(0),
+            webhook_deliveries::last_status.eq($status),
+            webhook_deliveries::last_latency_ms.eq($latency),
+            webhook_deliveries::last_error.eq(&record.error),
+            webhook_deliveries::ended_at.eq(ended_at),
+        )
+    }};
 }
 
 async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Held> {
+    let status = record.status.map(i32::from);
+    let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
+    // The usual case first, written without reading the row: an attempt that decides nothing
+    // about its endpoint, on a delivery still pending and held by its claim.
+    if !record.result.fails_delivery() && record_if_pending(conn, record, status, latency).await? {
+        return Ok(Held::PendingOnly);
+    }
     // Held by this claim: its token (never 0, which no claim has: a delivery no claim holds,
     // or whose attempt was recorded, has it). A delivery that ended while its attempt was
     // under way (its endpoint turned off, by another delivery's `410` say) keeps the token: the
@@ -163,8 +208,6 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Held> 
     else {
         return Ok(Held::Not);
     };
-    let status = record.status.map(i32::from);
-    let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
     if now_state != DeliveryState::Pending.as_str() {
         let write = diesel::update(webhook_deliveries::table.find(record.delivery)).set((
             webhook_deliveries::attempts.eq(webhook_deliveries::attempts + 1),
@@ -176,31 +219,70 @@ async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Held> 
         insert_attempt(conn, record, status, latency).await?;
         return Ok(Held::AfterItEnded);
     }
-    let (state, next_attempt_at, ended_at) = match record.result {
-        AttemptResult::Delivered => (DeliveryState::Delivered, 0, Some(record.attempted_at)),
-        AttemptResult::RetryAt(at) => (DeliveryState::Pending, at, None),
-        AttemptResult::GaveUp | AttemptResult::Gone => {
-            (DeliveryState::Failed, 0, Some(record.attempted_at))
-        }
-    };
-    let write = diesel::update(webhook_deliveries::table.find(record.delivery)).set((
-        webhook_deliveries::state.eq(state.as_str()),
-        webhook_deliveries::attempts.eq(webhook_deliveries::attempts + 1),
-        webhook_deliveries::tries.eq(webhook_deliveries::tries + 1),
-        webhook_deliveries::next_attempt_at.eq(next_attempt_at),
-        webhook_deliveries::lease_token.eq(0),
-        webhook_deliveries::lease_until.eq(0),
-        webhook_deliveries::last_status.eq(status),
-        webhook_deliveries::last_latency_ms.eq(latency),
-        webhook_deliveries::last_error.eq(&record.error),
-        webhook_deliveries::ended_at.eq(ended_at),
-    ));
+    let write = diesel::update(webhook_deliveries::table.find(record.delivery))
+        .set(attempted!(record, status, latency));
     run!(conn, execute, write)?;
     insert_attempt(conn, record, status, latency).await?;
     Ok(Held::Pending {
         endpoint,
         created_at,
     })
+}
+
+/// Records `record`'s attempt if its delivery is pending and held by its claim, with no read
+/// before the write: the delivery's row updated where it is so ([`attempted!`]) and, when it
+/// was, the attempt's row inserted; on PostgreSQL both in one statement ([`Then`]: the
+/// attempt's row is written only if the update returned the delivery's id). Whether it was.
+async fn record_if_pending(
+    conn: &mut Conn<'_>,
+    record: &AttemptRecord,
+    status: Option<i32>,
+    latency: i32,
+) -> Result<bool> {
+    let held_pending = webhook_deliveries::table
+        .find(record.delivery)
+        .filter(webhook_deliveries::lease_token.eq(record.lease))
+        .filter(webhook_deliveries::lease_token.ne(0))
+        .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()));
+    let write = diesel::update(held_pending).set(attempted!(record, status, latency));
+    match conn {
+        #[cfg(feature = "postgres")]
+        Conn::Postgres { .. } => {
+            use crate::conn::{FirstId, Then};
+            use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+            let attempt = webhook_deliveries::table
+                .find(record.delivery)
+                .filter(FirstId.is_not_null())
+                .select((
+                    webhook_deliveries::id,
+                    record.attempted_at.into_sql::<BigInt>(),
+                    status.into_sql::<Nullable<Integer>>(),
+                    latency.into_sql::<Integer>(),
+                    record.error.as_deref().into_sql::<Nullable<Text>>(),
+                ));
+            let attempt = diesel::insert_into(webhook_attempts::table)
+                .values(attempt)
+                .into_columns((
+                    webhook_attempts::delivery_id,
+                    webhook_attempts::attempted_at,
+                    webhook_attempts::status,
+                    webhook_attempts::latency_ms,
+                    webhook_attempts::error,
+                ));
+            let both = Then(write.returning(webhook_deliveries::id), attempt);
+            let recorded: Option<i64> = run_on_postgres!(conn, get_result, both).optional()?;
+            Ok(recorded.is_some())
+        }
+        // Unreachable when PostgreSQL is the only backend built.
+        #[allow(unreachable_patterns)]
+        _ => {
+            if run!(conn, execute, write)? == 0 {
+                return Ok(false);
+            }
+            insert_attempt(conn, record, status, latency).await?;
+            Ok(true)
+        }
+    }
 }
 
 /// The attempt's row in `webhook_attempts`, with its `status` and `latency` as stored.
