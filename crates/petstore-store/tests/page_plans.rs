@@ -5,6 +5,7 @@
 //! keys `pro` and active, a few `free`, revoked, expired or due to expire).
 //! On PostgreSQL each is explained as a generic plan (as the service's connections run them)
 //! and as a custom plan for its values; on SQLite with and without the planner's statistics.
+//! The same record of statements shows what the usual webhook attempt's record sends.
 
 use std::sync::{Mutex, Once};
 
@@ -404,4 +405,117 @@ fn sqlite_plan(url: &str, sql: &str) -> Vec<String> {
         .load(&mut SqliteConnection::establish(url).expect("connect"))
         .expect("explain");
     steps.into_iter().map(|step| step.detail).collect()
+}
+
+/// The usual attempts (one delivered, one to be retried), recorded together by the store on
+/// `db`: the statements sent. Each must be written without its delivery's row read first.
+async fn statements_recording_usual_attempts(db: &TestDatabase) -> Vec<String> {
+    use petstore_domain::webhook::{
+        AttemptRecord, AttemptResult, DeliveryClaim, EndpointOwner, EndpointSpec, EndpointUrl,
+        EventSet, UrlPolicy,
+    };
+    use petstore_domain::{CreatePet, PetDraft, WebhookRepository};
+    record_statements();
+    let store = db.store().await;
+    let spec = EndpointSpec {
+        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
+        events: EventSet::ALL,
+        description: String::new(),
+    };
+    let written = store
+        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
+        .await
+        .expect("create");
+    written.done().expect("created");
+    for name in ["Rex", "Tom"] {
+        let draft = PetDraft::new(name, 1, PetStatus::Available).expect("valid draft");
+        store.create_pet(&CreatePet::new(draft)).await.expect("pet");
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as i64
+        + 1;
+    let claim = DeliveryClaim {
+        now,
+        lease_until: now + 60,
+        limit: 10,
+        token: 7,
+        skip_endpoints: Vec::new(),
+        per_owner: 10,
+        owner_room: Vec::new(),
+    };
+    let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    let records: Vec<AttemptRecord> = claimed
+        .iter()
+        .zip([AttemptResult::Delivered, AttemptResult::RetryAt(now + 600)])
+        .map(|(due, result)| AttemptRecord {
+            delivery: due.id,
+            lease: due.lease,
+            attempted_at: now,
+            status: Some(if result == AttemptResult::Delivered {
+                204
+            } else {
+                503
+            }),
+            latency_ms: 5,
+            error: None,
+            result,
+        })
+        .collect();
+    STATEMENTS.lock().expect("statements").clear();
+    let recorded = store.record_webhook_attempts(&records).await;
+    assert_eq!(recorded.expect("recorded"), vec![true, true]);
+    let sent = STATEMENTS.lock().expect("statements").clone();
+    let reads: Vec<&String> = sent
+        .iter()
+        .filter(|sql| sql.starts_with("SELECT") && sql.contains("webhook_deliveries"))
+        .collect();
+    assert!(
+        reads.is_empty(),
+        "the deliveries' rows read first: {sent:?}"
+    );
+    sent
+}
+
+/// How many of `statements` begin with `start`.
+fn starting(statements: &[String], start: &str) -> usize {
+    statements
+        .iter()
+        .filter(|sql| sql.starts_with(start))
+        .count()
+}
+
+#[tokio::test]
+async fn on_postgres_the_usual_attempt_is_recorded_in_one_statement() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let sent = statements_recording_usual_attempts(&db).await;
+    assert_eq!(
+        (
+            starting(&sent, "WITH first AS (UPDATE \"webhook_deliveries\""),
+            starting(&sent, "UPDATE"),
+            starting(&sent, "INSERT"),
+        ),
+        (2, 0, 0),
+        "the update and the attempt's row together, each attempt: {sent:?}"
+    );
+}
+
+#[tokio::test]
+async fn on_sqlite_the_usual_attempt_is_recorded_in_two_statements() {
+    let _serial = SERIAL.lock().await;
+    let db = TestDatabase::sqlite();
+    let sent = statements_recording_usual_attempts(&db).await;
+    assert_eq!(
+        (
+            starting(&sent, "UPDATE `webhook_deliveries`"),
+            starting(&sent, "INSERT INTO `webhook_attempts`"),
+        ),
+        (2, 2),
+        "an update and the attempt's row, each attempt: {sent:?}"
+    );
 }

@@ -192,17 +192,23 @@ pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage
     );
 }
 
-/// Three deliveries of one endpoint sent at once, each answered `410`: the first recorded
-/// turns the endpoint off and fails the others, whose attempts were made all the same and are
-/// recorded (an attempt each, with its status) when they end, the deliveries staying failed.
-/// They decide nothing more: the endpoint, turned on again meanwhile, stays on.
+/// Three deliveries of one endpoint sent at once: the first answered `410`, recorded first,
+/// turns the endpoint off and fails the others, whose attempts (one answered `410` too, one
+/// delivered, one to be retried) were made all the same and are recorded (an attempt each,
+/// with its status) when they end, the deliveries staying failed. They decide nothing more:
+/// the endpoint, turned on again meanwhile, stays on.
 pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(storage: &dyn Storage) {
     let hook = pets_created(storage, "https://gone.example.com/h", 3).await;
     let now = unix_now() + 1;
     let claimed = claim(storage, claim_at(now, 3, 11)).await;
     assert_eq!(claimed.len(), 3);
-    for (n, due) in claimed.iter().enumerate() {
-        let record = attempt(due.id, due.lease, now, Some(410), AttemptResult::Gone);
+    let answers = [
+        (Some(410), AttemptResult::Gone),
+        (Some(200), AttemptResult::Delivered),
+        (Some(503), AttemptResult::RetryAt(now + 600)),
+    ];
+    for (n, (due, (status, result))) in claimed.iter().zip(answers).enumerate() {
+        let record = attempt(due.id, due.lease, now, status, result);
         assert!(
             recorded(storage, &record).await,
             "delivery {}'s attempt was made: it is recorded",
@@ -218,18 +224,29 @@ pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(stora
         after.enabled,
         "an attempt of a delivery ended before turned it off again"
     );
-    for due in &claimed {
+    for (due, (status, result)) in claimed.iter().zip(answers) {
         let (sent, attempts) = delivery(storage, &hook, due.id).await;
-        assert_eq!(sent.state, DeliveryState::Failed, "{sent:?}");
         assert_eq!(
-            (sent.attempts, sent.last_status),
-            (1, Some(410)),
-            "{sent:?}"
+            (
+                sent.state,
+                sent.attempts,
+                sent.next_attempt_at,
+                sent.last_status
+            ),
+            (DeliveryState::Failed, 1, None, status),
+            "{result:?}: {sent:?}"
         );
-        assert_eq!(attempts.len(), 1, "{attempts:?}");
+        assert_eq!(
+            attempts.iter().map(|a| a.status).collect::<Vec<_>>(),
+            vec![status],
+            "{result:?}"
+        );
         // Recorded once: the claim holds it no more.
-        let again = attempt(due.id, due.lease, now, Some(410), AttemptResult::Gone);
-        assert!(!recorded(storage, &again).await, "recorded twice");
+        let again = attempt(due.id, due.lease, now, status, result);
+        assert!(
+            !recorded(storage, &again).await,
+            "{result:?}: recorded twice"
+        );
     }
 }
 

@@ -3,7 +3,9 @@
 //! ([`turns_endpoint_off`]: a `410`, or a delivery given up on with nothing delivered to the
 //! endpoint since its event), carried out here. The usual attempt (delivered, or to be retried,
 //! on a delivery still pending and held) is written without its row read first: one statement
-//! on PostgreSQL, two elsewhere, where any other is three.
+//! on PostgreSQL, two elsewhere. Any other attempt, and one whose write matched nothing (its
+//! delivery claimed again, or ended meanwhile), reads and locks its delivery's row first, as
+//! every attempt did before.
 
 use diesel::prelude::*;
 use petstore_domain::webhook::{
@@ -12,6 +14,8 @@ use petstore_domain::webhook::{
 
 use super::endpoints::disable;
 use crate::conn::Conn;
+#[cfg(feature = "postgres")]
+use crate::conn::{FirstId, Then};
 use crate::queries::Result;
 use crate::schema::{webhook_attempts, webhook_deliveries, webhook_endpoints};
 
@@ -248,7 +252,6 @@ async fn record_if_pending(
     match conn {
         #[cfg(feature = "postgres")]
         Conn::Postgres { .. } => {
-            use crate::conn::{FirstId, Then};
             use diesel::sql_types::{BigInt, Integer, Nullable, Text};
             let attempt = webhook_deliveries::table
                 .find(record.delivery)
