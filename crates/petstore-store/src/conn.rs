@@ -321,6 +321,13 @@ diesel::define_sql_function! {
 }
 
 impl Conn<'_> {
+    /// Whether it is PostgreSQL's: for a statement only PostgreSQL can run
+    /// ([`run_on_postgres!`]), with another way elsewhere.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres { .. })
+    }
+
     /// The same connection, borrowed again for a nested call.
     pub(crate) fn reborrow(&mut self) -> Conn<'_> {
         match self {

@@ -5,7 +5,9 @@
 //! keys `pro` and active, a few `free`, revoked, expired or due to expire).
 //! On PostgreSQL each is explained as a generic plan (as the service's connections run them)
 //! and as a custom plan for its values; on SQLite with and without the planner's statistics.
-//! The same record of statements shows what the usual webhook attempt's record sends.
+//! The same record of statements (Diesel's instrumentation is set once per process, so the
+//! tests that read it share this file) shows what recording the usual webhook attempt sends:
+//! no read of the delivery's row, and on PostgreSQL one statement.
 
 use std::sync::{Mutex, Once};
 
@@ -410,55 +412,31 @@ fn sqlite_plan(url: &str, sql: &str) -> Vec<String> {
 /// The usual attempts (one delivered, one to be retried), recorded together by the store on
 /// `db`: the statements sent. Each must be written without its delivery's row read first.
 async fn statements_recording_usual_attempts(db: &TestDatabase) -> Vec<String> {
-    use petstore_domain::webhook::{
-        AttemptRecord, AttemptResult, DeliveryClaim, EndpointOwner, EndpointSpec, EndpointUrl,
-        EventSet, UrlPolicy,
-    };
+    use petstore_domain::webhook::{AttemptRecord, AttemptResult};
     use petstore_domain::{CreatePet, PetDraft, WebhookRepository};
+    use petstore_store::testing::{an_operators_endpoint, claim_every_due};
     record_statements();
     let store = db.store().await;
-    let spec = EndpointSpec {
-        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
-        events: EventSet::ALL,
-        description: String::new(),
-    };
-    let written = store
-        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
-        .await
-        .expect("create");
-    written.done().expect("created");
+    an_operators_endpoint(&store).await;
     for name in ["Rex", "Tom"] {
         let draft = PetDraft::new(name, 1, PetStatus::Available).expect("valid draft");
         store.create_pet(&CreatePet::new(draft)).await.expect("pet");
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs() as i64
-        + 1;
-    let claim = DeliveryClaim {
-        now,
-        lease_until: now + 60,
-        limit: 10,
-        token: 7,
-        skip_endpoints: Vec::new(),
-        per_owner: 10,
-        owner_room: Vec::new(),
-    };
+    let claim = claim_every_due(7);
+    let now = claim.now;
     let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
     assert_eq!(claimed.len(), 2, "{claimed:?}");
     let records: Vec<AttemptRecord> = claimed
         .iter()
-        .zip([AttemptResult::Delivered, AttemptResult::RetryAt(now + 600)])
-        .map(|(due, result)| AttemptRecord {
+        .zip([
+            (204, AttemptResult::Delivered),
+            (503, AttemptResult::RetryAt(now + 600)),
+        ])
+        .map(|(due, (status, result))| AttemptRecord {
             delivery: due.id,
             lease: due.lease,
             attempted_at: now,
-            status: Some(if result == AttemptResult::Delivered {
-                204
-            } else {
-                503
-            }),
+            status: Some(status),
             latency_ms: 5,
             error: None,
             result,

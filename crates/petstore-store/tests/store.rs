@@ -22,7 +22,7 @@ use petstore_domain::{
     PetStatus, PlaceOrder, Plan, Storage, StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
-use petstore_store::testing::{RawPostgres, TestDatabase};
+use petstore_store::testing::{RawPostgres, TestDatabase, an_operators_endpoint, claim_every_due};
 use petstore_store::{Store, StoreConfig, StoreError};
 
 #[derive(diesel::QueryableByName)]
@@ -278,22 +278,6 @@ async fn data_survives_reopening_the_store(db: &TestDatabase) {
         reopened.find_pet(id).await.expect("find").map(|p| p.name),
         Some("Rex".into())
     );
-}
-
-/// An operators' endpoint that receives every event.
-async fn an_operators_endpoint(store: &Store) -> petstore_domain::webhook::WebhookEndpoint {
-    use petstore_domain::WebhookRepository;
-    use petstore_domain::webhook::{EndpointOwner, EndpointSpec, EndpointUrl, EventSet, UrlPolicy};
-    let spec = EndpointSpec {
-        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
-        events: EventSet::ALL,
-        description: String::new(),
-    };
-    let written = store
-        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
-        .await
-        .expect("create");
-    written.done().expect("created").0
 }
 
 /// A pet and its event's deliveries are written together or not at all (on PostgreSQL one

@@ -192,17 +192,18 @@ pub async fn attempts_decide_what_becomes_of_a_delivery_and_its_endpoint(storage
     );
 }
 
-/// Three deliveries of one endpoint sent at once: the first answered `410`, recorded first,
+/// Four deliveries of one endpoint sent at once: the first answered `410`, recorded first,
 /// turns the endpoint off and fails the others, whose attempts (one answered `410` too, one
 /// delivered, one to be retried) were made all the same and are recorded (an attempt each,
 /// with its status) when they end, the deliveries staying failed. They decide nothing more:
 /// the endpoint, turned on again meanwhile, stays on.
 pub async fn attempts_under_way_when_their_endpoint_turns_off_are_recorded(storage: &dyn Storage) {
-    let hook = pets_created(storage, "https://gone.example.com/h", 3).await;
+    let hook = pets_created(storage, "https://gone.example.com/h", 4).await;
     let now = unix_now() + 1;
-    let claimed = claim(storage, claim_at(now, 3, 11)).await;
-    assert_eq!(claimed.len(), 3);
+    let claimed = claim(storage, claim_at(now, 4, 11)).await;
+    assert_eq!(claimed.len(), 4);
     let answers = [
+        (Some(410), AttemptResult::Gone),
         (Some(410), AttemptResult::Gone),
         (Some(200), AttemptResult::Delivered),
         (Some(503), AttemptResult::RetryAt(now + 600)),

@@ -24,7 +24,10 @@ impl AttemptResult {
     /// Whether the delivery fails with it (given up on, or the endpoint gone): the only results
     /// that may turn the endpoint off ([`turns_endpoint_off`]).
     pub fn fails_delivery(self) -> bool {
-        matches!(self, Self::GaveUp | Self::Gone)
+        match self {
+            Self::Delivered | Self::RetryAt(_) => false,
+            Self::GaveUp | Self::Gone => true,
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! When PostgreSQL is unreachable, [`TestDatabase::new`] returns `None` after printing a loud
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
 //!
-//! For TLS tests, [`Authority`] is a certificate authority made for one test. For what the
+//! For webhook tests, [`an_operators_endpoint`] and [`claim_every_due`] set up what a delivery's
+//! record needs. For TLS tests, [`Authority`] is a certificate authority made for one test. For what the
 //! shared server cannot be made to do (a setting of the whole server, an immediate shutdown),
 //! [`PostgresServer`] is a server of the test's own.
 
@@ -22,6 +23,40 @@ use crate::{Store, StoreConfig};
 pub use mariadb::MariaDbServer;
 pub use pgbouncer::PgBouncer;
 pub use server::{PostgresServer, server_programs, system_user};
+
+/// An operators' endpoint that receives every event, created in `store`.
+pub async fn an_operators_endpoint(store: &Store) -> petstore_domain::webhook::WebhookEndpoint {
+    use petstore_domain::WebhookRepository;
+    use petstore_domain::webhook::{EndpointOwner, EndpointSpec, EndpointUrl, EventSet, UrlPolicy};
+    let spec = EndpointSpec {
+        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
+        events: EventSet::ALL,
+        description: String::new(),
+    };
+    let written = store
+        .create_webhook_endpoint(EndpointOwner::Operator, &spec)
+        .await
+        .expect("create");
+    written.done().expect("created").0
+}
+
+/// A claim, under `token`, of up to ten deliveries due a second from now; the time it claims at.
+pub fn claim_every_due(token: i64) -> petstore_domain::webhook::DeliveryClaim {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs() as i64
+        + 1;
+    petstore_domain::webhook::DeliveryClaim {
+        now,
+        lease_until: now + 60,
+        limit: 10,
+        token,
+        skip_endpoints: Vec::new(),
+        per_owner: 10,
+        owner_room: Vec::new(),
+    }
+}
 
 /// The key of the PostgreSQL advisory lock that migrations hold, for tests that hold it
 /// themselves (to stand for an instance that is migrating).

@@ -436,9 +436,7 @@ async fn a_write_that_waits_out_the_sqlite_lock_is_unavailable_not_a_fault() {
 #[tokio::test]
 async fn attempts_recorded_together_are_recorded_alone_after_a_conflict() {
     use petstore_domain::WebhookRepository;
-    use petstore_domain::webhook::{
-        AttemptRecord, AttemptResult, DeliveryClaim, DeliveryState, EndpointOwner,
-    };
+    use petstore_domain::webhook::{AttemptRecord, AttemptResult, DeliveryState, EndpointOwner};
     let Some(db) = TestDatabase::postgres() else {
         return;
     };
@@ -446,20 +444,8 @@ async fn attempts_recorded_together_are_recorded_alone_after_a_conflict() {
     let endpoint = an_operators_endpoint(&store).await;
     add(&store, "Rex", PetStatus::Available).await;
     add(&store, "Tom", PetStatus::Available).await;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs() as i64
-        + 1;
-    let claim = DeliveryClaim {
-        now,
-        lease_until: now + 60,
-        limit: 10,
-        token: 7,
-        skip_endpoints: Vec::new(),
-        per_owner: 10,
-        owner_room: Vec::new(),
-    };
+    let claim = claim_every_due(7);
+    let now = claim.now;
     let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
     assert_eq!(claimed.len(), 2, "{claimed:?}");
     db.execute(

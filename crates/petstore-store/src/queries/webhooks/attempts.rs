@@ -46,13 +46,9 @@ pub(crate) async fn record_attempts(
                 turn_off: None,
             },
             // Its delivery ended while it was under way (the endpoint turned off): it decides
-            // nothing more (the endpoint may have been turned on again since).
-            Held::AfterItEnded => Recorded {
-                held: true,
-                turn_off: None,
-            },
-            // It decides nothing about its endpoint.
-            Held::PendingOnly => Recorded {
+            // nothing more (the endpoint may have been turned on again since). Or it delivered,
+            // or will be retried: it decides nothing about its endpoint.
+            Held::AfterItEnded | Held::Usual => Recorded {
                 held: true,
                 turn_off: None,
             },
@@ -153,9 +149,9 @@ enum Held {
     AfterItEnded,
     /// The attempt and what becomes of the delivery, of `endpoint`, made at `created_at`.
     Pending { endpoint: i64, created_at: i64 },
-    /// The same, for an attempt that decides nothing about its endpoint (it delivered, or will
-    /// be retried): neither was read.
-    PendingOnly,
+    /// The attempt and what becomes of the delivery, for the usual attempt (it delivered, or
+    /// will be retried), which decides nothing about its endpoint: neither was read.
+    Usual,
 }
 
 /// The columns a pending delivery's row gets from `$record`'s attempt (its answer `$status`,
@@ -186,27 +182,33 @@ macro_rules! attempted {
     }};
 }
 
+/// Delivery `delivery`'s row while the claim with token `lease` holds it (a token is never 0,
+/// which no claim has).
+#[diesel::dsl::auto_type]
+fn held_by(delivery: i64, lease: i64) -> _ {
+    webhook_deliveries::table
+        .find(delivery)
+        .filter(webhook_deliveries::lease_token.eq(lease))
+        .filter(webhook_deliveries::lease_token.ne(0_i64))
+}
+
 async fn record_in(conn: &mut Conn<'_>, record: &AttemptRecord) -> Result<Held> {
     let status = record.status.map(i32::from);
     let latency = i32::try_from(record.latency_ms).unwrap_or(i32::MAX);
     // The usual case first, written without reading the row: an attempt that decides nothing
     // about its endpoint, on a delivery still pending and held by its claim.
     if !record.result.fails_delivery() && record_if_pending(conn, record, status, latency).await? {
-        return Ok(Held::PendingOnly);
+        return Ok(Held::Usual);
     }
     // Held by this claim: its token (never 0, which no claim has: a delivery no claim holds,
     // or whose attempt was recorded, has it). A delivery that ended while its attempt was
     // under way (its endpoint turned off, by another delivery's `410` say) keeps the token: the
     // attempt was made and is recorded, and the delivery stays as it ended.
-    let held = webhook_deliveries::table
-        .find(record.delivery)
-        .filter(webhook_deliveries::lease_token.eq(record.lease))
-        .filter(webhook_deliveries::lease_token.ne(0))
-        .select((
-            webhook_deliveries::endpoint_id,
-            webhook_deliveries::created_at,
-            webhook_deliveries::state,
-        ));
+    let held = held_by(record.delivery, record.lease).select((
+        webhook_deliveries::endpoint_id,
+        webhook_deliveries::created_at,
+        webhook_deliveries::state,
+    ));
     let Some((endpoint, created_at, now_state)): Option<(i64, i64, String)> =
         run!(conn, locked first, held).optional()?
     else {
@@ -243,49 +245,40 @@ async fn record_if_pending(
     status: Option<i32>,
     latency: i32,
 ) -> Result<bool> {
-    let held_pending = webhook_deliveries::table
-        .find(record.delivery)
-        .filter(webhook_deliveries::lease_token.eq(record.lease))
-        .filter(webhook_deliveries::lease_token.ne(0))
+    let held_pending = held_by(record.delivery, record.lease)
         .filter(webhook_deliveries::state.eq(DeliveryState::Pending.as_str()));
     let write = diesel::update(held_pending).set(attempted!(record, status, latency));
-    match conn {
-        #[cfg(feature = "postgres")]
-        Conn::Postgres { .. } => {
-            use diesel::sql_types::{BigInt, Integer, Nullable, Text};
-            let attempt = webhook_deliveries::table
-                .find(record.delivery)
-                .filter(FirstId.is_not_null())
-                .select((
-                    webhook_deliveries::id,
-                    record.attempted_at.into_sql::<BigInt>(),
-                    status.into_sql::<Nullable<Integer>>(),
-                    latency.into_sql::<Integer>(),
-                    record.error.as_deref().into_sql::<Nullable<Text>>(),
-                ));
-            let attempt = diesel::insert_into(webhook_attempts::table)
-                .values(attempt)
-                .into_columns((
-                    webhook_attempts::delivery_id,
-                    webhook_attempts::attempted_at,
-                    webhook_attempts::status,
-                    webhook_attempts::latency_ms,
-                    webhook_attempts::error,
-                ));
-            let both = Then(write.returning(webhook_deliveries::id), attempt);
-            let recorded: Option<i64> = run_on_postgres!(conn, get_result, both).optional()?;
-            Ok(recorded.is_some())
-        }
-        // Unreachable when PostgreSQL is the only backend built.
-        #[allow(unreachable_patterns)]
-        _ => {
-            if run!(conn, execute, write)? == 0 {
-                return Ok(false);
-            }
-            insert_attempt(conn, record, status, latency).await?;
-            Ok(true)
-        }
+    #[cfg(feature = "postgres")]
+    if conn.is_postgres() {
+        use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+        let attempt = webhook_deliveries::table
+            .find(record.delivery)
+            .filter(FirstId.is_not_null())
+            .select((
+                webhook_deliveries::id,
+                record.attempted_at.into_sql::<BigInt>(),
+                status.into_sql::<Nullable<Integer>>(),
+                latency.into_sql::<Integer>(),
+                record.error.as_deref().into_sql::<Nullable<Text>>(),
+            ));
+        let attempt = diesel::insert_into(webhook_attempts::table)
+            .values(attempt)
+            .into_columns((
+                webhook_attempts::delivery_id,
+                webhook_attempts::attempted_at,
+                webhook_attempts::status,
+                webhook_attempts::latency_ms,
+                webhook_attempts::error,
+            ));
+        let both = Then(write.returning(webhook_deliveries::id), attempt);
+        let recorded: Option<i64> = run_on_postgres!(conn, get_result, both).optional()?;
+        return Ok(recorded.is_some());
     }
+    if run!(conn, execute, write)? == 0 {
+        return Ok(false);
+    }
+    insert_attempt(conn, record, status, latency).await?;
+    Ok(true)
 }
 
 /// The attempt's row in `webhook_attempts`, with its `status` and `latency` as stored.
