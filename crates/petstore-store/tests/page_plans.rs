@@ -414,7 +414,7 @@ fn sqlite_plan(url: &str, sql: &str) -> Vec<String> {
 async fn statements_recording_usual_attempts(db: &TestDatabase) -> Vec<String> {
     use petstore_domain::webhook::{AttemptRecord, AttemptResult};
     use petstore_domain::{CreatePet, PetDraft, WebhookRepository};
-    use petstore_store::testing::{an_operators_endpoint, claim_every_due};
+    use petstore_store::testing::{an_operators_endpoint, claim_of_ten};
     record_statements();
     let store = db.store().await;
     an_operators_endpoint(&store).await;
@@ -422,7 +422,7 @@ async fn statements_recording_usual_attempts(db: &TestDatabase) -> Vec<String> {
         let draft = PetDraft::new(name, 1, PetStatus::Available).expect("valid draft");
         store.create_pet(&CreatePet::new(draft)).await.expect("pet");
     }
-    let claim = claim_every_due(7);
+    let claim = claim_of_ten(7);
     let now = claim.now;
     let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
     assert_eq!(claimed.len(), 2, "{claimed:?}");
@@ -483,11 +483,9 @@ async fn on_postgres_the_usual_attempt_is_recorded_in_one_statement() {
     );
 }
 
-#[tokio::test]
-async fn on_sqlite_the_usual_attempt_is_recorded_in_two_statements() {
-    let _serial = SERIAL.lock().await;
-    let db = TestDatabase::sqlite();
-    let sent = statements_recording_usual_attempts(&db).await;
+/// On SQLite and MariaDB (both quoting names with a backtick): an update and an insert each.
+async fn recorded_in_two_statements(db: &TestDatabase) {
+    let sent = statements_recording_usual_attempts(db).await;
     assert_eq!(
         (
             starting(&sent, "UPDATE `webhook_deliveries`"),
@@ -496,4 +494,19 @@ async fn on_sqlite_the_usual_attempt_is_recorded_in_two_statements() {
         (2, 2),
         "an update and the attempt's row, each attempt: {sent:?}"
     );
+}
+
+#[tokio::test]
+async fn on_sqlite_the_usual_attempt_is_recorded_in_two_statements() {
+    let _serial = SERIAL.lock().await;
+    recorded_in_two_statements(&TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn on_mariadb_the_usual_attempt_is_recorded_in_two_statements() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = TestDatabase::mysql() else {
+        return;
+    };
+    recorded_in_two_statements(&db).await;
 }

@@ -22,7 +22,7 @@ use petstore_domain::{
     PetStatus, PlaceOrder, Plan, Storage, StorageError, StorageErrorKind,
 };
 use petstore_store::for_each_backend;
-use petstore_store::testing::{RawPostgres, TestDatabase, an_operators_endpoint, claim_every_due};
+use petstore_store::testing::{RawPostgres, TestDatabase, an_operators_endpoint, claim_of_ten};
 use petstore_store::{Store, StoreConfig, StoreError};
 
 #[derive(diesel::QueryableByName)]

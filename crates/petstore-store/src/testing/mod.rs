@@ -5,10 +5,10 @@
 //! When PostgreSQL is unreachable, [`TestDatabase::new`] returns `None` after printing a loud
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
 //!
-//! For webhook tests, [`an_operators_endpoint`] and [`claim_every_due`] set up what a delivery's
-//! record needs. For TLS tests, [`Authority`] is a certificate authority made for one test. For what the
-//! shared server cannot be made to do (a setting of the whole server, an immediate shutdown),
-//! [`PostgresServer`] is a server of the test's own.
+//! For webhook tests, [`an_operators_endpoint`] and [`claim_of_ten`] set up what a delivery's
+//! record needs. For TLS tests, [`Authority`] is a certificate authority made for one test.
+//! For what the shared server cannot be made to do (a setting of the whole server, an immediate
+//! shutdown), [`PostgresServer`] is a server of the test's own.
 
 mod mariadb;
 mod pgbouncer;
@@ -40,13 +40,11 @@ pub async fn an_operators_endpoint(store: &Store) -> petstore_domain::webhook::W
     written.done().expect("created").0
 }
 
-/// A claim, under `token`, of up to ten deliveries due a second from now; the time it claims at.
-pub fn claim_every_due(token: i64) -> petstore_domain::webhook::DeliveryClaim {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs() as i64
-        + 1;
+/// A claim under `token` of up to ten deliveries, made as of a second from now (its `now`), so
+/// that whatever is due now is taken.
+pub fn claim_of_ten(token: i64) -> petstore_domain::webhook::DeliveryClaim {
+    use petstore_domain::{Clock, SystemClock};
+    let now = SystemClock.unix_now() + 1;
     petstore_domain::webhook::DeliveryClaim {
         now,
         lease_until: now + 60,

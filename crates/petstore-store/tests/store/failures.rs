@@ -444,7 +444,7 @@ async fn attempts_recorded_together_are_recorded_alone_after_a_conflict() {
     let endpoint = an_operators_endpoint(&store).await;
     add(&store, "Rex", PetStatus::Available).await;
     add(&store, "Tom", PetStatus::Available).await;
-    let claim = claim_every_due(7);
+    let claim = claim_of_ten(7);
     let now = claim.now;
     let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
     assert_eq!(claimed.len(), 2, "{claimed:?}");
