@@ -4,7 +4,7 @@
 //! and the API's documents (`petstore-openapi`) are built by the program and handed over.
 
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use petstore_domain::webhook::ReceiverCheck;
 use petstore_domain::webhook::UrlPolicy;
@@ -63,6 +63,34 @@ pub struct AppState {
     pub receivers: Arc<dyn ReceiverCheck>,
     /// The API's descriptions, served at `{base}/openapi.json` and `/admin/v1/openapi.json`.
     pub documents: Documents,
+    /// The requests under way (the API's and the admin API's).
+    pub in_flight: InFlight,
+}
+
+/// How many requests are under way: what the program's webhook sender gives way to.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight(Arc<AtomicUsize>);
+
+impl InFlight {
+    /// The requests under way now.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// A request is under way until what this returns is dropped (answered, or given up).
+    pub(crate) fn enter(&self) -> Entered {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        Entered(self.0.clone())
+    }
+}
+
+/// A request under way ([`InFlight::enter`]).
+pub(crate) struct Entered(Arc<AtomicUsize>);
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 impl AppState {
@@ -97,6 +125,7 @@ impl AppState {
             sampling: config.sampling,
             receivers,
             documents,
+            in_flight: InFlight::default(),
         }
     }
 

@@ -1,5 +1,6 @@
 //! [`SenderConfig`]: how a sender works (where deliveries may go, its attempts' timeout, how
-//! many at once, how often it looks, how long the log is kept), and the bounds derived from it.
+//! many at once, how often it looks, how long the log is kept, its share of a busy API's time),
+//! and the bounds derived from it.
 
 use std::time::Duration;
 
@@ -20,11 +21,14 @@ pub struct SenderConfig {
     pub poll: Duration,
     /// How long ended deliveries stay in the log before they are pruned.
     pub retention: Duration,
+    /// While the API has requests under way, the most of the time the sender's storage calls
+    /// take (a quarter by default; 1: it never gives way): see [`crate::Sender::giving_way_to`].
+    pub share: f64,
 }
 
 impl Default for SenderConfig {
     /// 15 s per attempt, 32 at once (16 of one owner's), a look every second, a log of 30
-    /// days.
+    /// days, a quarter of the time while the API is busy.
     fn default() -> Self {
         Self {
             policy: UrlPolicy::default(),
@@ -32,6 +36,7 @@ impl Default for SenderConfig {
             concurrency: 32,
             poll: Duration::from_secs(1),
             retention: Duration::from_secs(30 * 24 * 3600),
+            share: 0.25,
         }
     }
 }

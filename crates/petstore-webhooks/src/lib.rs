@@ -11,11 +11,15 @@
 //! Each attempt is a client span of its own when traces are exported ([`trace`]: linked to the
 //! request that recorded the change, its `traceparent` sent to the receiver).
 //!
-//! Modules depend one way: `sign`, `metric`, `resolve`, `trace`, `config` and `passing_over`,
-//! then `sender`.
+//! While the API has requests under way, the sender keeps its storage calls to a share of the
+//! time ([`Sender::giving_way_to`]).
+//!
+//! Modules depend one way: `sign`, `metric`, `resolve`, `trace`, `config`, `passing_over` and
+//! `giving_way`, then `sender`.
 #![deny(missing_docs)]
 
 mod config;
+mod giving_way;
 pub mod metric;
 mod passing_over;
 pub mod resolve;
@@ -23,4 +27,5 @@ pub mod sender;
 pub mod sign;
 mod trace;
 
+pub use giving_way::Busy;
 pub use sender::{Sender, SenderConfig};

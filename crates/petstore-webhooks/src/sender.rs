@@ -9,6 +9,10 @@
 //! Attempts are recorded by one task ([`Sender::recording`]): the attempts that end while it
 //! writes wait for it, and it writes them together in its next call (one transaction where
 //! each would have been one). An attempt keeps its slot until its record is written.
+//!
+//! While the API has requests under way, each storage call is followed, before the next claim,
+//! by a wait that keeps the sender's storage calls to [`SenderConfig::share`] of the time
+//! ([`Sender::giving_way_to`]).
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -25,6 +29,7 @@ use reqwest::header::{CONTENT_TYPE, RETRY_AFTER};
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 use tracing::Instrument;
 
+use crate::giving_way::{Busy, GivingWay};
 use crate::metric;
 use crate::passing_over::{PassedOver, PassingOver};
 use crate::resolve::{GuardedResolver, Resolver, check_url};
@@ -71,6 +76,8 @@ pub struct Sender {
     /// Where its storage calls run: the runtime it runs on, or another
     /// ([`Sender::with_storage_runtime`]).
     storage_runtime: Option<tokio::runtime::Handle>,
+    /// What its storage calls owe the API before its next claim.
+    giving_way: Arc<GivingWay>,
 }
 
 /// An attempt waiting to be recorded, and where its answer goes: whether it was recorded
@@ -111,6 +118,7 @@ impl Sender {
             ended: Arc::default(),
             clock: Arc::new(SystemClock),
             storage_runtime: None,
+            giving_way: Arc::new(GivingWay::new(None, config.share)),
         })
     }
 
@@ -126,6 +134,18 @@ impl Sender {
     pub fn with_storage_runtime(self, runtime: tokio::runtime::Handle) -> Self {
         Self {
             storage_runtime: Some(runtime),
+            ..self
+        }
+    }
+
+    /// The same sender, giving way to an API that `busy` says has requests under way: then each
+    /// of its storage calls (claims, records, the backlog, pruning) is followed, before its next
+    /// claim, by a wait that keeps them to [`SenderConfig::share`] of the time. Its thread's
+    /// lower CPU priority does not lower what the database does for it; this does. The sender
+    /// always keeps its share, and what it owes is forgiven once the API is idle.
+    pub fn giving_way_to(self, busy: Busy) -> Self {
+        Self {
+            giving_way: Arc::new(GivingWay::new(Some(busy), self.config.share)),
             ..self
         }
     }
@@ -153,7 +173,10 @@ impl Sender {
             }
             let claimed = tokio::select! {
                 () = &mut stop => break,
-                claimed = self.round(&recorder, &mut passing_over) => claimed,
+                claimed = async {
+                    self.giving_way.wait().await;
+                    self.round(&recorder, &mut passing_over).await
+                } => claimed,
             };
             if !claimed {
                 tokio::select! {
@@ -514,7 +537,10 @@ impl Sender {
         let task = runtime.spawn(call(self.storage.clone()));
         // Cancelled with this call: when given up on, or when the sender is dropped.
         let _cancel = CancelOnDrop(task.abort_handle());
-        match tokio::time::timeout(deadline, task).await {
+        let started = Instant::now();
+        let answer = tokio::time::timeout(deadline, task).await;
+        self.giving_way.spent(started.elapsed());
+        match answer {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(error))) => Err(describe(&error)),
             Ok(Err(ended)) => Err(format!("the storage call ended: {ended}")),

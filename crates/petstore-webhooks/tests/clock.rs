@@ -4,11 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use petstore_domain::webhook::{
-    DeliveryState, EndpointOwner, EndpointSpec, EndpointUrl, EventSet, UrlPolicy,
-};
+use petstore_domain::webhook::{DeliveryState, EndpointOwner, UrlPolicy};
 use petstore_domain::{CreatePet, ManualClock, PetDraft, PetStatus, Storage};
-use petstore_store::testing::TestDatabase;
+use petstore_store::testing::{TestDatabase, an_operators_endpoint_at};
 use petstore_webhooks::{Sender, SenderConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -35,24 +33,16 @@ async fn receive_one(listener: TcpListener) -> String {
 async fn the_sender_signs_and_records_at_its_clocks_time() {
     let clock = Arc::new(ManualClock::at(T));
     let db = TestDatabase::sqlite();
-    let store: Arc<dyn Storage> = Arc::new(db.store().await.with_clock(clock.clone()));
+    let store = db.store().await.with_clock(clock.clone());
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let url = format!("http://{}/hook", listener.local_addr().expect("address"));
     let policy = UrlPolicy {
         allow_http: true,
         allow_private: true,
     };
-    let spec = EndpointSpec {
-        url: EndpointUrl::parse(&url, policy).expect("a valid URL"),
-        events: EventSet::ALL,
-        description: String::new(),
-    };
+    let endpoint = an_operators_endpoint_at(&store, &url, policy).await;
+    let store: Arc<dyn Storage> = Arc::new(store);
     let operators = EndpointOwner::Operator;
-    let written = store
-        .create_webhook_endpoint(operators, &spec)
-        .await
-        .expect("create");
-    let (endpoint, _) = written.done().expect("created");
     let pet = CreatePet::new(PetDraft::new("Rex", 1, PetStatus::Available).expect("draft"));
     store.create_pet(&pet).await.expect("a pet, and its event");
 

@@ -218,9 +218,12 @@ pub async fn serve(config: ServeConfig, store: StoreConfig) -> Result<(), Box<dy
     let sender = match config.webhooks {
         Some(settings) => {
             // Its storage calls on this runtime, at the API's priority (SQLite's writes hold
-            // the database while they run).
+            // the database while they run), and kept to their share while requests are under
+            // way.
+            let in_flight = state.in_flight.clone();
             let sender = Sender::new(storage.clone(), settings)?
-                .with_storage_runtime(tokio::runtime::Handle::current());
+                .with_storage_runtime(tokio::runtime::Handle::current())
+                .giving_way_to(Arc::new(move || in_flight.count() > 0));
             let stop = async {
                 let _ = sending_stopped.await;
             };

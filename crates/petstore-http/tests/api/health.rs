@@ -61,3 +61,49 @@ async fn a_flood_of_readyz_reads_the_storage_at_most_once_a_second() {
     );
     assert_eq!(storage.ready_checks(), 2, "checked again after a second");
 }
+
+/// What the program's webhook sender gives way to: a request is under way from when it comes in
+/// until it is answered, or given up (its connection closed midway).
+#[actix_web::test]
+async fn a_request_is_under_way_until_it_is_answered_or_given_up() {
+    use std::future::Future;
+    use std::pin::Pin;
+
+    use actix_web::dev::{Payload, Service};
+    use actix_web::error::PayloadError;
+    use actix_web::web::Bytes;
+    use futures_util::{Stream, stream};
+
+    let app = TestApp::with_config(|_| {}).await;
+    let in_flight = &app.state.in_flight;
+    let service = actix_web::test::init_service(petstore_http::app(app.state.clone())).await;
+    let authorization = ("authorization", format!("Bearer {}", app.key));
+    // A create whose body never arrives.
+    let request = TestRequest::post()
+        .uri("/v1/pets")
+        .insert_header(authorization.clone())
+        .insert_header(("content-type", "application/json"))
+        .to_request();
+    let body: Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>> =
+        Box::pin(stream::pending());
+    let (request, _) = request.replace_payload(Payload::from(body));
+    let mut call = Box::pin(service.call(request));
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    assert!(
+        call.as_mut().poll(&mut context).is_pending(),
+        "answered before its body arrived"
+    );
+    assert_eq!(in_flight.count(), 1, "waiting for its body");
+    drop(call);
+    assert_eq!(in_flight.count(), 0, "given up");
+
+    let listed = app
+        .send(
+            TestRequest::get()
+                .uri("/v1/pets")
+                .insert_header(authorization),
+        )
+        .await;
+    assert_eq!(listed.status, 200);
+    assert_eq!(in_flight.count(), 0, "answered");
+}

@@ -5,7 +5,8 @@
 //! When PostgreSQL is unreachable, [`TestDatabase::new`] returns `None` after printing a loud
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
 //!
-//! For webhook tests, [`an_operators_endpoint`] and [`claim_of_ten`] set up what a delivery's
+//! For webhook tests, [`an_operators_endpoint`] (or [`an_operators_endpoint_at`] a URL of the
+//! test's) and [`claim_of_ten`] set up what a delivery's
 //! record needs. For TLS tests, [`Authority`] is a certificate authority made for one test.
 //! For what the shared server cannot be made to do (a setting of the whole server, an immediate
 //! shutdown), [`PostgresServer`] is a server of the test's own.
@@ -26,10 +27,21 @@ pub use server::{PostgresServer, server_programs, system_user};
 
 /// An operators' endpoint that receives every event, created in `store`.
 pub async fn an_operators_endpoint(store: &Store) -> petstore_domain::webhook::WebhookEndpoint {
+    let policy = petstore_domain::webhook::UrlPolicy::default();
+    an_operators_endpoint_at(store, "https://example.com/hook", policy).await
+}
+
+/// An operators' endpoint at `url` (which `policy` allows) that receives every event, created
+/// in `store`.
+pub async fn an_operators_endpoint_at(
+    store: &Store,
+    url: &str,
+    policy: petstore_domain::webhook::UrlPolicy,
+) -> petstore_domain::webhook::WebhookEndpoint {
     use petstore_domain::WebhookRepository;
-    use petstore_domain::webhook::{EndpointOwner, EndpointSpec, EndpointUrl, EventSet, UrlPolicy};
+    use petstore_domain::webhook::{EndpointOwner, EndpointSpec, EndpointUrl, EventSet};
     let spec = EndpointSpec {
-        url: EndpointUrl::parse("https://example.com/hook", UrlPolicy::default()).expect("URL"),
+        url: EndpointUrl::parse(url, policy).expect("URL"),
         events: EventSet::ALL,
         description: String::new(),
     };

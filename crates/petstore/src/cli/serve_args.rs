@@ -95,6 +95,12 @@ pub struct ServeArgs {
     /// wait rather than take CPU from them.
     #[arg(long, env = "PETSTORE_WEBHOOK_SENDER_NICE", default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=19))]
     pub webhook_sender_nice: u8,
+    /// While API requests are under way, the most of the time the sender's storage calls take
+    /// (from 0.01 to 1, which never gives way): each is followed by a wait before its next
+    /// claim, so that the database's work for the sender is that much less of what the API
+    /// waits for. Events wait meanwhile; the sender claims at once when the API is idle.
+    #[arg(long, env = "PETSTORE_WEBHOOK_SENDER_SHARE", default_value_t = 0.25, value_parser = share)]
+    pub webhook_sender_share: f64,
     /// Record Prometheus metrics and serve them at `/metrics`.
     #[arg(long, env = "PETSTORE_METRICS", default_value_t = true, action = ArgAction::Set)]
     pub metrics: bool,
@@ -238,10 +244,20 @@ impl ServeArgs {
                 policy: app_policy,
                 timeout: self.webhook_timeout,
                 concurrency: usize::from(self.webhook_concurrency),
+                share: self.webhook_sender_share,
                 ..SenderConfig::default()
             }),
             webhook_sender_nice: self.webhook_sender_nice,
         }
+    }
+}
+
+/// A share of the time: a number from 0.01 to 1.
+fn share(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(share) if (0.01..=1.0).contains(&share) => Ok(share),
+        Ok(_) => Err("must be from 0.01 to 1 (a share of the time)".to_owned()),
+        Err(_) => Err("must be a number from 0.01 to 1, such as 0.25".to_owned()),
     }
 }
 

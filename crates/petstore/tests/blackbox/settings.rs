@@ -87,6 +87,26 @@ fn a_refused_value_is_one_line_naming_flag_and_variable_with_or_without_serve() 
         ),
         ("PETSTORE_BAN_DURATION", "soon", "--ban-duration"),
         ("PETSTORE_BOOTSTRAP_KEY", "maybe", "--bootstrap-key"),
+        (
+            "PETSTORE_WEBHOOK_SENDER_SHARE",
+            "0",
+            "--webhook-sender-share",
+        ),
+        (
+            "PETSTORE_WEBHOOK_SENDER_SHARE",
+            "1.5",
+            "--webhook-sender-share",
+        ),
+        (
+            "PETSTORE_WEBHOOK_SENDER_SHARE",
+            "NaN",
+            "--webhook-sender-share",
+        ),
+        (
+            "PETSTORE_WEBHOOK_SENDER_SHARE",
+            "a quarter",
+            "--webhook-sender-share",
+        ),
     ] {
         for args in [&[][..], &["serve"]] {
             let (code, stderr) = petstore(dir.path(), &[(variable, value)], args);
