@@ -78,6 +78,7 @@ impl InFlight {
     }
 
     /// A request is under way until what this returns is dropped (answered, or given up).
+    #[must_use = "the request is under way only while this is held"]
     pub(crate) fn enter(&self) -> Entered {
         self.0.fetch_add(1, Ordering::Relaxed);
         Entered(self.0.clone())

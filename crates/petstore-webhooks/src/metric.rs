@@ -9,6 +9,8 @@ pub const ATTEMPT_SECONDS: &str = "petstore_webhook_attempt_duration_seconds";
 pub const PENDING: &str = "petstore_webhook_pending";
 /// Age of the oldest delivery waiting, in seconds (0 when none is).
 pub const OLDEST_PENDING: &str = "petstore_webhook_oldest_pending_age_seconds";
+/// Time the sender waited before a claim to give way to the API's requests, in seconds.
+pub const GIVING_WAY_SECONDS: &str = "petstore_webhook_giving_way_seconds";
 
 /// Describes the metrics to the installed recorder.
 pub fn describe() {
@@ -23,5 +25,10 @@ pub fn describe() {
         OLDEST_PENDING,
         metrics::Unit::Seconds,
         "Age of the oldest webhook delivery waiting to be sent."
+    );
+    metrics::describe_histogram!(
+        GIVING_WAY_SECONDS,
+        metrics::Unit::Seconds,
+        "Time the webhook sender waited before a claim, giving way to the API's requests."
     );
 }

@@ -173,10 +173,7 @@ impl Sender {
             }
             let claimed = tokio::select! {
                 () = &mut stop => break,
-                claimed = async {
-                    self.giving_way.wait().await;
-                    self.round(&recorder, &mut passing_over).await
-                } => claimed,
+                claimed = self.round(&recorder, &mut passing_over) => claimed,
             };
             if !claimed {
                 tokio::select! {
@@ -197,7 +194,7 @@ impl Sender {
     }
 
     /// Claims as many due deliveries as there are free slots, [`PER_ENDPOINT`] at most
-    /// (waiting for a slot first), none of an endpoint that has as many under way or rests, and
+    /// (waiting for a slot first, then for what its storage calls owe a busy API: `giving_way`), none of an endpoint that has as many under way or rests, and
     /// of each owner no more than its room under [`SenderConfig::per_owner`] (owners taken in
     /// turn), and starts sending them; whether it claimed as many as it asked for (more may be
     /// due). A claim that would pass endpoints over is not made while `passing_over` says the
@@ -210,6 +207,8 @@ impl Sender {
         let Ok(first) = self.slots.clone().acquire_owned().await else {
             return false;
         };
+        // What the last calls owe a busy API, paid just before the claim.
+        self.giving_way.wait().await;
         let free_slots = 1 + self.slots.available_permits();
         let free = free_slots.min(PER_ENDPOINT);
         let owner_room = self.owner_room(free_slots);
@@ -539,7 +538,8 @@ impl Sender {
         let _cancel = CancelOnDrop(task.abort_handle());
         let started = Instant::now();
         let answer = tokio::time::timeout(deadline, task).await;
-        self.giving_way.spent(started.elapsed());
+        let ended = Instant::now();
+        self.giving_way.spent(ended - started, ended);
         match answer {
             Ok(Ok(Ok(value))) => Ok(value),
             Ok(Ok(Err(error))) => Err(describe(&error)),

@@ -75,11 +75,11 @@ async fn a_sender_giving_way_to_an_api_never_idle_still_sends_every_delivery() {
             .expect("a pet, and its event");
     }
 
-    // A share of a twentieth: each storage call is followed by a wait 19 times as long.
+    // A share of a tenth: each storage call is followed by a wait 9 times as long.
     let config = SenderConfig {
         policy,
         poll: Duration::from_millis(20),
-        share: 0.05,
+        share: 0.1,
         ..SenderConfig::default()
     };
     let asked = Arc::new(AtomicUsize::new(0));

@@ -66,7 +66,6 @@ async fn a_flood_of_readyz_reads_the_storage_at_most_once_a_second() {
 /// until it is answered, or given up (its connection closed midway).
 #[actix_web::test]
 async fn a_request_is_under_way_until_it_is_answered_or_given_up() {
-    use std::future::Future;
     use std::pin::Pin;
 
     use actix_web::dev::{Payload, Service};
@@ -91,9 +90,13 @@ async fn a_request_is_under_way_until_it_is_answered_or_given_up() {
     let mut context = std::task::Context::from_waker(std::task::Waker::noop());
     assert!(
         call.as_mut().poll(&mut context).is_pending(),
-        "answered before its body arrived"
+        "answered before its body came"
     );
-    assert_eq!(in_flight.count(), 1, "waiting for its body");
+    assert_eq!(
+        in_flight.count(),
+        1,
+        "under way (its key looked up, or its body awaited)"
+    );
     drop(call);
     assert_eq!(in_flight.count(), 0, "given up");
 

@@ -415,6 +415,15 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A share of the time: a number from 0.01 to 1.
+fn share(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(share) if (0.01..=1.0).contains(&share) => Ok(share),
+        Ok(_) => Err("must be from 0.01 to 1 (a share of the time)".to_owned()),
+        Err(_) => Err("must be a number from 0.01 to 1, such as 0.25".to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use petstore_http::ratelimit::FailurePolicy;
@@ -437,6 +446,18 @@ mod tests {
             format!("{:?}", cli.database.store_config(true)),
             format!("{:?}", StoreConfig::new("petstore.db"))
         );
+    }
+
+    #[test]
+    fn the_senders_share_takes_its_bounds() {
+        for (share, taken) in [("0.01", 0.01), ("1", 1.0), ("0.5", 0.5)] {
+            let cli = Cli::try_parse_from(["petstore", "serve", "--webhook-sender-share", share])
+                .expect("parses");
+            let Some(Command::Serve(args)) = cli.command else {
+                panic!("serve");
+            };
+            assert_eq!(args.webhook_sender_share, taken, "{share}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ use petstore_domain::BanPolicy;
 use petstore_domain::webhook::UrlPolicy;
 use petstore_store::StoreConfig;
 
-use super::{AddressArgs, DatabaseArgs, positive_duration};
+use super::{AddressArgs, DatabaseArgs, positive_duration, share};
 use crate::serve::{MetricsEndpoint, ServeConfig};
 use crate::traces::{self, TraceArgs};
 use petstore_http::config::{Config, CorsOrigins, RateLimitConfig};
@@ -249,15 +249,6 @@ impl ServeArgs {
             }),
             webhook_sender_nice: self.webhook_sender_nice,
         }
-    }
-}
-
-/// A share of the time: a number from 0.01 to 1.
-fn share(text: &str) -> Result<f64, String> {
-    match text.trim().parse::<f64>() {
-        Ok(share) if (0.01..=1.0).contains(&share) => Ok(share),
-        Ok(_) => Err("must be from 0.01 to 1 (a share of the time)".to_owned()),
-        Err(_) => Err("must be a number from 0.01 to 1, such as 0.25".to_owned()),
     }
 }
 

@@ -1,9 +1,15 @@
-//! The webhook sender's thread through the real binary (Linux): a thread of its own, below the
-//! priority of the threads that serve the API by `--webhook-sender-nice`, read from `/proc`.
+//! The webhook sender below the API, through the real binary: its thread (Linux), below the
+//! priority of the threads that serve the API by `--webhook-sender-nice`, read from `/proc`;
+//! and its storage calls, giving way to the requests under way (`--webhook-sender-share`).
 
 use std::collections::BTreeMap;
+use std::io::Write;
+use std::net::TcpStream;
+use std::time::Duration;
 
-use crate::common::{TestServer, temp_db};
+use crate::common::{TestServer, temp_db, unlimited_key};
+use crate::telemetry::scrape;
+use crate::webhook_support::{LOOPBACK, Receiver, create_pet, register};
 
 /// Each thread of process `pid`, by name: the niceness of each thread so named.
 fn niceness_by_thread(pid: u32) -> BTreeMap<String, Vec<i32>> {
@@ -64,5 +70,43 @@ fn the_sender_runs_on_a_thread_of_its_own_below_the_apis_priority() {
     // No sender, no thread.
     let server = TestServer::start(&db, &["--webhook-sender=false"]);
     assert!(!niceness_by_thread(server.pid()).contains_key("webhook-sender"));
+    server.stop();
+}
+
+/// While a request is under way (here a create whose body never comes), the sender gives way
+/// to it, waiting before its claims, and still sends every event.
+#[test]
+fn the_sender_gives_way_to_a_request_under_way_and_still_sends_every_event() {
+    const EVENTS: usize = 12;
+    let (_dir, db) = temp_db();
+    let key = unlimited_key(&db);
+    let flags = [
+        &LOOPBACK[..],
+        &[
+            "--webhook-sender-share",
+            "0.1",
+            "--client-body-timeout",
+            "5m",
+        ],
+    ]
+    .concat();
+    let server = TestServer::start(&db, &flags);
+    let receiver = Receiver::start();
+    register(&server.base, &key, &receiver.url(), &["pet.created"]);
+    let mut stalled = TcpStream::connect(server.addr()).expect("connect");
+    write!(
+        stalled,
+        "POST /v1/pets HTTP/1.1\r\nHost: test\r\nAuthorization: Bearer {key}\r\n\
+         Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+    )
+    .expect("a request's head");
+    for n in 0..EVENTS {
+        create_pet(&server.base, &key, &format!("Rex {n}"));
+    }
+    receiver.wait_for(Duration::from_secs(60), |received| received.len() >= EVENTS);
+    let metrics = scrape(&server.base);
+    let waits = metrics.sum("petstore_webhook_giving_way_seconds_count", &[]);
+    assert!(waits > 0.0, "the sender gave way before its claims");
+    drop(stalled);
     server.stop();
 }
