@@ -75,7 +75,7 @@ fn raw_key_rows(url: &str) -> Vec<RawKeyRow> {
 }
 
 /// How many migrations each backend has (the folders of `migrations/sqlite`).
-const MIGRATIONS: usize = 11;
+const MIGRATIONS: usize = 12;
 
 fn draft(name: &str, status: PetStatus) -> CreatePet {
     CreatePet::new(PetDraft::new(name, 1, status).expect("valid draft"))
