@@ -63,7 +63,8 @@ pub struct AppState {
     pub receivers: Arc<dyn ReceiverCheck>,
     /// The API's descriptions, served at `{base}/openapi.json` and `/admin/v1/openapi.json`.
     pub documents: Documents,
-    /// The requests under way (the API's and the admin API's).
+    /// The API's requests under way (those that pass admission: not health checks, metrics
+    /// scrapes or the admin API).
     pub in_flight: InFlight,
 }
 

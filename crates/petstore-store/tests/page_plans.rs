@@ -335,7 +335,20 @@ async fn on_postgres_each_page_walks_its_index_in_generic_and_custom_plans() {
             Some(index) => index.to_owned(),
             None => format!("{}_pkey", expected.table),
         };
-        for (mode, plan) in postgres_plans(&explainer, sql, binds) {
+        explainer
+            .execute(&format!("PREPARE page AS {sql}"))
+            .expect("prepare");
+        for mode in ["force_generic_plan", "force_custom_plan"] {
+            let plan: Vec<String> = explainer
+                .query(&format!(
+                    "SET plan_cache_mode = {mode}; EXPLAIN EXECUTE page({})",
+                    binds.join(", ")
+                ))
+                .expect("explain")
+                .into_iter()
+                .filter_map(|row| row.into_iter().next().flatten())
+                .collect();
+            let plan = plan.join("\n");
             let walks = |index: &str| plan.contains(&format!("Index Scan using {index} "));
             let sorted = mode == "force_custom_plan"
                 && expected.or_sorted.is_some_and(|(index, _)| walks(index));
@@ -360,33 +373,8 @@ async fn on_postgres_each_page_walks_its_index_in_generic_and_custom_plans() {
                 "{mode}: {sql} {binds:?} reads only its page:\n{plan}"
             );
         }
+        explainer.execute("DEALLOCATE page").expect("deallocate");
     }
-}
-
-/// PostgreSQL's plans of `sql` run with `binds`, as the generic plan a connection keeps and as
-/// a custom plan for those values: (the mode, the plan).
-fn postgres_plans(
-    explainer: &RawPostgres,
-    sql: &str,
-    binds: &[String],
-) -> Vec<(&'static str, String)> {
-    explainer
-        .execute(&format!("PREPARE planned AS {sql}"))
-        .expect("prepare");
-    let plans = ["force_generic_plan", "force_custom_plan"].map(|mode| {
-        let plan: Vec<String> = explainer
-            .query(&format!(
-                "SET plan_cache_mode = {mode}; EXPLAIN EXECUTE planned({})",
-                binds.join(", ")
-            ))
-            .expect("explain")
-            .into_iter()
-            .filter_map(|row| row.into_iter().next().flatten())
-            .collect();
-        (mode, plan.join("\n"))
-    });
-    explainer.execute("DEALLOCATE planned").expect("deallocate");
-    plans.into()
 }
 
 /// A claim reads only the due deliveries it takes, in the order of their index: none read to
@@ -443,4 +431,156 @@ async fn on_postgres_a_claim_reads_due_deliveries_in_their_index_order() {
             "{mode}: {sql} {binds:?} reads only what it takes:\n{plan}"
         );
     }
+}
+
+#[tokio::test]
+async fn on_sqlite_each_page_walks_its_index_with_and_without_statistics() {
+    let _serial = SERIAL.lock().await;
+    let db = TestDatabase::sqlite();
+    let seed = seed(
+        "(WITH RECURSIVE s(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM s WHERE x < {n}) \
+         SELECT x FROM s)",
+    );
+    let (_store, expected) = page_statements(&db, &seed).await;
+    for statistics in [false, true] {
+        if statistics {
+            db.execute("ANALYZE");
+        }
+        for expected in &expected {
+            let (sql, binds) = &expected.statement;
+            let table = expected.table;
+            // Every page bounds the id (`id > ?`) but the first of all pets (a plain scan in
+            // id order, which stops at the page's end).
+            let bounded = sql.contains(" > ?");
+            let wanted = match (expected.index, expected.leading) {
+                (None, _) if !bounded => format!("SCAN {table}"),
+                (None, _) => format!("SEARCH {table} USING INTEGER PRIMARY KEY (rowid>?)"),
+                (Some(index), Some(leading)) => {
+                    format!("SEARCH {table} USING INDEX {index} ({leading}=? AND id>?)")
+                }
+                (Some(index), None) => format!("SEARCH {table} USING INDEX {index} (id>?)"),
+            };
+            assert_eq!(
+                sqlite_plan(db.url(), sql),
+                vec![wanted],
+                "{sql} {binds:?} (statistics: {statistics})"
+            );
+        }
+    }
+}
+
+/// SQLite's `EXPLAIN QUERY PLAN` of `sql`: one line per step.
+fn sqlite_plan(url: &str, sql: &str) -> Vec<String> {
+    use diesel::{Connection, RunQueryDsl, SqliteConnection};
+    #[derive(diesel::QueryableByName)]
+    struct Step {
+        #[diesel(sql_type = diesel::sql_types::Text)]
+        detail: String,
+    }
+    let steps: Vec<Step> = diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}"))
+        .load(&mut SqliteConnection::establish(url).expect("connect"))
+        .expect("explain");
+    steps.into_iter().map(|step| step.detail).collect()
+}
+
+/// The usual attempts (one delivered, one to be retried), recorded together by the store on
+/// `db`: the statements sent. Each must be written without its delivery's row read first.
+async fn statements_recording_usual_attempts(db: &TestDatabase) -> Vec<String> {
+    use petstore_domain::webhook::{AttemptRecord, AttemptResult};
+    use petstore_domain::{CreatePet, PetDraft, WebhookRepository};
+    use petstore_store::testing::{an_operators_endpoint, claim_of_ten};
+    record_statements();
+    let store = db.store().await;
+    an_operators_endpoint(&store).await;
+    for name in ["Rex", "Tom"] {
+        let draft = PetDraft::new(name, 1, PetStatus::Available).expect("valid draft");
+        store.create_pet(&CreatePet::new(draft)).await.expect("pet");
+    }
+    let claim = claim_of_ten(7);
+    let now = claim.now;
+    let claimed = store.claim_webhook_deliveries(&claim).await.expect("claim");
+    assert_eq!(claimed.len(), 2, "{claimed:?}");
+    let records: Vec<AttemptRecord> = claimed
+        .iter()
+        .zip([
+            (204, AttemptResult::Delivered),
+            (503, AttemptResult::RetryAt(now + 600)),
+        ])
+        .map(|(due, (status, result))| AttemptRecord {
+            delivery: due.id,
+            lease: due.lease,
+            attempted_at: now,
+            status: Some(status),
+            latency_ms: 5,
+            error: None,
+            result,
+        })
+        .collect();
+    STATEMENTS.lock().expect("statements").clear();
+    let recorded = store.record_webhook_attempts(&records).await;
+    assert_eq!(recorded.expect("recorded"), vec![true, true]);
+    let sent = STATEMENTS.lock().expect("statements").clone();
+    let reads: Vec<&String> = sent
+        .iter()
+        .filter(|sql| sql.starts_with("SELECT") && sql.contains("webhook_deliveries"))
+        .collect();
+    assert!(
+        reads.is_empty(),
+        "the deliveries' rows read first: {sent:?}"
+    );
+    sent
+}
+
+/// How many of `statements` begin with `start`.
+fn starting(statements: &[String], start: &str) -> usize {
+    statements
+        .iter()
+        .filter(|sql| sql.starts_with(start))
+        .count()
+}
+
+#[tokio::test]
+async fn on_postgres_the_usual_attempt_is_recorded_in_one_statement() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = TestDatabase::postgres() else {
+        return;
+    };
+    let sent = statements_recording_usual_attempts(&db).await;
+    assert_eq!(
+        (
+            starting(&sent, "WITH first AS (UPDATE \"webhook_deliveries\""),
+            starting(&sent, "UPDATE"),
+            starting(&sent, "INSERT"),
+        ),
+        (2, 0, 0),
+        "the update and the attempt's row together, each attempt: {sent:?}"
+    );
+}
+
+/// On SQLite and MariaDB (both quoting names with a backtick): an update and an insert each.
+async fn recorded_in_two_statements(db: &TestDatabase) {
+    let sent = statements_recording_usual_attempts(db).await;
+    assert_eq!(
+        (
+            starting(&sent, "UPDATE `webhook_deliveries`"),
+            starting(&sent, "INSERT INTO `webhook_attempts`"),
+        ),
+        (2, 2),
+        "an update and the attempt's row, each attempt: {sent:?}"
+    );
+}
+
+#[tokio::test]
+async fn on_sqlite_the_usual_attempt_is_recorded_in_two_statements() {
+    let _serial = SERIAL.lock().await;
+    recorded_in_two_statements(&TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn on_mariadb_the_usual_attempt_is_recorded_in_two_statements() {
+    let _serial = SERIAL.lock().await;
+    let Some(db) = TestDatabase::mysql() else {
+        return;
+    };
+    recorded_in_two_statements(&db).await;
 }

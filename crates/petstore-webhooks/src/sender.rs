@@ -194,7 +194,8 @@ impl Sender {
     }
 
     /// Claims as many due deliveries as there are free slots, [`PER_ENDPOINT`] at most
-    /// (waiting for a slot first, then for what its storage calls owe a busy API: `giving_way`), none of an endpoint that has as many under way or rests, and
+    /// (waiting for a slot first, then for what its storage calls owe a busy API:
+    /// `giving_way`), none of an endpoint that has as many under way or rests, and
     /// of each owner no more than its room under [`SenderConfig::per_owner`] (owners taken in
     /// turn), and starts sending them; whether it claimed as many as it asked for (more may be
     /// due). A claim that would pass endpoints over is not made while `passing_over` says the

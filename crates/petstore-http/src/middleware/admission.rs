@@ -40,6 +40,9 @@ pub async fn admission(
         .app_data::<web::Data<AppState>>()
         .expect("BUG: AppState is registered by app()")
         .clone();
+    // Under way until answered (or given up): what the webhook sender gives way to. Health
+    // checks and metrics scrapes pass no admission, and are not counted.
+    let _under_way = state.in_flight.enter();
     gate(access, &state, req, next).await
 }
 

@@ -1,7 +1,6 @@
 //! The outermost layer: every request gets an id (`X-Request-Id`, on every response), a span
 //! that the log lines written while handling it carry, one access-log line and its metrics;
-//! and every error answer the Error object ([`json_errors`]: the safety net). It is counted as
-//! under way meanwhile (`AppState::in_flight`).
+//! and every error answer the Error object ([`json_errors`]: the safety net).
 
 use std::time::Instant;
 
@@ -43,7 +42,6 @@ pub async fn observe(
     let started = Instant::now();
     let id = RequestId::of(req.headers());
     let state = req.app_data::<web::Data<AppState>>();
-    let _under_way = state.map(|state| state.in_flight.enter());
     let sampling = state.map(|state| state.sampling).unwrap_or_default();
     // The public base URL names the public listener: the admin and metrics listeners' own.
     let scheme = || match state {
