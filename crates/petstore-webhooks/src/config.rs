@@ -21,8 +21,9 @@ pub struct SenderConfig {
     pub poll: Duration,
     /// How long ended deliveries stay in the log before they are pruned.
     pub retention: Duration,
-    /// While the API has requests under way, the most of the time the sender's storage calls
-    /// take (a quarter by default; 1: it never gives way): see [`crate::Sender::giving_way_to`].
+    /// While the API has requests under way (and for a tenth of a second after), the most of the
+    /// time the sender's storage calls take (a quarter by default; 1: it never gives way): see
+    /// [`crate::Sender::giving_way_to`].
     pub share: f64,
 }
 

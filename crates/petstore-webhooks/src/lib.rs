@@ -11,8 +11,8 @@
 //! Each attempt is a client span of its own when traces are exported ([`trace`]: linked to the
 //! request that recorded the change, its `traceparent` sent to the receiver).
 //!
-//! While the API has requests under way, the sender keeps its storage calls to a share of the
-//! time ([`Sender::giving_way_to`]).
+//! While the API has requests under way (and for a tenth of a second after), the sender keeps its
+//! storage calls to a share of the time ([`Sender::giving_way_to`]).
 //!
 //! Modules depend one way: `sign`, `metric`, `resolve`, `trace`, `config`, `passing_over` and
 //! `giving_way`, then `sender`.

@@ -10,9 +10,9 @@
 //! writes wait for it, and it writes them together in its next call (one transaction where
 //! each would have been one). An attempt keeps its slot until its record is written.
 //!
-//! While the API has requests under way, each storage call is followed, before the next claim,
-//! by a wait that keeps the sender's storage calls to [`SenderConfig::share`] of the time
-//! ([`Sender::giving_way_to`]).
+//! While the API has requests under way (and for a tenth of a second after, as the sender sees
+//! it), each storage call is followed, before the next claim, by a wait that keeps the sender's
+//! storage calls to [`SenderConfig::share`] of the time ([`Sender::giving_way_to`]).
 
 use std::collections::HashMap;
 use std::error::Error;
@@ -142,7 +142,8 @@ impl Sender {
     /// of its storage calls (claims, records, the backlog, pruning) is followed, before its next
     /// claim, by a wait that keeps them to [`SenderConfig::share`] of the time. Its thread's
     /// lower CPU priority does not lower what the database does for it; this does. The sender
-    /// always keeps its share, and what it owes is forgiven once the API is idle.
+    /// always keeps its share, and what it owes is forgiven once it has seen the API idle for a
+    /// tenth of a second.
     pub fn giving_way_to(self, busy: Busy) -> Self {
         Self {
             giving_way: Arc::new(GivingWay::new(Some(busy), self.config.share)),

@@ -62,7 +62,7 @@ async fn a_flood_of_readyz_reads_the_storage_at_most_once_a_second() {
     assert_eq!(storage.ready_checks(), 2, "checked again after a second");
 }
 
-/// What the program's webhook sender gives way to: a request is under way from when it comes in
+/// What the program's webhook sender gives way to: a request is under way from its admission
 /// until it is answered, or given up (its connection closed midway).
 #[actix_web::test]
 async fn a_request_is_under_way_until_it_is_answered_or_given_up() {

@@ -6,9 +6,8 @@
 //! SKIPPED line, except under CI (`CI` set), where it panics: CI must never skip silently.
 //!
 //! For webhook tests, [`an_operators_endpoint`] (or [`an_operators_endpoint_at`] a URL of the
-//! test's) and [`claim_of_ten`] set up what a delivery's
-//! record needs. For TLS tests, [`Authority`] is a certificate authority made for one test.
-//! For what the shared server cannot be made to do (a setting of the whole server, an immediate
+//! test's) and [`claim_of_ten`] set up what a delivery's record needs. For TLS tests,
+//! [`Authority`] is a certificate authority made for one test. For what the shared server cannot be made to do (a setting of the whole server, an immediate
 //! shutdown), [`PostgresServer`] is a server of the test's own.
 
 mod mariadb;

@@ -74,10 +74,13 @@ fn the_sender_runs_on_a_thread_of_its_own_below_the_apis_priority() {
 }
 
 /// While a request is under way (here a create whose body never comes), the sender gives way
-/// to it, waiting before its claims, and still sends every event.
+/// to it, waiting before its claims (those it makes each second with nothing due, too), and
+/// still sends every event; once it ends, the sender waits no more (scrapes are not the API's
+/// requests).
 #[test]
 fn the_sender_gives_way_to_a_request_under_way_and_still_sends_every_event() {
     const EVENTS: usize = 12;
+    const WAITS: &str = "petstore_webhook_giving_way_seconds_count";
     let (_dir, db) = temp_db();
     let key = unlimited_key(&db);
     let flags = [
@@ -104,9 +107,20 @@ fn the_sender_gives_way_to_a_request_under_way_and_still_sends_every_event() {
         create_pet(&server.base, &key, &format!("Rex {n}"));
     }
     receiver.wait_for(Duration::from_secs(60), |received| received.len() >= EVENTS);
-    let metrics = scrape(&server.base);
-    let waits = metrics.sum("petstore_webhook_giving_way_seconds_count", &[]);
-    assert!(waits > 0.0, "the sender gave way before its claims");
+    // Only the stalled request is under way now: the claims of each second still wait.
+    let before = scrape(&server.base).sum(WAITS, &[]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let during = scrape(&server.base).sum(WAITS, &[]);
+    assert!(
+        during > before && before > 0.0,
+        "the sender waits while a request is under way: {before}, then {during}"
+    );
     drop(stalled);
+    std::thread::sleep(Duration::from_millis(500));
+    let ended = scrape(&server.base).sum(WAITS, &[]);
+    std::thread::sleep(Duration::from_millis(2500));
+    let after = scrape(&server.base).sum(WAITS, &[]);
+    assert_eq!(after, ended, "no wait once no request is under way");
+    assert_eq!(receiver.received().len(), EVENTS, "each event sent once");
     server.stop();
 }
