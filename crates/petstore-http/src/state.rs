@@ -80,16 +80,16 @@ impl InFlight {
 
     /// A request is under way until what this returns is dropped (answered, or given up).
     #[must_use = "the request is under way only while this is held"]
-    pub(crate) fn enter(&self) -> Entered {
+    pub(crate) fn enter(&self) -> Entered<'_> {
         self.0.fetch_add(1, Ordering::Relaxed);
-        Entered(self.0.clone())
+        Entered(&self.0)
     }
 }
 
 /// A request under way ([`InFlight::enter`]).
-pub(crate) struct Entered(Arc<AtomicUsize>);
+pub(crate) struct Entered<'a>(&'a AtomicUsize);
 
-impl Drop for Entered {
+impl Drop for Entered<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::Relaxed);
     }

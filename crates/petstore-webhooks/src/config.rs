@@ -6,6 +6,10 @@ use std::time::Duration;
 
 use petstore_domain::webhook::UrlPolicy;
 
+/// The least [`SenderConfig::share`] kept: below it, a sender could be kept back by far more than
+/// its calls take.
+pub const MIN_SHARE: f64 = 0.01;
+
 /// How the sender works.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct SenderConfig {
@@ -22,8 +26,8 @@ pub struct SenderConfig {
     /// How long ended deliveries stay in the log before they are pruned.
     pub retention: Duration,
     /// While the API has requests under way (and for a tenth of a second after), the most of the
-    /// time the sender's storage calls take (a quarter by default; 1: it never gives way): see
-    /// [`crate::Sender::giving_way_to`].
+    /// time the sender's storage calls take (a quarter by default; from [`MIN_SHARE`] to 1, which
+    /// never gives way): see [`crate::Sender::giving_way_to`].
     pub share: f64,
 }
 

@@ -1,10 +1,10 @@
 //! How the sender gives way to the API ([`GivingWay`]): while requests are under way (and for a
 //! tenth of a second after, as it sees them), it keeps its storage calls to a share of the time.
 
-use std::fmt;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use crate::config::MIN_SHARE;
 use crate::metric;
 
 /// Whether the API has requests under way; the sender gives way to them (see
@@ -19,8 +19,6 @@ const QUIET: Duration = Duration::from_millis(100);
 /// The most waiting owed at once: one storage call slowed by a stalled database keeps the
 /// sender back no longer.
 const MAX_OWED: Duration = Duration::from_secs(5);
-/// The least share kept: below it, a sender could be kept back by far more than its calls take.
-const MIN_SHARE: f64 = 0.01;
 
 /// While the API is busy, each storage call of `took` is followed, before the next claim, by
 /// a wait of `took × (1 − share) / share`: the sender's storage calls (its claims, records,
@@ -38,20 +36,10 @@ pub(crate) struct GivingWay {
 }
 
 /// What is owed, and when the API was last seen busy.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct State {
     owed: Duration,
     busy_at: Option<Instant>,
-}
-
-impl fmt::Debug for GivingWay {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter
-            .debug_struct("GivingWay")
-            .field("share", &self.share)
-            .field("state", &*self.state())
-            .finish_non_exhaustive()
-    }
 }
 
 impl GivingWay {

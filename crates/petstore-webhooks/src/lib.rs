@@ -27,5 +27,6 @@ pub mod sender;
 pub mod sign;
 mod trace;
 
+pub use config::MIN_SHARE;
 pub use giving_way::Busy;
 pub use sender::{Sender, SenderConfig};

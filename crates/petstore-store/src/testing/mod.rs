@@ -7,8 +7,9 @@
 //!
 //! For webhook tests, [`an_operators_endpoint`] (or [`an_operators_endpoint_at`] a URL of the
 //! test's) and [`claim_of_ten`] set up what a delivery's record needs. For TLS tests,
-//! [`Authority`] is a certificate authority made for one test. For what the shared server cannot be made to do (a setting of the whole server, an immediate
-//! shutdown), [`PostgresServer`] is a server of the test's own.
+//! [`Authority`] is a certificate authority made for one test. For what the shared server cannot
+//! be made to do (a setting of the whole server, an immediate shutdown), [`PostgresServer`] is a
+//! server of the test's own.
 
 mod mariadb;
 mod pgbouncer;

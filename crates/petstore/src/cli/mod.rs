@@ -12,6 +12,7 @@ use petstore_store::StoreConfig;
 
 use crate::logging::LogFormat;
 use petstore_http::config::{HttpSettings, NamedServers};
+use petstore_webhooks::MIN_SHARE;
 
 pub use serve_args::ServeArgs;
 
@@ -415,12 +416,16 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
-/// A share of the time: a number from 0.01 to 1.
+/// A share of the webhook sender's time: a number from its least ([`MIN_SHARE`]) to 1.
 fn share(text: &str) -> Result<f64, String> {
     match text.parse::<f64>() {
-        Ok(share) if (0.01..=1.0).contains(&share) => Ok(share),
-        Ok(_) => Err("must be from 0.01 to 1 (a share of the time)".to_owned()),
-        Err(_) => Err("must be a number from 0.01 to 1, such as 0.25".to_owned()),
+        Ok(share) if (MIN_SHARE..=1.0).contains(&share) => Ok(share),
+        Ok(_) => Err(format!(
+            "must be from {MIN_SHARE} to 1 (a share of the time)"
+        )),
+        Err(_) => Err(format!(
+            "must be a number from {MIN_SHARE} to 1, such as 0.25"
+        )),
     }
 }
 

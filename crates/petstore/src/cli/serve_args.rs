@@ -98,8 +98,8 @@ pub struct ServeArgs {
     /// While API requests are under way, the most of the time the sender's storage calls take
     /// (from 0.01 to 1, which never gives way): each is followed by a wait before its next
     /// claim, so that the database's work for the sender is that much less of what the API
-    /// waits for. Events wait meanwhile; the sender claims at once once it has seen no request
-    /// under way for a tenth of a second.
+    /// waits for. Events wait meanwhile; the sender claims again at full speed when it has seen
+    /// no request under way for a tenth of a second.
     #[arg(long, env = "PETSTORE_WEBHOOK_SENDER_SHARE", default_value_t = 0.25, value_parser = share)]
     pub webhook_sender_share: f64,
     /// Record Prometheus metrics and serve them at `/metrics`.
