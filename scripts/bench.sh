@@ -81,13 +81,15 @@
 # same route answered 200, on one server (SQLite, 1,000 pets), runs alternating; reports the
 # median of the paired ratios. --instructions counts both too.
 #
-# --postgres-topologies: the list route on PostgreSQL three ways, paired: straight to the
-# primary, through PgBouncer pooling transactions (`pooler=transaction`, 4 server connections),
-# and with its reads on a synchronous standby (`--database-read-url`). A primary and a standby
-# (pg_basebackup -R, `synchronous_standby_names = '*'`) and PgBouncer of its own, on free
-# ports, run as the `postgres` user; three servers, one worker each, on the same core; runs
-# alternate; reports the medians and the median of each pair's ratio to the direct run. Then
-# POST /v1/pets on the same three: what the pooler and `remote_apply` cost a create.
+# --postgres-topologies: the list route on PostgreSQL four ways, paired: straight to the
+# primary; through PgBouncer pooling transactions (4 server connections) keeping no prepared
+# statements (`pooler=transaction`) and keeping them (`max_prepared_statements`,
+# `pooler=transaction-prepared`); and with its reads on a synchronous standby
+# (`--database-read-url`). A primary and a standby (pg_basebackup -R, `synchronous_standby_names
+# = '*'`) and two PgBouncers of its own (scripts/pgbouncer.sh builds it), on free ports, run as
+# the `postgres` user; four servers, one worker each, on the same core; each round runs each
+# way in turn; reports the medians and the median of each round's ratio to its direct run.
+# POST /v1/pets the same way: what the poolers and `remote_apply` cost a create.
 #
 # --patroni: the list route and creates on the Patroni cluster of deploy/patroni/ (etcd with
 # three members, three nodes with the shipped patroni.yml, HAProxy with the shipped
@@ -239,7 +241,9 @@ cleanup() {
   fi
   # --postgres-topologies' own servers.
   if [ -n "$TOPO" ]; then
-    [ -f "$TOPO/pgbouncer.pid" ] && kill "$(cat "$TOPO/pgbouncer.pid")" 2>/dev/null
+    # SIGQUIT: PgBouncer's immediate shutdown (since 1.23, SIGTERM waits for every client).
+    [ -f "$TOPO/pgbouncer.pid" ] && kill -QUIT "$(cat "$TOPO/pgbouncer.pid")" 2>/dev/null
+    [ -f "$TOPO/pgbouncer-keeping.pid" ] && kill -QUIT "$(cat "$TOPO/pgbouncer-keeping.pid")" 2>/dev/null
     for data in "$TOPO/standby" "$TOPO/primary"; do
       [ -f "$data/postmaster.pid" ] && as_postgres "$PG_BIN/pg_ctl" -D "$data" stop -m fast >/dev/null 2>&1
     done
@@ -1162,13 +1166,14 @@ fi
 # The list route on PostgreSQL: straight, through PgBouncer, reads on a standby.
 if [ "$TOPOLOGIES" = 1 ]; then
   install_missing pgbench postgresql
-  [ -x /usr/sbin/pgbouncer ] || { apt-get update -qq >/dev/null && apt-get install -y -qq pgbouncer >/dev/null; }
+  bash scripts/pgbouncer.sh
+  PGBOUNCER=$PWD/target/tools/pgbouncer/bin/pgbouncer
   PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
   free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   # A folder of its own, outside $WORK (private to root): PostgreSQL runs as `postgres`.
   TOPO=$(mktemp -d)
   [ "$(id -u)" = 0 ] && chown postgres "$TOPO"
-  primary_port=$(free_port) standby_port=$(free_port) bouncer_port=$(free_port)
+  primary_port=$(free_port) standby_port=$(free_port) bouncer_port=$(free_port) keeping_port=$(free_port)
   as_postgres "$PG_BIN/initdb" -U postgres --auth=trust --no-sync -D "$TOPO/primary" >/dev/null
   as_postgres "$PG_BIN/pg_ctl" -D "$TOPO/primary" -l "$TOPO/primary.log" -w start \
     -o "-p $primary_port -k $TOPO -c listen_addresses=127.0.0.1" >/dev/null
@@ -1180,23 +1185,31 @@ if [ "$TOPOLOGIES" = 1 ]; then
   standby=postgres://postgres@127.0.0.1:$standby_port/postgres?sslmode=disable
   psql -q "$primary" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
   printf '"postgres" ""\n' >"$TOPO/users.txt"
-  cat >"$TOPO/pgbouncer.ini" <<INI
+  # Two PgBouncers alike but for prepared statements: one keeps none (as before 1.21; the
+  # service is told `pooler=transaction`), one keeps them (`pooler=transaction-prepared`).
+  bouncer() { # name port max_prepared_statements
+    cat >"$TOPO/$1.ini" <<INI
 [databases]
 * = host=127.0.0.1 port=$primary_port
 [pgbouncer]
 listen_addr = 127.0.0.1
-listen_port = $bouncer_port
+listen_port = $2
 unix_socket_dir =
 auth_type = trust
 auth_file = $TOPO/users.txt
 pool_mode = transaction
 default_pool_size = 4
 max_client_conn = 1000
-pidfile = $TOPO/pgbouncer.pid
-logfile = $TOPO/pgbouncer.log
+max_prepared_statements = $3
+pidfile = $TOPO/$1.pid
+logfile = $TOPO/$1.log
 INI
-  [ "$(id -u)" = 0 ] && chown postgres "$TOPO/users.txt" "$TOPO/pgbouncer.ini"
-  as_postgres /usr/sbin/pgbouncer -d "$TOPO/pgbouncer.ini"
+    [ "$(id -u)" = 0 ] && chown postgres "$TOPO/users.txt" "$TOPO/$1.ini"
+    as_postgres "$PGBOUNCER" -d "$TOPO/$1.ini"
+  }
+  bouncer pgbouncer "$bouncer_port" 0
+  bouncer pgbouncer-keeping "$keeping_port" 100
+  for _ in $(seq 1 100); do reachable "$keeping_port" && break; sleep 0.05; done
   for _ in $(seq 1 100); do reachable "$bouncer_port" && break; sleep 0.05; done
   seed postgres "$primary" 1000
   auth=(-H "Authorization: Bearer $(bench_key "$primary")")
@@ -1207,50 +1220,60 @@ INI
     --database-url "postgres://postgres@127.0.0.1:$bouncer_port/postgres?sslmode=disable&pooler=transaction" \
     "${serve[@]}"
   pooled_pid=$SERVER_PID pooled_url=$BASE
+  start_server topology-keeping env RUST_LOG=warn "$BIN" \
+    --database-url "postgres://postgres@127.0.0.1:$keeping_port/postgres?sslmode=disable&pooler=transaction-prepared" \
+    "${serve[@]}"
+  keeping_pid=$SERVER_PID keeping_url=$BASE
   start_server topology-standby env RUST_LOG=warn "$BIN" --database-url "$primary" "${serve[@]}" \
     --database-read-url "$standby"
   standby_pid=$SERVER_PID standby_url=$BASE
   sleep 1 # the standby's first lag reading
-  for url in "$direct_url" "$pooled_url" "$standby_url"; do
+  for url in "$direct_url" "$pooled_url" "$keeping_url" "$standby_url"; do
     status=$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$url/v1/pets?limit=20")
     [ "$status" = 200 ] || { echo "bench: $url answered the list $status, not 200" >&2; exit 1; }
   done
-  direct=() pooled=() replica=() pooled_ratios=() replica_ratios=()
-  for _ in $(seq 1 "$RUNS"); do
-    direct+=("$(wrk_once "${auth[@]}" "$direct_url/v1/pets?limit=20" | rps_of)")
-    pooled+=("$(wrk_once "${auth[@]}" "$pooled_url/v1/pets?limit=20" | rps_of)")
-    replica+=("$(wrk_once "${auth[@]}" "$standby_url/v1/pets?limit=20" | rps_of)")
-    pooled_ratios+=("$(awk -v a="${pooled[-1]}" -v b="${direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    replica_ratios+=("$(awk -v a="${replica[-1]}" -v b="${direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    echo "bench: direct ${direct[-1]} req/s, through PgBouncer ${pooled[-1]} req/s, reads on the standby ${replica[-1]} req/s" >&2
+  ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
+  # Each way's runs (req/s) and their ratios to the direct run of the same round, for `$1`
+  # (`get`: the list; `post`: creates).
+  declare -A runs=() ratios=() last=()
+  for round in $(seq 1 "$RUNS"); do
+    for kind in get post; do
+      for way in direct pooled keeping standby; do
+        url_var=${way}_url
+        if [ "$kind" = get ]; then
+          rps=$(wrk_once "${auth[@]}" "${!url_var}/v1/pets?limit=20" | rps_of)
+        else
+          rps=$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "${!url_var}/v1/pets" | rps_of)
+        fi
+        runs[$kind.$way]+="$rps "
+        [ "$way" = direct ] && direct_rps=$rps
+        last[$way]=$(ratio "$rps" "$direct_rps")
+        ratios[$kind.$way]+="${last[$way]} "
+      done
+      echo "bench: round $round, $kind: direct $direct_rps req/s; of it, pooler=transaction ${last[pooled]}, pooler=transaction-prepared ${last[keeping]}, the standby ${last[standby]}" >&2
+    done
   done
   replica_reads=$(curl -s "$standby_url/metrics" | awk '/^petstore_db_reads_total\{target="replica"\}/ { print $2 }')
-  # Creates: each commit waits for the standby (on: flushed; with read URLs: remote_apply).
-  post_direct=() post_pooled=() post_replica=() post_pooled_ratios=() post_replica_ratios=()
-  for _ in $(seq 1 "$RUNS"); do
-    post_direct+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$direct_url/v1/pets" | rps_of)")
-    post_pooled+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$pooled_url/v1/pets" | rps_of)")
-    post_replica+=("$(wrk_once "${auth[@]}" -s scripts/bench/post.lua "$standby_url/v1/pets" | rps_of)")
-    post_pooled_ratios+=("$(awk -v a="${post_pooled[-1]}" -v b="${post_direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    post_replica_ratios+=("$(awk -v a="${post_replica[-1]}" -v b="${post_direct[-1]}" 'BEGIN { printf "%.4f", a / b }')")
-    echo "bench: POST direct ${post_direct[-1]} req/s, through PgBouncer ${post_pooled[-1]} req/s, with remote_apply ${post_replica[-1]} req/s" >&2
-  done
-  kill -TERM "$direct_pid" "$pooled_pid" "$standby_pid"
-  wait "$direct_pid" "$pooled_pid" "$standby_pid" 2>/dev/null || true
+  kill -TERM "$direct_pid" "$pooled_pid" "$keeping_pid" "$standby_pid"
+  wait "$direct_pid" "$pooled_pid" "$keeping_pid" "$standby_pid" 2>/dev/null || true
   SERVER_PID=""
+  med() { printf '%s\n' $1 | median; }
+  row() { # kind
+    echo "| $(med "${runs[$1.direct]}") | $(med "${runs[$1.pooled]}") | $(med "${ratios[$1.pooled]}") | $(med "${runs[$1.keeping]}") | $(med "${ratios[$1.keeping]}") | $(med "${runs[$1.standby]}") | $(med "${ratios[$1.standby]}") |"
+  }
   OUT=${OUT%/*}/postgres-topologies.md
   {
-    echo "GET /v1/pets?limit=20, PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a primary and a synchronous standby of the run's own), 1,000 pets, 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS alternating runs of ${DURATION}s; PgBouncer $(/usr/sbin/pgbouncer --version | awk 'NR == 1 { print $2 }') in transaction mode, 4 server connections; the standby server answered ${replica_reads:-?} reads; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo "GET /v1/pets?limit=20, PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a primary and a synchronous standby of the run's own), 1,000 pets, 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS rounds of ${DURATION}s runs, each way in turn; PgBouncer $("$PGBOUNCER" --version | awk 'NR == 1 { print $2 }') in transaction mode, 4 server connections, keeping no prepared statements (\`pooler=transaction\`) or keeping them (\`max_prepared_statements = 100\`, \`pooler=transaction-prepared\`); the standby server answered ${replica_reads:-?} reads; ratios are medians of each round's to its direct run; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo
-    echo "| Direct (median req/s) | Through PgBouncer (median req/s) | PgBouncer / direct (median of pairs) | Reads on the standby (median req/s) | Standby / direct (median of pairs) |"
-    echo "|---|---|---|---|---|"
-    echo "| $(printf '%s\n' "${direct[@]}" | median) | $(printf '%s\n' "${pooled[@]}" | median) | $(printf '%s\n' "${pooled_ratios[@]}" | median) | $(printf '%s\n' "${replica[@]}" | median) | $(printf '%s\n' "${replica_ratios[@]}" | median) |"
+    echo "| Direct (median req/s) | \`pooler=transaction\` (median req/s) | / direct | \`pooler=transaction-prepared\` (median req/s) | / direct | Reads on the standby (median req/s) | / direct |"
+    echo "|---|---|---|---|---|---|---|"
+    row get
     echo
     echo "POST /v1/pets on the same servers (the standby synchronous: each commit waits for it to flush, and with read URLs to apply, \`remote_apply\`):"
     echo
-    echo "| Direct (median req/s) | Through PgBouncer (median req/s) | PgBouncer / direct (median of pairs) | With read URLs, remote_apply (median req/s) | remote_apply / direct (median of pairs) |"
-    echo "|---|---|---|---|---|"
-    echo "| $(printf '%s\n' "${post_direct[@]}" | median) | $(printf '%s\n' "${post_pooled[@]}" | median) | $(printf '%s\n' "${post_pooled_ratios[@]}" | median) | $(printf '%s\n' "${post_replica[@]}" | median) | $(printf '%s\n' "${post_replica_ratios[@]}" | median) |"
+    echo "| Direct (median req/s) | \`pooler=transaction\` (median req/s) | / direct | \`pooler=transaction-prepared\` (median req/s) | / direct | With read URLs, remote_apply (median req/s) | / direct |"
+    echo "|---|---|---|---|---|---|---|"
+    row post
   } >"$OUT"
   cat "$OUT"
   exit 0

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the tests and checks need and a fresh machine lacks, each only when missing:
 # Debian's Chromium (and Node.js, Python's venv where absent), podman with runc and debootstrap
-# (the container image test), systemd-analyze (the unit's check), PgBouncer (the tests
-# through a transaction pooler start their own) and Patroni, etcd and HAProxy (the test of
+# (the container image test), systemd-analyze (the unit's check), PgBouncer (built from Debian's
+# source by scripts/pgbouncer.sh: the tests through a transaction pooler start their own) and
+# Patroni, etcd and HAProxy (the test of
 # deploy/patroni starts a cluster of its own); playwright-core (npm,
 # pinned by tests/browser/package-lock.json; it never downloads a browser of its own);
 # openapi-typescript, typescript and @redocly/cli (npm, pinned by tests/clients/package-lock.json);
@@ -33,7 +34,6 @@ command -v podman >/dev/null || missing+=(podman)
 command -v runc >/dev/null || missing+=(runc)
 command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v systemd-analyze >/dev/null || missing+=(systemd)
-[ -x /usr/sbin/pgbouncer ] || missing+=(pgbouncer)
 [ -x /usr/bin/patroni ] || missing+=(patroni)
 [ -x /usr/bin/etcd ] || missing+=(etcd-server)
 [ -x /usr/sbin/haproxy ] || missing+=(haproxy)
@@ -41,6 +41,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   echo "test-tools: installing ${missing[*]}"
   apt-get update -qq && apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+
+bash scripts/pgbouncer.sh
 
 browser=crates/petstore/tests/browser
 if ! [ -d "$browser/node_modules/playwright-core" ]; then

@@ -1,7 +1,7 @@
 //! The store's own behaviour, each scenario run once per backend: what the conformance kit
-//! (`petstore-conformance`, run at the end of this file on SQLite, PostgreSQL and PostgreSQL
-//! through PgBouncer) cannot see through the storage interface alone: corrupt rows, the hashes
-//! as stored, threads with pools of their own, migrations, reopening, outages, timeouts.
+//! (`petstore-conformance`, run at the end of this file on SQLite, PostgreSQL, PostgreSQL
+//! through PgBouncer keeping prepared statements or not, and MariaDB) cannot see through the
+//! storage interface alone: corrupt rows, the hashes as stored, threads with pools of their own, migrations, reopening, outages, timeouts.
 //! Here the scenarios every backend runs; in `store/` the clock, the failures, the migrations
 //! and PostgreSQL's connections, and MariaDB's own.
 
@@ -483,8 +483,23 @@ mod conformance {
     }
 
     mod pgbouncer {
+        use petstore_store::testing::PooledStatements;
         async fn fresh() -> Option<super::Fresh> {
-            super::fresh(super::TestDatabase::postgres_through_pgbouncer()).await
+            super::fresh(super::TestDatabase::postgres_through_pgbouncer(
+                PooledStatements::NotKept,
+            ))
+            .await
+        }
+        super::conformance_tests!(fresh);
+    }
+
+    mod pgbouncer_keeping_statements {
+        use petstore_store::testing::PooledStatements;
+        async fn fresh() -> Option<super::Fresh> {
+            super::fresh(super::TestDatabase::postgres_through_pgbouncer(
+                PooledStatements::Kept,
+            ))
+            .await
         }
         super::conformance_tests!(fresh);
     }

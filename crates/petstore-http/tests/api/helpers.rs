@@ -357,6 +357,15 @@ macro_rules! api_tests {
                         super::$name(app).await;
                     }
                 }
+
+                #[actix_web::test]
+                async fn pgbouncer_keeping_statements() {
+                    if let Some(app) = $crate::helpers::TestApp::spawn(
+                        petstore_store::testing::TestBackend::PgBouncerKeepingStatements,
+                    ).await {
+                        super::$name(app).await;
+                    }
+                }
             }
         )*
     };

@@ -42,8 +42,9 @@ impl Connections {
     /// connection: a database that is down now does not stop the process.
     pub(crate) fn open(url: &str, config: &StoreConfig) -> Result<Self, StoreError> {
         let settings = Arc::new(PgSettings::from_url(url, config)?);
-        // Behind a transaction pooler reads take pooled connections too: no shared ones.
-        let reads_in_flight = if settings.per_transaction.is_some() {
+        // Where every call needs a transaction of its own, reads take pooled connections too:
+        // no shared ones.
+        let reads_in_flight = if settings.pooler.per_call_transaction().is_some() {
             0
         } else {
             READS_IN_FLIGHT
@@ -76,9 +77,9 @@ impl Connections {
     /// pipeline. A call that failed as unavailable, outlived its deadline or was given up on
     /// midway leaves the connection suspect: the next call opens another.
     pub(crate) async fn read<T>(&self, op: impl Op<T>) -> Result<T, StoreError> {
-        if self.settings.per_transaction.is_some() {
-            // Behind a transaction pooler every statement must run in a transaction of its
-            // own connection: nothing pipelines.
+        if self.settings.pooler.per_call_transaction().is_some() {
+            // Behind a transaction pooler that keeps no statements every statement must run
+            // in a transaction of its own connection: nothing pipelines.
             return self.call(op).await;
         }
         let worker = self.worker()?;
@@ -124,7 +125,7 @@ impl Connections {
         });
         let conn = &*in_call.connection();
         let started = Instant::now();
-        let result = match &self.settings.per_transaction {
+        let result = match self.settings.pooler.per_call_transaction() {
             None => {
                 op(Conn::Postgres {
                     conn,
@@ -163,7 +164,8 @@ impl Connections {
                 .is_some();
             open += status.size + usize::from(shared);
             idle += status.available;
-            max += status.max_size + usize::from(self.settings.per_transaction.is_none());
+            max += status.max_size
+                + usize::from(self.settings.pooler.per_call_transaction().is_none());
         });
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         metrics::pool_state("postgres", count(open), count(idle), count(max));
@@ -192,7 +194,7 @@ impl Connections {
 /// Runs `op` in a transaction of its own, as a transaction pooler needs (`pooler=transaction`):
 /// the pooler lends a server connection for a transaction, so a statement prepared outside one
 /// may be executed on another server connection, and settings made for the session are lost.
-/// `begin` opens it (`PgSettings::per_transaction`); it is committed if `op` succeeds (the call
+/// `begin` opens it (`Pooler::Transaction`); it is committed if `op` succeeds (the call
 /// is answered once the commit is confirmed), else rolled back. A transaction that cannot be
 /// ended leaves the connection lost.
 async fn in_own_transaction<T>(

@@ -16,6 +16,7 @@
 //! primary's connections and the standbys.
 
 mod connections;
+mod pooler;
 mod replicas;
 mod settings;
 mod tls;
@@ -74,7 +75,7 @@ impl Postgres {
     /// thread.
     pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
         let settings = &self.primary.settings;
-        if settings.per_transaction.is_some() {
+        if settings.pooler.is_some() {
             return Err(StoreError::Config(
                 "migrations need a session of their own (an advisory lock held across \
                  transactions), which a transaction pooler does not give: run `petstore \

@@ -308,8 +308,9 @@ impl Session {
                 self.0 = Some(settings.connect().await.ok()?);
             }
             let conn = self.0.as_mut()?;
-            // Behind a transaction pooler a statement runs in a transaction of its own.
-            let pooled = settings.per_transaction.is_some();
+            // Behind a transaction pooler that keeps no statements, a statement runs in a
+            // transaction of its own.
+            let pooled = settings.pooler.per_call_transaction().is_some();
             if pooled {
                 conn.batch_execute("BEGIN; DEALLOCATE ALL").await.ok()?;
             }

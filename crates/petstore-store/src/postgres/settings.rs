@@ -19,6 +19,7 @@ use percent_encoding::percent_decode_str;
 use tokio_postgres::config::SslMode as WireSslMode;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+use super::pooler::{self, Pooler};
 use super::tls::{self, SslMode};
 use crate::{StoreConfig, StoreError};
 
@@ -27,9 +28,11 @@ pub(crate) struct PgSettings {
     config: tokio_postgres::Config,
     tls: MakeRustlsConnect,
     mode: SslMode,
-    /// With `pooler=transaction`: the statements that open every call's transaction (the
-    /// session settings a transaction pooler cannot carry, as `SET LOCAL`); `None` otherwise.
-    pub(crate) per_transaction: Option<String>,
+    /// What stands between this service and PostgreSQL (the URL's `pooler`).
+    pub(crate) pooler: Pooler,
+    /// Whether reads go to standbys too, so that a commit must have been applied there before
+    /// it is answered (`synchronous_commit = remote_apply`).
+    read_urls: bool,
 }
 
 /// Parameters read here rather than by tokio-postgres.
@@ -157,25 +160,7 @@ impl PgSettings {
         //   best plan does not depend on the values; a URL that sets `plan_cache_mode` itself
         //   keeps its choice.
         let given = config.get_options().unwrap_or_default().trim().to_owned();
-        let per_transaction = match ours("pooler") {
-            None | Some("none") => None,
-            Some("transaction") if !given.is_empty() => {
-                return Err(StoreError::Config(
-                    "the database URL's `options` cannot go with `pooler=transaction`: a \
-                     transaction pooler refuses start-up options (PgBouncer: \"unsupported \
-                     startup parameter\") and would not keep them; set them on the role \
-                     (`ALTER ROLE ... SET name = value`) instead"
-                        .into(),
-                ));
-            }
-            Some("transaction") => Some(Self::per_transaction(store)),
-            Some(other) => {
-                return Err(StoreError::Config(format!(
-                    "the database URL's `pooler` is {other:?}: `transaction` (behind a \
-                     transaction pooler such as PgBouncer's pool_mode = transaction) or `none`"
-                )));
-            }
-        };
+        let pooler = Pooler::parse(ours("pooler"), &given, store)?;
         let mut options = given.clone();
         let mut add = |option: String| {
             if !options.is_empty() {
@@ -198,8 +183,8 @@ impl PgSettings {
         }
         // A transaction pooler refuses start-up options (PgBouncer: "unsupported startup
         // parameter"), and would not keep them with the session anyway: each transaction sets
-        // them instead (`per_transaction`).
-        if per_transaction.is_none() {
+        // them instead, or the role (`Pooler`).
+        if !pooler.is_some() {
             config.options(&options);
         }
 
@@ -217,28 +202,9 @@ impl PgSettings {
             config,
             tls: MakeRustlsConnect::new(client),
             mode,
-            per_transaction,
+            pooler,
+            read_urls: !store.read_urls.is_empty(),
         })
-    }
-
-    /// What opens a call's transaction behind a transaction pooler: `BEGIN`, then
-    /// `DEALLOCATE ALL` (a server connection the pooler hands out may hold statements another
-    /// client prepared and left: tokio-postgres names them `s0`, `s1`, ... in every process, so
-    /// one of ours would collide), then the settings a session would have had, scoped to the
-    /// transaction. One round trip, as `BEGIN` alone.
-    fn per_transaction(store: &StoreConfig) -> String {
-        let mut statements = vec![
-            "BEGIN".to_owned(),
-            "DEALLOCATE ALL".to_owned(),
-            format!(
-                "SET LOCAL statement_timeout = {}",
-                store.statement_timeout.as_millis()
-            ),
-        ];
-        if !store.read_urls.is_empty() {
-            statements.push("SET LOCAL synchronous_commit = remote_apply".to_owned());
-        }
-        statements.join("; ")
     }
 
     /// The TLS set-up of this database's connections (a cancel request goes the same way).
@@ -274,6 +240,9 @@ impl PgSettings {
                 log::debug!("a database connection ended: {error}");
             }
         });
+        if self.pooler == Pooler::KeepsStatements {
+            pooler::keeps_statements(&client, self.read_urls).await?;
+        }
         // Its errors reach its calls as tokio-postgres reports them (the connection closed).
         let conn = AsyncPgConnection::try_from(client)
             .await
@@ -282,44 +251,47 @@ impl PgSettings {
     }
 
     /// Opens a connection, driven by the current runtime (its I/O task is spawned there).
-    /// Behind a transaction pooler it keeps no prepared statement: each one lives in the
-    /// transaction that prepared it, on the server connection the pooler lent for it.
+    /// Behind a transaction pooler that keeps no statements, it keeps none either: each one
+    /// lives in the transaction that prepared it, on the server connection the pooler lent for
+    /// it.
     pub(crate) async fn connect(&self) -> Result<AsyncPgConnection, StoreError> {
         use diesel::connection::CacheSize;
         use diesel_async::{AsyncConnection, SimpleAsyncConnection};
-        use futures_util::future::Either;
         let (client, mut connection) = self
             .config
             .connect(self.tls.clone())
             .await
             .map_err(|error| self.connect_error(error))?;
-        if self.per_transaction.is_none() {
-            return AsyncPgConnection::try_from_client_and_connection(client, connection)
-                .await
-                .map_err(|error| StoreError::Connect(error.into()));
-        }
-        // Behind a transaction pooler, diesel-async's set-up (two statements, each prepared
-        // then executed in two exchanges) runs in a transaction, or the pooler could lend
-        // each exchange another server connection (then "prepared statement s1 does not
-        // exist"). The connection is driven here until the transaction has begun.
-        let began = {
-            let begin = client.batch_execute("BEGIN; DEALLOCATE ALL");
-            futures_util::pin_mut!(begin);
-            match futures_util::future::select(begin, &mut connection).await {
-                Either::Left((began, _)) => began.map_err(|error| self.connect_error(error)),
-                Either::Right(_) => Err(StoreError::Connect(
-                    "the connection closed as it was set up".into(),
-                )),
+        let per_call_transaction = match &self.pooler {
+            Pooler::None => false,
+            Pooler::KeepsStatements => {
+                let checked = pooler::keeps_statements(&client, self.read_urls);
+                driven(checked, &mut connection).await?;
+                false
+            }
+            Pooler::Transaction { .. } => {
+                // diesel-async's set-up (two statements, each prepared then executed in two
+                // exchanges) runs in a transaction, or the pooler could lend each exchange
+                // another server connection (then "prepared statement s1 does not exist").
+                let began = async {
+                    client
+                        .batch_execute("BEGIN; DEALLOCATE ALL")
+                        .await
+                        .map_err(|error| self.connect_error(error))
+                };
+                driven(began, &mut connection).await?;
+                true
             }
         };
-        began?;
         let mut conn = AsyncPgConnection::try_from_client_and_connection(client, connection)
             .await
             .map_err(|error| StoreError::Connect(error.into()))?;
-        conn.batch_execute("COMMIT")
-            .await
-            .map_err(|error| StoreError::Connect(error.into()))?;
-        conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+        if per_call_transaction {
+            conn.batch_execute("COMMIT")
+                .await
+                .map_err(|error| StoreError::Connect(error.into()))?;
+            conn.set_prepared_statement_cache_size(CacheSize::Disabled);
+        }
         Ok(conn)
     }
 
@@ -344,6 +316,22 @@ impl PgSettings {
             )
             .into(),
         )
+    }
+}
+
+/// Runs `work` on a connection's client while driving the connection (whose I/O task is not
+/// spawned yet) until it is done.
+async fn driven<T>(
+    work: impl Future<Output = Result<T, StoreError>>,
+    connection: &mut (impl Future<Output = Result<(), tokio_postgres::Error>> + Unpin),
+) -> Result<T, StoreError> {
+    use futures_util::future::Either;
+    futures_util::pin_mut!(work);
+    match futures_util::future::select(work, connection).await {
+        Either::Left((done, _)) => done,
+        Either::Right(_) => Err(StoreError::Connect(
+            "the connection closed as it was set up".into(),
+        )),
     }
 }
 
@@ -408,7 +396,7 @@ mod tests {
     }
 
     #[test]
-    fn behind_a_transaction_pooler_settings_go_with_each_transaction() {
+    fn behind_a_transaction_pooler_settings_go_with_each_transaction_or_the_role() {
         let pooled = settings("postgres://u@bouncer:6432/db?pooler=transaction").expect("parses");
         assert_eq!(
             pooled.config.get_options(),
@@ -416,25 +404,32 @@ mod tests {
             "no start-up options: PgBouncer refuses them"
         );
         assert_eq!(
-            pooled.per_transaction.as_deref(),
+            pooled.pooler.per_call_transaction(),
             Some("BEGIN; DEALLOCATE ALL; SET LOCAL statement_timeout = 5000")
         );
+        let keeping =
+            settings("postgres://u@bouncer:6432/db?pooler=transaction-prepared").expect("parses");
+        assert_eq!(keeping.config.get_options(), None);
+        assert_eq!(keeping.pooler, Pooler::KeepsStatements);
+        assert_eq!(keeping.pooler.per_call_transaction(), None);
         assert_eq!(
             settings("postgres://u@h/db?pooler=none")
                 .expect("parses")
-                .per_transaction,
-            None
+                .pooler,
+            Pooler::None
         );
         let Err(StoreError::Config(refused)) = settings("postgres://u@h/db?pooler=session") else {
             panic!("an unknown pooler mode is refused");
         };
-        assert!(refused.contains("`transaction`"), "{refused}");
-        let Err(StoreError::Config(refused)) =
-            settings("postgres://u@h/db?pooler=transaction&options=-c%20search_path%3Dx")
-        else {
-            panic!("options a pooler would drop are refused");
-        };
-        assert!(refused.contains("ALTER ROLE"), "{refused}");
+        assert!(refused.contains("`transaction-prepared`"), "{refused}");
+        for mode in ["transaction", "transaction-prepared"] {
+            let Err(StoreError::Config(refused)) = settings(&format!(
+                "postgres://u@h/db?pooler={mode}&options=-c%20search_path%3Dx"
+            )) else {
+                panic!("options a pooler would drop are refused ({mode})");
+            };
+            assert!(refused.contains("ALTER ROLE"), "{refused}");
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::{Store, StoreConfig};
 pub use mariadb::MariaDbServer;
-pub use pgbouncer::PgBouncer;
+pub use pgbouncer::{PgBouncer, PooledStatements};
 pub use server::{PostgresServer, server_programs, system_user};
 
 /// An operators' endpoint that receives every event, created in `store`.
@@ -80,8 +80,12 @@ pub enum TestBackend {
     /// A fresh PostgreSQL database.
     Postgres,
     /// A fresh PostgreSQL database, reached through a PgBouncer of its own pooling
-    /// transactions (`pooler=transaction`); migrated straight.
+    /// transactions and keeping no prepared statements (`pooler=transaction`); migrated
+    /// straight.
     PgBouncer,
+    /// The same through a PgBouncer that keeps its clients' prepared statements
+    /// (`pooler=transaction-prepared`).
+    PgBouncerKeepingStatements,
     /// A fresh MariaDB (or MySQL) database.
     Mysql,
 }
@@ -163,7 +167,10 @@ impl TestDatabase {
         match backend {
             TestBackend::Sqlite => Some(Self::sqlite()),
             TestBackend::Postgres => Self::postgres(),
-            TestBackend::PgBouncer => Self::postgres_through_pgbouncer(),
+            TestBackend::PgBouncer => Self::postgres_through_pgbouncer(PooledStatements::NotKept),
+            TestBackend::PgBouncerKeepingStatements => {
+                Self::postgres_through_pgbouncer(PooledStatements::Kept)
+            }
             TestBackend::Mysql => Self::mysql(),
         }
     }
@@ -208,9 +215,10 @@ impl TestDatabase {
     }
 
     /// [`Self::postgres`], reached through a PgBouncer of its own in transaction pooling mode
-    /// with two server connections, so that its clients' transactions share them. `None`
-    /// outside CI where PostgreSQL or PgBouncer is missing.
-    pub fn postgres_through_pgbouncer() -> Option<Self> {
+    /// with two server connections, so that its clients' transactions share them, keeping its
+    /// clients' prepared statements or not. `None` outside CI where PostgreSQL or PgBouncer is
+    /// missing.
+    pub fn postgres_through_pgbouncer(statements: PooledStatements) -> Option<Self> {
         let mut db = Self::postgres()?;
         let Cleanup::Postgres {
             admin_url,
@@ -228,7 +236,7 @@ impl TestDatabase {
             .next()
             .unwrap_or("127.0.0.1");
         let (host, port) = server.rsplit_once(':').unwrap_or((server, "5432"));
-        let bouncer = PgBouncer::start(host, port.parse().expect("a port"), 2)?;
+        let bouncer = PgBouncer::start(host, port.parse().expect("a port"), 2, statements)?;
         db.url = bouncer.url(name);
         *pooler = Some(bouncer);
         Some(db)

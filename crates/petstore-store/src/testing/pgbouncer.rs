@@ -1,5 +1,6 @@
-//! [`PgBouncer`]: Debian's PgBouncer, of a test's own, pooling transactions in front of a
-//! PostgreSQL server: the pooler `pooler=transaction` is for.
+//! [`PgBouncer`]: PgBouncer, of a test's own, pooling transactions in front of a PostgreSQL
+//! server: the pooler `pooler=transaction` and `pooler=transaction-prepared` are for. It is the
+//! one `scripts/test-tools.sh` builds (Debian 12's is 1.18, which keeps no prepared statements).
 
 use std::net::TcpStream;
 use std::process::{Child, Command};
@@ -11,25 +12,47 @@ use super::{in_ci, loud_skip};
 /// PgBouncer on a free loopback port, in transaction pooling mode (`pool_mode = transaction`),
 /// lending every database of one PostgreSQL server at most `pool_size` server connections, so
 /// that its clients' transactions share them, in turn (`server_round_robin`: not the one a
-/// client last had, so that whatever leaks out of a transaction is met); stopped when dropped. Users are trusted (and only
-/// `postgres` is known). As root it runs as the `postgres` user: PgBouncer refuses root.
+/// client last had, so that whatever leaks out of a transaction is met); stopped when dropped.
+/// Users are trusted (and only `postgres` is known). As root it runs as the `postgres` user:
+/// PgBouncer refuses root.
 #[derive(Debug)]
 pub struct PgBouncer {
     port: u16,
+    statements: PooledStatements,
     child: Child,
     _dir: tempfile::TempDir,
 }
 
-/// Where Debian installs it.
-const PROGRAM: &str = "/usr/sbin/pgbouncer";
+/// Whether a [`PgBouncer`] keeps its clients' prepared statements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PooledStatements {
+    /// It keeps none (`max_prepared_statements = 0`, as before PgBouncer 1.21): the service is
+    /// told `pooler=transaction`.
+    NotKept,
+    /// It keeps them (`max_prepared_statements = 100`): the service is told
+    /// `pooler=transaction-prepared`.
+    Kept,
+}
+
+/// Where `scripts/test-tools.sh` builds it.
+fn program() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/tools/pgbouncer/bin/pgbouncer")
+}
 
 impl PgBouncer {
     /// PgBouncer in front of the PostgreSQL server at `host:port`. `None` (after a loud SKIPPED
-    /// line) where PgBouncer is not installed, except under CI, where that fails.
-    pub fn start(host: &str, port: u16, pool_size: u32) -> Option<Self> {
-        if !std::path::Path::new(PROGRAM).is_file() {
-            let what =
-                "PgBouncer is not installed (Debian's pgbouncer); a test through it did not run";
+    /// line) where PgBouncer is not built, except under CI, where that fails.
+    pub fn start(
+        host: &str,
+        port: u16,
+        pool_size: u32,
+        statements: PooledStatements,
+    ) -> Option<Self> {
+        let program = program();
+        if !program.is_file() {
+            let what = "PgBouncer is not built (`bash scripts/test-tools.sh` builds it in \
+                        target/tools); a test through it did not run";
             assert!(!in_ci(), "{what}");
             loud_skip(what);
             return None;
@@ -46,12 +69,17 @@ impl PgBouncer {
                  listen_addr = 127.0.0.1\nlisten_port = {listen}\nunix_socket_dir =\n\
                  auth_type = trust\nauth_file = {}\npool_mode = transaction\n\
                  default_pool_size = {pool_size}\nmax_client_conn = 1000\n\
-                 server_login_retry = 1\nserver_round_robin = 1\n",
-                users.display()
+                 server_login_retry = 1\nserver_round_robin = 1\n\
+                 max_prepared_statements = {}\n",
+                users.display(),
+                match statements {
+                    PooledStatements::NotKept => 0,
+                    PooledStatements::Kept => 100,
+                }
             ),
         )
         .expect("write the configuration");
-        let mut command = Command::new(PROGRAM);
+        let mut command = Command::new(&program);
         if rustix::process::geteuid().is_root() {
             let (uid, gid) =
                 system_user("postgres").expect("the postgres user (Debian's package creates it)");
@@ -64,6 +92,7 @@ impl PgBouncer {
         let child = spawn_quiet(command.arg(&ini), "pgbouncer");
         let bouncer = Self {
             port: listen,
+            statements,
             child,
             _dir: dir,
         };
@@ -75,10 +104,15 @@ impl PgBouncer {
         Some(bouncer)
     }
 
-    /// The URL of `database` through it, as the service takes it (`pooler=transaction`).
+    /// The URL of `database` through it, as the service takes it (`pooler=transaction`, or
+    /// `pooler=transaction-prepared` where it keeps statements).
     pub fn url(&self, database: &str) -> String {
+        let pooler = match self.statements {
+            PooledStatements::NotKept => "transaction",
+            PooledStatements::Kept => "transaction-prepared",
+        };
         format!(
-            "postgres://postgres@127.0.0.1:{}/{database}?pooler=transaction",
+            "postgres://postgres@127.0.0.1:{}/{database}?pooler={pooler}",
             self.port
         )
     }
@@ -91,7 +125,8 @@ impl PgBouncer {
 
 impl Drop for PgBouncer {
     fn drop(&mut self) {
-        // SIGTERM: PgBouncer's immediate shutdown.
-        stop(&mut self.child, rustix::process::Signal::TERM);
+        // SIGQUIT: PgBouncer's immediate shutdown (since 1.23, SIGTERM waits for every client
+        // to leave).
+        stop(&mut self.child, rustix::process::Signal::QUIT);
     }
 }

@@ -188,3 +188,62 @@ async fn migrations_through_a_transaction_pooler_are_refused_naming_the_fix() {
     assert!(matches!(refused, StoreError::Config(_)), "{refused:?}");
     assert!(refused.to_string().contains("--no-migrate"), "{refused}");
 }
+
+/// `pooler=transaction-prepared` through a pooler that keeps no prepared statements is refused
+/// as each connection opens, naming the fix (a call answers unavailable), instead of a call
+/// failing now and then on a statement prepared on another server connection. With read URLs,
+/// the role must give `synchronous_commit = remote_apply`, which the service cannot set itself
+/// through such a pooler: refused without it, served with it.
+#[tokio::test]
+async fn a_pooler_said_to_keep_statements_is_checked_as_each_connection_opens() {
+    use petstore_store::testing::PooledStatements;
+    let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::NotKept) else {
+        return;
+    };
+    db.store().await.close();
+    let said = db
+        .url()
+        .replace("pooler=transaction", "pooler=transaction-prepared");
+    let store = Store::open(&StoreConfig::new(&said)).expect("open");
+    let refused = store.find_pet(1).await.expect_err("refused");
+    assert_eq!(refused.kind(), StorageErrorKind::Unavailable, "{refused:?}");
+    let chain = petstore_domain::error::Chain(&refused).to_string();
+    assert!(chain.contains("max_prepared_statements"), "{chain}");
+    assert!(chain.contains("pooler=transaction`"), "{chain}");
+    store.close();
+
+    let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::Kept) else {
+        return;
+    };
+    db.store().await.close();
+    let mut config = StoreConfig::new(db.url());
+    config.read_urls = vec![db.direct_url().to_owned()];
+    let store = Store::open(&config).expect("open");
+    let refused = store.find_pet(1).await.expect_err("refused");
+    let chain = petstore_domain::error::Chain(&refused).to_string();
+    assert!(chain.contains("remote_apply"), "{chain}");
+    store.close();
+    let name = db
+        .direct_url()
+        .rsplit('/')
+        .next()
+        .and_then(|rest| rest.split('?').next())
+        .expect("a database name");
+    // A session takes it as it starts: the pooler's server connections are opened again (as
+    // PgBouncer's `RECONNECT` would).
+    RawPostgres::connect(db.direct_url())
+        .expect("connect")
+        .execute(&format!(
+            "ALTER DATABASE {name} SET synchronous_commit = remote_apply; \
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+        ))
+        .expect("set it on the database");
+    let store = Store::open(&config).expect("open");
+    let found = store.find_pet(1).await;
+    assert!(
+        matches!(found, Ok(None)),
+        "served once the role gives remote_apply: {found:?}"
+    );
+    store.close();
+}

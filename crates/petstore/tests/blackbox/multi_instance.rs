@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::{TestServer, agent, get, post, run};
 use petstore_domain::Storage;
-use petstore_store::testing::TestDatabase;
+use petstore_store::testing::{PooledStatements, TestDatabase};
 
 const CLIENTS: usize = 8;
 const POSTS_PER_CLIENT: usize = 500;
@@ -66,7 +66,18 @@ fn two_instances_on_one_mariadb_database_lose_and_duplicate_nothing() {
 /// `--no-migrate` and `pooler=transaction`.
 #[test]
 fn two_instances_through_a_transaction_pooler_lose_and_duplicate_nothing() {
-    if let Some(db) = TestDatabase::postgres_through_pgbouncer() {
+    if let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::NotKept) {
+        run(db.direct_url(), &["migrate"]);
+        two_instances_lose_and_duplicate_nothing(&db);
+    }
+}
+
+/// The same through a PgBouncer that keeps prepared statements (`pooler=transaction-prepared`):
+/// both processes name theirs alike (`s0`, `s1`, ...) and prepare them on the same two server
+/// connections, which the pooler keeps apart.
+#[test]
+fn two_instances_through_a_pooler_keeping_statements_lose_and_duplicate_nothing() {
+    if let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::Kept) {
         run(db.direct_url(), &["migrate"]);
         two_instances_lose_and_duplicate_nothing(&db);
     }
