@@ -1167,12 +1167,14 @@ fi
 if [ "$TOPOLOGIES" = 1 ]; then
   install_missing pgbench postgresql
   bash scripts/pgbouncer.sh
-  PGBOUNCER=$PWD/target/tools/pgbouncer/bin/pgbouncer
   PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n1)
   free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   # A folder of its own, outside $WORK (private to root): PostgreSQL runs as `postgres`.
   TOPO=$(mktemp -d)
   [ "$(id -u)" = 0 ] && chown postgres "$TOPO"
+  # A copy the `postgres` user can run wherever the checkout is.
+  PGBOUNCER=$TOPO/pgbouncer
+  install -m 755 target/tools/pgbouncer/bin/pgbouncer "$PGBOUNCER"
   primary_port=$(free_port) standby_port=$(free_port) bouncer_port=$(free_port) keeping_port=$(free_port)
   as_postgres "$PG_BIN/initdb" -U postgres --auth=trust --no-sync -D "$TOPO/primary" >/dev/null
   as_postgres "$PG_BIN/pg_ctl" -D "$TOPO/primary" -l "$TOPO/primary.log" -w start \
@@ -1233,11 +1235,12 @@ INI
     [ "$status" = 200 ] || { echo "bench: $url answered the list $status, not 200" >&2; exit 1; }
   done
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.4f", a / b }'; }
-  # Each way's runs (req/s) and their ratios to the direct run of the same round, for `$1`
-  # (`get`: the list; `post`: creates).
+  # Each way's runs (req/s) and their ratios to the direct run of the same round, by kind
+  # (`get`: the list; `post`: creates) and way.
   declare -A runs=() ratios=() last=()
-  for round in $(seq 1 "$RUNS"); do
-    for kind in get post; do
+  # The lists first, all rounds, on the 1,000 pets; then the creates.
+  for kind in get post; do
+    for round in $(seq 1 "$RUNS"); do
       for way in direct pooled keeping standby; do
         url_var=${way}_url
         if [ "$kind" = get ]; then
@@ -1258,7 +1261,7 @@ INI
   wait "$direct_pid" "$pooled_pid" "$keeping_pid" "$standby_pid" 2>/dev/null || true
   SERVER_PID=""
   med() { printf '%s\n' $1 | median; }
-  row() { # kind
+  topology_row() { # kind
     echo "| $(med "${runs[$1.direct]}") | $(med "${runs[$1.pooled]}") | $(med "${ratios[$1.pooled]}") | $(med "${runs[$1.keeping]}") | $(med "${ratios[$1.keeping]}") | $(med "${runs[$1.standby]}") | $(med "${ratios[$1.standby]}") |"
   }
   OUT=${OUT%/*}/postgres-topologies.md
@@ -1267,13 +1270,13 @@ INI
     echo
     echo "| Direct (median req/s) | \`pooler=transaction\` (median req/s) | / direct | \`pooler=transaction-prepared\` (median req/s) | / direct | Reads on the standby (median req/s) | / direct |"
     echo "|---|---|---|---|---|---|---|"
-    row get
+    topology_row get
     echo
     echo "POST /v1/pets on the same servers (the standby synchronous: each commit waits for it to flush, and with read URLs to apply, \`remote_apply\`):"
     echo
     echo "| Direct (median req/s) | \`pooler=transaction\` (median req/s) | / direct | \`pooler=transaction-prepared\` (median req/s) | / direct | With read URLs, remote_apply (median req/s) | / direct |"
     echo "|---|---|---|---|---|---|---|"
-    row post
+    topology_row post
   } >"$OUT"
   cat "$OUT"
   exit 0

@@ -33,7 +33,8 @@ pub(crate) enum Conn<'a> {
         /// Whether no other call uses it meanwhile.
         exclusive: bool,
         /// Whether the backend runs the call inside a transaction of its own (behind a
-        /// transaction pooler, `postgres::connections::Connections::call`): [`Conn::begin`] and
+        /// transaction pooler that keeps no statements, `pooler=transaction`,
+        /// `postgres::connections::Connections::call`): [`Conn::begin`] and
         /// [`Conn::finish`] then make a savepoint of it.
         in_transaction: bool,
     },

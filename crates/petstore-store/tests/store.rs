@@ -1,7 +1,8 @@
 //! The store's own behaviour, each scenario run once per backend: what the conformance kit
 //! (`petstore-conformance`, run at the end of this file on SQLite, PostgreSQL, PostgreSQL
 //! through PgBouncer keeping prepared statements or not, and MariaDB) cannot see through the
-//! storage interface alone: corrupt rows, the hashes as stored, threads with pools of their own, migrations, reopening, outages, timeouts.
+//! storage interface alone: corrupt rows, the hashes as stored, threads with pools of their
+//! own, migrations, reopening, outages, timeouts.
 //! Here the scenarios every backend runs; in `store/` the clock, the failures, the migrations
 //! and PostgreSQL's connections, and MariaDB's own.
 

@@ -100,54 +100,86 @@ const FIND_ITSELF: &str = "SELECT name FROM pg_prepared_statements WHERE stateme
 /// Checks, on a new connection through a pooler said to keep prepared statements, that it does,
 /// and that a session has what the service would otherwise have set at start-up and cannot
 /// here: with read URLs, `synchronous_commit = remote_apply` (read-your-writes on the standbys)
-/// from the role. In one transaction (one server connection): a statement prepared by name, then
-/// looked for among the server's prepared statements. A pooler that keeps statements prepares it
-/// there under a name of its own (PgBouncer: `PGBOUNCER_n`); one that does not passes the
-/// client's name on (tokio-postgres': `s` and a number), and a statement prepared in one
-/// transaction would be missing, or another client's, in the next.
+/// from the role, refused without it; a statement timeout, warned of without one. In one
+/// transaction (one server connection): a statement prepared by name, then looked for among the
+/// server's prepared statements. A pooler that keeps statements prepares it there under a name
+/// of its own (PgBouncer: `PGBOUNCER_n`); one that does not passes the client's name on
+/// (tokio-postgres': `s` and a number), and a statement prepared in one transaction would be
+/// missing, or another client's, in the next.
 pub(crate) async fn keeps_statements(
     client: &tokio_postgres::Client,
     read_urls: bool,
 ) -> Result<(), StoreError> {
-    let refused = |what: String| Err(StoreError::Connect(what.into()));
-    client
-        .batch_execute("BEGIN")
-        .await
-        .map_err(|error| StoreError::Connect(error.into()))?;
-    let found = async {
-        let statement = client.prepare(FIND_ITSELF).await?;
-        let names = client.query(&statement, &[&FIND_ITSELF]).await?;
-        let synchronous_commit = if read_urls {
-            Some(client.query_one("SHOW synchronous_commit", &[]).await?)
-        } else {
-            None
-        };
-        client.batch_execute("COMMIT").await?;
-        Ok::<_, tokio_postgres::Error>((names, synchronous_commit))
+    use tokio_postgres::error::SqlState;
+    let failed = |error: tokio_postgres::Error| match error.code() {
+        // Only a pooler that keeps no statements lets another client's statement of the same
+        // name be found, or ours be missing.
+        Some(&SqlState::DUPLICATE_PSTATEMENT | &SqlState::INVALID_SQL_STATEMENT_NAME) => {
+            not_kept(&error.to_string())
+        }
+        _ => StoreError::Connect(error.into()),
     };
-    let (names, synchronous_commit) = found
+    client.batch_execute("BEGIN").await.map_err(failed)?;
+    let statement = client.prepare(FIND_ITSELF).await.map_err(failed)?;
+    let names: Vec<String> = client
+        .query(&statement, &[&FIND_ITSELF])
         .await
-        .map_err(|error| StoreError::Connect(error.into()))?;
-    let names: Vec<String> = names.iter().map(|row| row.get(0)).collect();
-    if names.is_empty() || names.iter().any(|name| is_tokio_postgres_name(name)) {
-        return refused(format!(
-            "`pooler=transaction-prepared`, but the pooler does not keep prepared statements \
-             (the server holds {names:?}, the client's own names): use PgBouncer 1.21 or later \
-             with max_prepared_statements above 0, or `pooler=transaction`"
+        .map_err(failed)?
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    // Under the client's own names are this check's statement and those of checks before it
+    // on this server connection; kept, it is there under the pooler's name too.
+    if names.iter().all(|name| is_tokio_postgres_name(name)) {
+        // Leave none of them behind (each name checked above: `s` and digits).
+        for name in &names {
+            let _ = client.batch_execute(&format!("DEALLOCATE {name}")).await;
+        }
+        return Err(not_kept(&format!(
+            "the server holds this check's statement as {names:?}, the client's own names"
+        )));
+    }
+    let settings = client
+        .simple_query("SHOW synchronous_commit; SHOW statement_timeout; COMMIT")
+        .await
+        .map_err(failed)?;
+    let mut values = settings.iter().filter_map(|message| match message {
+        tokio_postgres::SimpleQueryMessage::Row(row) => row.get(0),
+        _ => None,
+    });
+    let (synchronous_commit, statement_timeout) = (values.next(), values.next());
+    if read_urls && synchronous_commit != Some("remote_apply") {
+        return Err(StoreError::Connect(
+            format!(
+                "`pooler=transaction-prepared` with read URLs: synchronous_commit is \
+                 {synchronous_commit:?}, and reads on a standby could miss the writes just \
+                 answered; set it on the role or the database (`ALTER ROLE ... SET \
+                 synchronous_commit = remote_apply`, then have the pooler open its server \
+                 connections again): a transaction pooler cannot carry it as a session setting"
+            )
+            .into(),
         ));
     }
-    if let Some(row) = synchronous_commit {
-        let value: String = row.get(0);
-        if value != "remote_apply" {
-            return refused(format!(
-                "`pooler=transaction-prepared` with read URLs: synchronous_commit is {value:?}, \
-                 and reads on a standby could miss the writes just answered; set it on the role \
-                 or the database (`ALTER ROLE ... SET synchronous_commit = remote_apply`): a \
-                 transaction pooler cannot carry it as a session setting"
-            ));
-        }
+    if statement_timeout == Some("0") {
+        log::warn!(
+            "`pooler=transaction-prepared`: the session has no statement timeout (the service \
+             cannot set one through the pooler), so a statement that runs away runs on; set it \
+             on the role (`ALTER ROLE ... SET statement_timeout = '5s'`)"
+        );
     }
     Ok(())
+}
+
+/// The refusal of a pooler said to keep prepared statements that does not, naming the fix.
+fn not_kept(why: &str) -> StoreError {
+    StoreError::Connect(
+        format!(
+            "`pooler=transaction-prepared`, but the pooler does not keep prepared statements \
+             ({why}): use PgBouncer 1.21 or later with max_prepared_statements above 0, or \
+             `pooler=transaction` (`none` straight to PostgreSQL)"
+        )
+        .into(),
+    )
 }
 
 /// Whether `name` is one tokio-postgres gives the statements it prepares (`s0`, `s1`, ...).

@@ -7,7 +7,9 @@
 //! Timeouts the URL does not set come from the store's configuration, so that a database host
 //! that stops answering (rather than refusing) cannot hold a connection for the minutes TCP would
 //! take to give up: `connect_timeout`, TCP keepalives, a TCP user timeout a little past the
-//! statement timeout, and the statement timeout itself (sent at connection start-up).
+//! statement timeout, and the statement timeout itself (sent at connection start-up; behind a
+//! transaction pooler, which refuses start-up settings, set in each call's transaction or taken
+//! from the role: `super::pooler`).
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -215,7 +217,8 @@ impl PgSettings {
     /// [`Self::connect`], with a flag set once the server has closed the connection (its I/O
     /// task ended): for a connection held between calls, so that one whose server went away
     /// (a restart, a failover) is replaced before a call fails on it. Not behind a transaction
-    /// pooler (no connection is held there between calls).
+    /// pooler that keeps no statements (no connection is shared there between calls); behind
+    /// one that keeps them, checked as [`Self::connect`] checks.
     pub(crate) async fn connect_watched(
         &self,
     ) -> Result<(AsyncPgConnection, Arc<AtomicBool>), StoreError> {

@@ -83,9 +83,13 @@ impl PgBouncer {
         if rustix::process::geteuid().is_root() {
             let (uid, gid) =
                 system_user("postgres").expect("the postgres user (Debian's package creates it)");
-            for path in [dir.path(), &users, &ini] {
+            // A copy in the folder it owns: the checkout's own folders may be closed to it.
+            let copy = dir.path().join("pgbouncer");
+            std::fs::copy(&program, &copy).expect("copy PgBouncer into its folder");
+            for path in [dir.path(), &users, &ini, &copy] {
                 chown(path, (uid, gid));
             }
+            command = Command::new(&copy);
             use std::os::unix::process::CommandExt;
             command.uid(uid).gid(gid);
         }

@@ -204,12 +204,15 @@ async fn a_pooler_said_to_keep_statements_is_checked_as_each_connection_opens() 
     let said = db
         .url()
         .replace("pooler=transaction", "pooler=transaction-prepared");
-    let store = Store::open(&StoreConfig::new(&said)).expect("open");
-    let refused = store.find_pet(1).await.expect_err("refused");
-    assert_eq!(refused.kind(), StorageErrorKind::Unavailable, "{refused:?}");
-    let chain = petstore_domain::error::Chain(&refused).to_string();
-    assert!(chain.contains("max_prepared_statements"), "{chain}");
-    assert!(chain.contains("pooler=transaction`"), "{chain}");
+    let store = Store::open(&StoreConfig::new(&said)).expect("open is lazy");
+    for _ in 0..2 {
+        // Twice: no connection is kept after its refusal; the next one is checked again.
+        let refused = store.find_pet(1).await.expect_err("refused");
+        assert_eq!(refused.kind(), StorageErrorKind::Unavailable, "{refused:?}");
+        let chain = petstore_domain::error::Chain(&refused).to_string();
+        assert!(chain.contains("max_prepared_statements"), "{chain}");
+        assert!(chain.contains("pooler=transaction`"), "{chain}");
+    }
     store.close();
 
     let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::Kept) else {
@@ -218,32 +221,65 @@ async fn a_pooler_said_to_keep_statements_is_checked_as_each_connection_opens() 
     db.store().await.close();
     let mut config = StoreConfig::new(db.url());
     config.read_urls = vec![db.direct_url().to_owned()];
-    let store = Store::open(&config).expect("open");
+    let store = Store::open(&config).expect("open is lazy");
     let refused = store.find_pet(1).await.expect_err("refused");
     let chain = petstore_domain::error::Chain(&refused).to_string();
     assert!(chain.contains("remote_apply"), "{chain}");
     store.close();
+
+    // Set before the pooler opens a session to it (a session takes it as it starts).
+    let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::Kept) else {
+        return;
+    };
     let name = db
         .direct_url()
         .rsplit('/')
         .next()
         .and_then(|rest| rest.split('?').next())
         .expect("a database name");
-    // A session takes it as it starts: the pooler's server connections are opened again (as
-    // PgBouncer's `RECONNECT` would).
     RawPostgres::connect(db.direct_url())
         .expect("connect")
         .execute(&format!(
-            "ALTER DATABASE {name} SET synchronous_commit = remote_apply; \
-             SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
-             WHERE datname = '{name}' AND pid <> pg_backend_pid()"
+            "ALTER DATABASE {name} SET synchronous_commit = remote_apply"
         ))
         .expect("set it on the database");
-    let store = Store::open(&config).expect("open");
+    db.store().await.close();
+    let mut config = StoreConfig::new(db.url());
+    config.read_urls = vec![db.direct_url().to_owned()];
+    let store = Store::open(&config).expect("open is lazy");
     let found = store.find_pet(1).await;
     assert!(
         matches!(found, Ok(None)),
         "served once the role gives remote_apply: {found:?}"
     );
     store.close();
+}
+
+/// `pooler=transaction` through a pooler that keeps statements (PgBouncer keeps 200 unless told
+/// otherwise since 1.21: what an upgrade of the pooler alone gives) works as well, beside a
+/// `pooler=transaction-prepared` client on the same two server connections, lent in turn: its
+/// `DEALLOCATE ALL` drops nothing the pooler keeps for the other.
+#[tokio::test]
+async fn both_pooler_modes_share_a_pooler_that_keeps_statements() {
+    use petstore_store::testing::PooledStatements;
+    let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::Kept) else {
+        return;
+    };
+    let keeping = db.store().await;
+    let per_call = db
+        .url()
+        .replace("pooler=transaction-prepared", "pooler=transaction");
+    let per_call = Store::open(&StoreConfig::new(&per_call)).expect("open is lazy");
+    let pet = add(&keeping, "Rex", PetStatus::Available).await;
+    for round in 0..20 {
+        for store in [&keeping, &per_call] {
+            let found = store.find_pet(pet.id).await;
+            assert!(
+                matches!(found, Ok(Some(ref found)) if found.id == pet.id),
+                "round {round}: {found:?}"
+            );
+        }
+    }
+    keeping.close();
+    per_call.close();
 }
