@@ -242,10 +242,10 @@ cleanup() {
   # --postgres-topologies' own servers.
   if [ -n "$TOPO" ]; then
     # SIGQUIT: PgBouncer's immediate shutdown (since 1.23, SIGTERM waits for every client).
-    [ -f "$TOPO/pgbouncer.pid" ] && kill -QUIT "$(cat "$TOPO/pgbouncer.pid")" 2>/dev/null
-    [ -f "$TOPO/pgbouncer-keeping.pid" ] && kill -QUIT "$(cat "$TOPO/pgbouncer-keeping.pid")" 2>/dev/null
+    [ -f "$TOPO/pgbouncer.pid" ] && { kill -QUIT "$(cat "$TOPO/pgbouncer.pid")" 2>/dev/null || true; }
+    [ -f "$TOPO/pgbouncer-keeping.pid" ] && { kill -QUIT "$(cat "$TOPO/pgbouncer-keeping.pid")" 2>/dev/null || true; }
     for data in "$TOPO/standby" "$TOPO/primary"; do
-      [ -f "$data/postmaster.pid" ] && as_postgres "$PG_BIN/pg_ctl" -D "$data" stop -m fast >/dev/null 2>&1
+      [ -f "$data/postmaster.pid" ] && { as_postgres "$PG_BIN/pg_ctl" -D "$data" stop -m fast >/dev/null 2>&1 || true; }
     done
     rm -rf "$TOPO"
   fi
@@ -1186,6 +1186,11 @@ if [ "$TOPOLOGIES" = 1 ]; then
   primary=postgres://postgres@127.0.0.1:$primary_port/postgres?sslmode=disable
   standby=postgres://postgres@127.0.0.1:$standby_port/postgres?sslmode=disable
   psql -q "$primary" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
+  # What the service sends at start-up straight to PostgreSQL, and cannot through a pooler: the
+  # role's, as docs/deploy.md asks of `pooler=transaction-prepared` (start-up options, and
+  # `pooler=transaction`'s per-transaction settings, take precedence over it).
+  psql -q "$primary" -c "ALTER ROLE postgres SET plan_cache_mode = force_generic_plan" \
+    -c "ALTER ROLE postgres SET statement_timeout = '5s'" >/dev/null
   printf '"postgres" ""\n' >"$TOPO/users.txt"
   # Two PgBouncers alike but for prepared statements: one keeps none (as before 1.21; the
   # service is told `pooler=transaction`), one keeps them (`pooler=transaction-prepared`).
@@ -1218,17 +1223,21 @@ INI
   serve=(serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --no-migrate)
   start_server topology-direct env RUST_LOG=warn "$BIN" --database-url "$primary" "${serve[@]}"
   direct_pid=$SERVER_PID direct_url=$BASE
+  SERVERS+=("$SERVER_PID")
   start_server topology-pooled env RUST_LOG=warn "$BIN" \
     --database-url "postgres://postgres@127.0.0.1:$bouncer_port/postgres?sslmode=disable&pooler=transaction" \
     "${serve[@]}"
   pooled_pid=$SERVER_PID pooled_url=$BASE
+  SERVERS+=("$SERVER_PID")
   start_server topology-keeping env RUST_LOG=warn "$BIN" \
     --database-url "postgres://postgres@127.0.0.1:$keeping_port/postgres?sslmode=disable&pooler=transaction-prepared" \
     "${serve[@]}"
   keeping_pid=$SERVER_PID keeping_url=$BASE
+  SERVERS+=("$SERVER_PID")
   start_server topology-standby env RUST_LOG=warn "$BIN" --database-url "$primary" "${serve[@]}" \
     --database-read-url "$standby"
   standby_pid=$SERVER_PID standby_url=$BASE
+  SERVERS+=("$SERVER_PID")
   sleep 1 # the standby's first lag reading
   for url in "$direct_url" "$pooled_url" "$keeping_url" "$standby_url"; do
     status=$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$url/v1/pets?limit=20")
@@ -1259,7 +1268,7 @@ INI
   replica_reads=$(curl -s "$standby_url/metrics" | awk '/^petstore_db_reads_total\{target="replica"\}/ { print $2 }')
   kill -TERM "$direct_pid" "$pooled_pid" "$keeping_pid" "$standby_pid"
   wait "$direct_pid" "$pooled_pid" "$keeping_pid" "$standby_pid" 2>/dev/null || true
-  SERVER_PID=""
+  SERVER_PID="" SERVERS=()
   med() { printf '%s\n' $1 | median; }
   topology_row() { # kind
     echo "| $(med "${runs[$1.direct]}") | $(med "${runs[$1.pooled]}") | $(med "${ratios[$1.pooled]}") | $(med "${runs[$1.keeping]}") | $(med "${ratios[$1.keeping]}") | $(med "${runs[$1.standby]}") | $(med "${ratios[$1.standby]}") |"
@@ -1355,6 +1364,7 @@ if roles == ["leader", "sync_standby", "sync_standby"]:
   serve=(serve --bind 127.0.0.1:0 --workers 1 --bootstrap-key=false --no-migrate)
   start_server patroni-direct env RUST_LOG=warn "$BIN" --database-url "$direct" "${serve[@]}"
   direct_pid=$SERVER_PID direct_url=$BASE
+  SERVERS+=("$SERVER_PID")
   start_server patroni-haproxy env RUST_LOG=warn "$BIN" --database-url "$through" "${serve[@]}"
   haproxy_pid=$SERVER_PID haproxy_url=$BASE
   start_server patroni-standbys env RUST_LOG=warn "$BIN" --database-url "$through" "${serve[@]}" \

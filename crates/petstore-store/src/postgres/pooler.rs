@@ -115,7 +115,7 @@ pub(crate) async fn keeps_statements(
         // Only a pooler that keeps no statements lets another client's statement of the same
         // name be found, or ours be missing.
         Some(&SqlState::DUPLICATE_PSTATEMENT | &SqlState::INVALID_SQL_STATEMENT_NAME) => {
-            not_kept(&error.to_string())
+            not_kept(&petstore_domain::error::Chain(&error).to_string())
         }
         _ => StoreError::Connect(error.into()),
     };
@@ -128,13 +128,24 @@ pub(crate) async fn keeps_statements(
         .iter()
         .map(|row| row.get(0))
         .collect();
+    if names.is_empty() {
+        let _ = client.batch_execute("ROLLBACK").await;
+        return Err(not_kept(
+            "the server holds no statement of this check's text: the pooler does not prepare \
+             it by name",
+        ));
+    }
     // Under the client's own names are this check's statement and those of checks before it
     // on this server connection; kept, it is there under the pooler's name too.
     if names.iter().all(|name| is_tokio_postgres_name(name)) {
-        // Leave none of them behind (each name checked above: `s` and digits).
-        for name in &names {
-            let _ = client.batch_execute(&format!("DEALLOCATE {name}")).await;
-        }
+        // Leave none of them behind, and the server connection out of a transaction (each
+        // name checked above: `s` and digits).
+        let mut end: Vec<String> = names
+            .iter()
+            .map(|name| format!("DEALLOCATE {name}"))
+            .collect();
+        end.push("ROLLBACK".to_owned());
+        let _ = client.batch_execute(&end.join("; ")).await;
         return Err(not_kept(&format!(
             "the server holds this check's statement as {names:?}, the client's own names"
         )));
@@ -151,11 +162,12 @@ pub(crate) async fn keeps_statements(
     if read_urls && synchronous_commit != Some("remote_apply") {
         return Err(StoreError::Connect(
             format!(
-                "`pooler=transaction-prepared` with read URLs: synchronous_commit is \
-                 {synchronous_commit:?}, and reads on a standby could miss the writes just \
+                "`pooler=transaction-prepared` with read URLs: synchronous_commit is {:?}, \
+                 and reads on a standby could miss the writes just \
                  answered; set it on the role or the database (`ALTER ROLE ... SET \
                  synchronous_commit = remote_apply`, then have the pooler open its server \
-                 connections again): a transaction pooler cannot carry it as a session setting"
+                 connections again): a transaction pooler cannot carry it as a session setting",
+                synchronous_commit.unwrap_or("not shown")
             )
             .into(),
         ));

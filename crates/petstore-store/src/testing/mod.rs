@@ -219,6 +219,14 @@ impl TestDatabase {
     /// clients' prepared statements or not. `None` outside CI where PostgreSQL or PgBouncer is
     /// missing.
     pub fn postgres_through_pgbouncer(statements: PooledStatements) -> Option<Self> {
+        Self::postgres_through_pgbouncer_with(statements, 2)
+    }
+
+    /// [`Self::postgres_through_pgbouncer`] with `pool_size` server connections.
+    pub fn postgres_through_pgbouncer_with(
+        statements: PooledStatements,
+        pool_size: u32,
+    ) -> Option<Self> {
         let mut db = Self::postgres()?;
         let Cleanup::Postgres {
             admin_url,
@@ -236,7 +244,7 @@ impl TestDatabase {
             .next()
             .unwrap_or("127.0.0.1");
         let (host, port) = server.rsplit_once(':').unwrap_or((server, "5432"));
-        let bouncer = PgBouncer::start(host, port.parse().expect("a port"), 2, statements)?;
+        let bouncer = PgBouncer::start(host, port.parse().expect("a port"), pool_size, statements)?;
         db.url = bouncer.url(name);
         *pooler = Some(bouncer);
         Some(db)

@@ -256,13 +256,15 @@ async fn a_pooler_said_to_keep_statements_is_checked_as_each_connection_opens() 
 }
 
 /// `pooler=transaction` through a pooler that keeps statements (PgBouncer keeps 200 unless told
-/// otherwise since 1.21: what an upgrade of the pooler alone gives) works as well, beside a
-/// `pooler=transaction-prepared` client on the same two server connections, lent in turn: its
-/// `DEALLOCATE ALL` drops nothing the pooler keeps for the other.
+/// otherwise since 1.24: what an upgrade of the pooler alone gives) works as well, beside a
+/// `pooler=transaction-prepared` client on the same server connection (one, so that each
+/// client's calls meet the other's): the per-call client's `DEALLOCATE ALL` makes the pooler
+/// forget what it prepared there (PgBouncer 1.22 and later), and the other client's statements
+/// are prepared again as it uses them.
 #[tokio::test]
 async fn both_pooler_modes_share_a_pooler_that_keeps_statements() {
     use petstore_store::testing::PooledStatements;
-    let Some(db) = TestDatabase::postgres_through_pgbouncer(PooledStatements::Kept) else {
+    let Some(db) = TestDatabase::postgres_through_pgbouncer_with(PooledStatements::Kept, 1) else {
         return;
     };
     let keeping = db.store().await;
