@@ -1187,8 +1187,9 @@ if [ "$TOPOLOGIES" = 1 ]; then
   standby=postgres://postgres@127.0.0.1:$standby_port/postgres?sslmode=disable
   psql -q "$primary" -c "ALTER SYSTEM SET synchronous_standby_names = '*'" -c "SELECT pg_reload_conf()" >/dev/null
   # What the service sends at start-up straight to PostgreSQL, and cannot through a pooler: the
-  # role's, as docs/deploy.md asks of `pooler=transaction-prepared` (start-up options, and
-  # `pooler=transaction`'s per-transaction settings, take precedence over it).
+  # role's, as docs/deploy.md asks of `pooler=transaction-prepared`. Start-up options take
+  # precedence over it (direct, standby), and `pooler=transaction`'s own statement timeout; its
+  # statements, each run once, take the role's plan_cache_mode.
   psql -q "$primary" -c "ALTER ROLE postgres SET plan_cache_mode = force_generic_plan" \
     -c "ALTER ROLE postgres SET statement_timeout = '5s'" >/dev/null
   printf '"postgres" ""\n' >"$TOPO/users.txt"
@@ -1367,9 +1368,11 @@ if roles == ["leader", "sync_standby", "sync_standby"]:
   SERVERS+=("$SERVER_PID")
   start_server patroni-haproxy env RUST_LOG=warn "$BIN" --database-url "$through" "${serve[@]}"
   haproxy_pid=$SERVER_PID haproxy_url=$BASE
+  SERVERS+=("$SERVER_PID")
   start_server patroni-standbys env RUST_LOG=warn "$BIN" --database-url "$through" "${serve[@]}" \
     --database-read-url "$standbys"
   standbys_pid=$SERVER_PID standbys_url=$BASE
+  SERVERS+=("$SERVER_PID")
   sleep 1 # the standbys' first lag reading
   for url in "$direct_url" "$haproxy_url" "$standbys_url"; do
     status=$(curl -s -o /dev/null -w '%{http_code}' "${auth[@]}" "$url/v1/pets?limit=20")
@@ -1393,7 +1396,7 @@ if roles == ["leader", "sync_standby", "sync_standby"]:
   done
   kill -TERM "$direct_pid" "$haproxy_pid" "$standbys_pid"
   wait "$direct_pid" "$haproxy_pid" "$standbys_pid" 2>/dev/null || true
-  SERVER_PID=""
+  SERVER_PID="" SERVERS=()
   OUT=${OUT%/*}/patroni.md
   {
     echo "deploy/patroni/ on one machine: etcd $(/usr/bin/etcd --version | awk 'NR == 1 { print $3 }'), Patroni $(/usr/bin/patroni --version | awk '{ print $2 }'), PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a leader and two synchronous standbys), HAProxy $(/usr/sbin/haproxy -v | awk 'NR == 1 { print $3 }'); 1,000 pets; 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS alternating runs of ${DURATION}s; $(git rev-parse --short HEAD 2>/dev/null || echo unknown). GET /v1/pets?limit=20 and POST /v1/pets (each commit waits for both standbys: flushed, and with read URLs applied)."

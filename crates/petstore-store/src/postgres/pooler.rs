@@ -111,13 +111,20 @@ pub(crate) async fn keeps_statements(
     read_urls: bool,
 ) -> Result<(), StoreError> {
     use tokio_postgres::error::SqlState;
-    let failed = |error: tokio_postgres::Error| match error.code() {
-        // Only a pooler that keeps no statements lets another client's statement of the same
-        // name be found, or ours be missing.
-        Some(&SqlState::DUPLICATE_PSTATEMENT | &SqlState::INVALID_SQL_STATEMENT_NAME) => {
-            not_kept(&petstore_domain::error::Chain(&error).to_string())
+    // (A check that fails leaves its transaction to the connection's end: the connection is
+    // dropped, and the pooler gives its server connection up.)
+    let failed = |error: tokio_postgres::Error| {
+        let why = petstore_domain::error::Chain(&error).to_string();
+        match error.code() {
+            // Only a pooler that keeps no statements lets another client's statement of the
+            // same name be found, or ours be missing.
+            Some(&SqlState::DUPLICATE_PSTATEMENT | &SqlState::INVALID_SQL_STATEMENT_NAME) => {
+                not_kept(&why)
+            }
+            _ => StoreError::Connect(
+                format!("`pooler=transaction-prepared`: checking the pooler: {why}").into(),
+            ),
         }
-        _ => StoreError::Connect(error.into()),
     };
     client.batch_execute("BEGIN").await.map_err(failed)?;
     let statement = client.prepare(FIND_ITSELF).await.map_err(failed)?;
