@@ -83,13 +83,11 @@ impl PgBouncer {
         if rustix::process::geteuid().is_root() {
             let (uid, gid) =
                 system_user("postgres").expect("the postgres user (Debian's package creates it)");
-            // A copy in the folder it owns: the checkout's own folders may be closed to it.
-            let copy = dir.path().join("pgbouncer");
-            std::fs::copy(&program, &copy).expect("copy PgBouncer into its folder");
-            for path in [dir.path(), &users, &ini, &copy] {
+            // Run where `scripts/pgbouncer.sh` put it (readable by all), not from a copy: a copy
+            // just written can be "busy" while another test's fork holds it open.
+            for path in [dir.path(), &users, &ini] {
                 chown(path, (uid, gid));
             }
-            command = Command::new(&copy);
             use std::os::unix::process::CommandExt;
             command.uid(uid).gid(gid);
         }
