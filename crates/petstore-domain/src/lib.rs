@@ -62,7 +62,7 @@ pub use rate_limit::{
     Ban, BanPolicy, Counts, Plan, RateDecision, RateLimitStatus, RateLimits, Window, WindowStatus,
     WindowUsage,
 };
-pub use redact::redacted_url;
+pub use redact::{redact_keys, redacted_url};
 pub use repository::{
     AdminTokenRepository, ApiKeyRepository, Capacity, CreatePet, IdempotencyRepository,
     OrderRepository, PetRepository, Storage, WebhookRepository,

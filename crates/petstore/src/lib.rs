@@ -15,7 +15,6 @@ mod counters;
 mod keys;
 pub mod logging;
 mod orders;
-mod redact;
 mod sending;
 mod serve;
 mod traces;

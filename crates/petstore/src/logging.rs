@@ -11,6 +11,7 @@ use std::io::{self, Write};
 
 use opentelemetry::trace::TraceContextExt;
 use opentelemetry_sdk::trace::SdkTracer;
+use petstore_domain::redact_keys;
 use serde_json::{Map, Value};
 use tracing::field::{Field, Visit};
 use tracing::subscriber::Interest;
@@ -24,8 +25,6 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::layer::{self, Filter, Layer};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
-
-use crate::redact::redact_keys;
 
 /// How log lines are written (`--log-format text|json`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -10,7 +10,7 @@ use actix_web::http::header::HeaderMap;
 use opentelemetry::KeyValue;
 use opentelemetry::propagation::Extractor;
 use opentelemetry::trace::{SpanContext, Status, TraceContextExt};
-use petstore_domain::TRACE_ROOTS;
+use petstore_domain::{TRACE_ROOTS, redact_keys};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
@@ -85,7 +85,9 @@ pub fn server_span(
     // On the started span itself: a field recorded through `tracing` would also be offered to
     // the logs' layer, to be turned down there.
     started.set_attributes([
-        KeyValue::new("url.path", req.path().to_owned()),
+        // As the logs show it: a client that puts its key in the path does not have it
+        // exported.
+        KeyValue::new("url.path", redact_keys(req.path()).into_owned()),
         KeyValue::new("url.scheme", scheme()),
     ]);
     match req.match_pattern() {

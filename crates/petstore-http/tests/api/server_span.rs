@@ -146,6 +146,35 @@ fn a_clients_error_is_not_the_spans_and_the_scheme_is_the_public_base_urls() {
     }
 }
 
+/// A client that puts its key (or an admin token) in the path does not have it exported: the
+/// path is redacted as the logs redact it, escaped or not.
+#[test]
+fn a_secret_in_the_path_is_not_exported() {
+    let secret = "ab12".repeat(16);
+    for (path, shown) in [
+        (format!("/v1/pets/pst_{secret}"), "/v1/pets/pst_[redacted]"),
+        (format!("/v1/pst%5F{secret}/x"), "/v1/pst_[redacted]/x"),
+        (format!("/v1/psa_{secret}"), "/v1/psa_[redacted]"),
+        (format!("/v1/pets/{secret}"), "/v1/pets/[redacted]"),
+        ("/v1/pets/500".to_owned(), "/v1/pets/500"),
+    ] {
+        let span = exported(
+            &path,
+            None,
+            Answered {
+                status: StatusCode::NOT_FOUND,
+                client: None,
+                key: None,
+            },
+        );
+        assert_eq!(
+            attribute(&span, "url.path"),
+            Some(Value::from(shown)),
+            "{path}"
+        );
+    }
+}
+
 /// The public base URL names the public listener: the admin listener, which shares its state,
 /// says its own scheme (plain HTTP), through `observe` as the service runs it.
 #[actix_web::test]

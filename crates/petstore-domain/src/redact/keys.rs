@@ -1,9 +1,10 @@
-//! [`redact_keys`], which every log line goes through before it is written.
+//! [`redact_keys`], which every log line goes through before it is written, and every path a
+//! trace exports.
 
 use std::borrow::Cow;
 
-use petstore_domain::ADMIN_TOKEN_PREFIX;
-use petstore_domain::key::KEY_PREFIX;
+use crate::admin::ADMIN_TOKEN_PREFIX;
+use crate::key::KEY_PREFIX;
 
 /// `text` with every secret that may be in it replaced, so that a client that puts its key in
 /// a query string (`?api_key=pst_...`), a path or a header that is logged does not have it

@@ -1,6 +1,11 @@
-//! [`redacted_url`]: a connection URL (a database's, a cache's) as it may be shown in a log
-//! line, an error or a metric's label, without any password that any of the drivers would read
-//! in it.
+//! Secrets kept out of what the service shows: [`redacted_url`], a connection URL (a
+//! database's, a cache's) as it may be shown in a log line, an error or a metric's label,
+//! without any password that any of the drivers would read in it; [`redact_keys`], a text (a
+//! log line, a request's path) without anything shaped like an API key or an admin token.
+
+mod keys;
+
+pub use keys::redact_keys;
 
 /// Query parameter names (matched once percent-decoded, any case) whose value is a secret:
 /// tokio-postgres reads `password`; redis reads `pass` (its socket URLs); the others are
