@@ -87,6 +87,16 @@ impl KeyCache {
         (fetched.elapsed() < self.ttl).then_some(None)
     }
 
+    /// Whether the token whose fingerprint is `fingerprint` was a valid key when it was last
+    /// looked up, however long ago: an answer past its TTL stays until the cache needs its room
+    /// (or a lookup finds the key gone). Only a key the storage returned gets here, never a
+    /// made-up token.
+    pub fn was_valid(&self, fingerprint: KeyFingerprint) -> bool {
+        self.sides
+            .as_ref()
+            .is_some_and(|sides| sides.valid.contains_key(&fingerprint))
+    }
+
     /// Records the lookup of the token whose fingerprint is `fingerprint`.
     pub fn put(&self, fingerprint: KeyFingerprint, key: Option<ApiClient>) {
         let Some(sides) = &self.sides else {
@@ -151,6 +161,18 @@ mod tests {
             get(&short, fp(&short, 1)).is_none(),
             "expired after its TTL"
         );
+
+        // What was valid stays known as such past its TTL, until a lookup says otherwise.
+        put(&short, fp(&short, 2), Some(client(2)));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            get(&short, fp(&short, 2)).is_none(),
+            "expired after its TTL"
+        );
+        assert!(short.was_valid(short.fingerprint(fp(&short, 2).as_bytes())));
+        assert!(!short.was_valid(short.fingerprint(fp(&short, 1).as_bytes())));
+        put(&short, fp(&short, 2), None);
+        assert!(!short.was_valid(short.fingerprint(fp(&short, 2).as_bytes())));
 
         let disabled = KeyCache::new(Duration::ZERO, 10);
         put(&disabled, fp(&disabled, 1), None);

@@ -170,6 +170,13 @@ impl Authenticator {
         cached.map(|found| found.filter(|client| client.is_valid_at(now)))
     }
 
+    /// Whether `credentials` named a valid key when this instance last looked them up, however
+    /// long ago (while the key cache keeps the answer): only a real key's holder can present
+    /// such credentials.
+    pub fn known_valid(&self, credentials: Credentials<'_>) -> bool {
+        self.cache.was_valid(credentials.fingerprint)
+    }
+
     /// The valid key `credentials` name at `now`, read from the storage (one read per key and
     /// cache period, unknown keys included): for credentials the cache has no answer for.
     pub async fn fetch(

@@ -30,7 +30,7 @@ use crate::state::AppState;
 /// included). A refused request does no further work:
 /// no body is read, nothing is written. The only storage read on the way is the key lookup,
 /// once per key-cache period per key (unknown keys are cached too), and none for a client
-/// whose address is banned or at its limit.
+/// whose address is banned or at its limit, unless its key was valid when last looked up.
 pub async fn admission(
     access: Access,
     req: ServiceRequest,
@@ -61,20 +61,36 @@ async fn gate<B: MessageBody>(
         None => None,
         Some((_, Some(cached))) => cached,
         Some((credentials, None)) => {
-            // A key this instance has no answer for costs a storage read: not for a client
-            // whose address is refused now anyway. Such a request is counted as the address's,
-            // like one without a valid key, and refused without the read.
-            let anonymous = Admitted::new(state, &req, None, access);
-            if address_refused(state, &anonymous.account, now).await {
-                let (verdict, tally) = decide(state, &anonymous, None, now).await;
-                // Allowed only if the address's window turned meanwhile: then look the key up.
-                if !matches!(verdict, Ok(Verdict::Allowed(_))) {
-                    return annotate(req, next, state, anonymous, (verdict, tally), now).await;
+            // A key this instance has no fresh answer for costs a storage read: not for a
+            // client whose address is refused now anyway, unless it was a valid key when this
+            // instance last looked it up (a made-up one never was): a client behind an address
+            // that others used up (a shared NAT, a /64) keeps its key's own limits. Otherwise
+            // the request is counted as the address's, like one without a valid key, and
+            // refused without the read.
+            let unknown = !state.auth.known_valid(credentials);
+            let mut counted = false;
+            if unknown {
+                let anonymous = Admitted::new(state, &req, None, access);
+                if address_refused(state, &anonymous.account, now).await {
+                    let (verdict, tally) = decide(state, &anonymous, None, now).await;
+                    // Allowed only if the address's window turned meanwhile: then look the key
+                    // up.
+                    if !matches!(verdict, Ok(Verdict::Allowed(_))) {
+                        return annotate(req, next, state, anonymous, (verdict, tally), now).await;
+                    }
+                    counted = true;
                 }
             }
             match state.auth.fetch(&state.db, credentials, now).await {
                 Ok(found) => found,
                 Err(error) => {
+                    // The read failed: a token not known to be valid is counted as the
+                    // address's all the same, so that a flood of made-up keys while the
+                    // storage struggles is limited (and banned) like any other.
+                    if unknown && !counted {
+                        let anonymous = Admitted::new(state, &req, None, access);
+                        let _ = decide(state, &anonymous, None, now).await;
+                    }
                     let limits = state.limit_headers.get(state.limiter.anonymous_limits());
                     let successor = successor(state, access.marks, &req);
                     let standing = Standing::Unknown {

@@ -144,6 +144,14 @@ impl TestApp {
         Self::build(None, storage, None, default_settings()).await
     }
 
+    /// An app over a storage backend of the test's own whose configuration `change` adjusts.
+    pub async fn with_storage_and_config(
+        storage: Arc<dyn Storage>,
+        change: impl FnOnce(&mut Config),
+    ) -> Self {
+        Self::build_with(None, storage, None, default_settings(), change).await
+    }
+
     /// An app over `store` with the given limiter.
     pub async fn with_limiter(db: Option<TestDatabase>, store: Store, limiter: Limiter) -> Self {
         Self::build(db, Arc::new(store), Some(limiter), default_settings()).await

@@ -562,3 +562,103 @@ async fn an_address_at_its_limit_or_banned_costs_no_key_lookup() {
     assert_eq!(valid.status, 200);
     assert_eq!(storage.key_lookups(), 61);
 }
+
+/// Uses up `address`'s allowance with made-up keys until it is banned.
+async fn ban_with_made_up_keys(app: &TestApp, address: &str) {
+    let mut banned = false;
+    for n in 0..200u32 {
+        let reply = app
+            .send(
+                get_from("/v1/pets", address)
+                    .insert_header((header::AUTHORIZATION, format!("Bearer pst_{n:064x}"))),
+            )
+            .await;
+        if reply.status == 429 && reply.json()["code"] == "temporarily_banned" {
+            banned = true;
+            break;
+        }
+    }
+    assert!(banned, "{address} was banned");
+}
+
+/// A client behind an address that others used up (a shared NAT, a /64) is not refused with
+/// it once its key's cache entry is stale: a key this instance found valid before is looked up
+/// again and counted as the key's. A made-up key from that address still costs no lookup; a
+/// key found revoked since is refused with its address from then on, unread.
+#[actix_web::test]
+async fn a_key_found_valid_before_is_not_refused_with_its_address() {
+    let storage = std::sync::Arc::new(crate::memory_storage::MemoryStorage::default());
+    let app = TestApp::with_storage_and_config(storage.clone(), |config| {
+        config.key_cache_ttl = Duration::from_millis(50);
+    })
+    .await;
+    let (_, victim) = new_key(&app, Plan::Pro, None).await;
+    let (other_id, other) = new_key(&app, Plan::Pro, None).await;
+    let shared = "198.51.100.7:5";
+    let as_key = |key: &str| {
+        get_from("/v1/pets", shared).insert_header((header::AUTHORIZATION, format!("Bearer {key}")))
+    };
+    assert_eq!(app.send(as_key(&victim)).await.status, 200);
+    assert_eq!(app.send(as_key(&other)).await.status, 200);
+    ban_with_made_up_keys(&app, shared).await;
+    // Past the cache's TTL: the key is looked up again, and served on its own limits.
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    let looked_up = storage.key_lookups();
+    let reply = app.send(as_key(&victim)).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.json());
+    assert_eq!(storage.key_lookups(), looked_up + 1);
+    // A made-up key from the banned address is still refused unread.
+    app.send(as_key(&format!("pst_{:064x}", 999_999)))
+        .await
+        .assert_error(429, "temporarily_banned");
+    assert_eq!(storage.key_lookups(), looked_up + 1);
+    // Revoked meanwhile: looked up once more, found gone, refused with the address, and never
+    // read again from it.
+    app.store.revoke_key(other_id).await.expect("revoked");
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    app.send(as_key(&other))
+        .await
+        .assert_error(429, "temporarily_banned");
+    assert_eq!(storage.key_lookups(), looked_up + 2);
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    app.send(as_key(&other))
+        .await
+        .assert_error(429, "temporarily_banned");
+    assert_eq!(storage.key_lookups(), looked_up + 2);
+}
+
+/// A key lookup that fails (the storage unavailable) is answered `503`, and the request counted
+/// as the address's: a flood of made-up keys while the storage struggles is limited like any
+/// other, and then costs no lookup.
+#[actix_web::test]
+async fn a_failed_key_lookup_is_counted_as_the_address_s() {
+    let storage = std::sync::Arc::new(crate::memory_storage::MemoryStorage::default());
+    let app = TestApp::with_storage(storage.clone()).await;
+    storage.fail_key_lookups(true);
+    let made_up = |n: u32| {
+        get_from("/v1/pets", "203.0.113.31:5")
+            .insert_header((header::AUTHORIZATION, format!("Bearer pst_{n:064x}")))
+    };
+    for n in 0..60 {
+        app.send(made_up(n))
+            .await
+            .assert_error(503, "service_unavailable");
+    }
+    assert_eq!(storage.key_lookups(), 60);
+    app.send(made_up(60))
+        .await
+        .assert_error(429, "rate_limited");
+    assert_eq!(
+        storage.key_lookups(),
+        60,
+        "refused unread once the address is at its limit"
+    );
+    // Another address is not held back: its lookup is tried (and fails alike).
+    app.send(
+        get_from("/v1/pets", "203.0.113.32:5")
+            .insert_header((header::AUTHORIZATION, format!("Bearer {}", app.key))),
+    )
+    .await
+    .assert_error(503, "service_unavailable");
+    assert_eq!(storage.key_lookups(), 61);
+}
