@@ -8,12 +8,14 @@
 //! registered may resolve elsewhere now). [`check_url`] covers what no resolver sees (a URL
 //! naming an address).
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
 use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use petstore_domain::webhook::{EndpointUrl, UrlPolicy, forbidden_address};
+use petstore_domain::webhook::{EndpointOwner, EndpointUrl, UrlPolicy, forbidden_address};
 use petstore_domain::webhook::{ReceiverCheck, ReceiverRefused};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::sync::Semaphore;
@@ -23,6 +25,44 @@ use tokio::sync::Semaphore;
 pub struct Resolver {
     lookups: Arc<Semaphore>,
     within: Duration,
+    /// Each owner's registration lookups under way (their threads running), at most
+    /// [`PER_OWNER`] each; an owner with none has no entry.
+    owners: Arc<Mutex<HashMap<EndpointOwner, usize>>>,
+    /// How a name is looked up: the system's resolver ([`system_lookup`]; a test's stand-in).
+    system: fn(&str, u16) -> Vec<SocketAddr>,
+}
+
+/// The registration lookups one owner may have under way at once. A lookup whose name's
+/// servers never answer holds its thread, and its slot, for as long as the system's resolver
+/// tries, long past its caller's time limit: without this bound one key registering such names
+/// would hold every slot, and every other owner's registrations would wait and fail.
+const PER_OWNER: usize = 2;
+
+/// The system's resolver: the addresses of `host` (none when it has none, or the lookup
+/// failed).
+fn system_lookup(host: &str, port: u16) -> Vec<SocketAddr> {
+    (host, port)
+        .to_socket_addrs()
+        .map(Iterator::collect)
+        .unwrap_or_default()
+}
+
+/// One of an owner's lookups under way, until dropped (by the lookup's thread, as it ends).
+struct OwnerLookup {
+    owners: Arc<Mutex<HashMap<EndpointOwner, usize>>>,
+    owner: EndpointOwner,
+}
+
+impl Drop for OwnerLookup {
+    fn drop(&mut self) {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Entry::Occupied(mut under_way) = owners.entry(self.owner) {
+            *under_way.get_mut() -= 1;
+            if *under_way.get() == 0 {
+                under_way.remove();
+            }
+        }
+    }
 }
 
 impl Resolver {
@@ -33,6 +73,8 @@ impl Resolver {
         Self {
             lookups: Arc::new(Semaphore::new(at_once.max(1))),
             within,
+            owners: Arc::default(),
+            system: system_lookup,
         }
     }
 
@@ -46,6 +88,17 @@ impl Resolver {
     /// The addresses of `host` (empty when it has none): [`ReceiverRefused::Busy`] when no
     /// lookup could start in time, [`ReceiverRefused::TooSlow`] when it did not end in time.
     pub async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ReceiverRefused> {
+        self.lookup_holding(host, port, ()).await
+    }
+
+    /// [`Self::lookup`], `held` kept until the lookup's thread ends (not merely until its
+    /// caller is answered).
+    async fn lookup_holding(
+        &self,
+        host: &str,
+        port: u16,
+        held: impl Send + 'static,
+    ) -> Result<Vec<SocketAddr>, ReceiverRefused> {
         let deadline = tokio::time::Instant::now() + self.within;
         let busy = || ReceiverRefused::Busy(self.within);
         let permit = tokio::time::timeout_at(deadline, self.lookups.clone().acquire_owned())
@@ -54,15 +107,14 @@ impl Resolver {
             .map_err(|_| busy())?;
         let (answer, answered) = tokio::sync::oneshot::channel();
         let owned = host.to_owned();
+        let system = self.system;
         std::thread::Builder::new()
             .name("petstore-lookup".into())
             .spawn(move || {
-                let found = (owned.as_str(), port)
-                    .to_socket_addrs()
-                    .map(Iterator::collect)
-                    .unwrap_or_default();
+                let found = system(&owned, port);
                 let _ = answer.send(found);
                 drop(permit);
+                drop(held);
             })
             .map_err(|error| ReceiverRefused::Failed(error.to_string()))?;
         match tokio::time::timeout_at(deadline, answered).await {
@@ -73,15 +125,37 @@ impl Resolver {
             Err(_) => Err(ReceiverRefused::TooSlow(self.within)),
         }
     }
+
+    /// One more of `owner`'s lookups under way, unless it has [`PER_OWNER`] already.
+    fn owner_lookup(&self, owner: EndpointOwner) -> Option<OwnerLookup> {
+        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+        let under_way = owners.entry(owner).or_default();
+        if *under_way >= PER_OWNER {
+            return None;
+        }
+        *under_way += 1;
+        Some(OwnerLookup {
+            owners: Arc::clone(&self.owners),
+            owner,
+        })
+    }
 }
 
 #[petstore_domain::async_trait]
 impl ReceiverCheck for Resolver {
-    async fn check(&self, url: &EndpointUrl, policy: UrlPolicy) -> Result<(), ReceiverRefused> {
+    async fn check(
+        &self,
+        url: &EndpointUrl,
+        policy: UrlPolicy,
+        owner: EndpointOwner,
+    ) -> Result<(), ReceiverRefused> {
         if policy.allow_private || url.ip().is_some() {
             return Ok(());
         }
-        let found = self.lookup(url.host(), url.port()).await?;
+        let held = self
+            .owner_lookup(owner)
+            .ok_or(ReceiverRefused::Busy(self.within))?;
+        let found = self.lookup_holding(url.host(), url.port(), held).await?;
         // One answer whether the name does not resolve or resolves to a forbidden address
         // (a name of the service's own networks is refused whatever else it resolves to).
         if found.is_empty() || found.iter().any(|addr| forbidden_address(addr.ip())) {
@@ -223,17 +297,71 @@ mod tests {
         // strictly: its loopback addresses are what refuse it here.
         let url = EndpointUrl::parse("http://localhost:9/hook", lax).expect("allowed");
         let refused = resolver
-            .check(&url, strict)
+            .check(&url, strict, EndpointOwner::Key(1))
             .await
             .expect_err("loopback refused");
         assert!(matches!(refused, ReceiverRefused::NotPublic), "{refused}");
-        assert!(resolver.check(&url, lax).await.is_ok());
+        assert!(
+            resolver
+                .check(&url, lax, EndpointOwner::Key(1))
+                .await
+                .is_ok()
+        );
         let nowhere =
             EndpointUrl::parse("https://no-such-host.invalid/hook", strict).expect("a URL");
         let refused = resolver
-            .check(&nowhere, strict)
+            .check(&nowhere, strict, EndpointOwner::Key(1))
             .await
             .expect_err("unresolvable");
         assert!(matches!(refused, ReceiverRefused::NotPublic), "{refused}");
+    }
+
+    /// A lookup that outlives its caller's time limit keeps its owner's share until its thread
+    /// ends: an owner whose names never resolve holds at most [`PER_OWNER`] lookups, and
+    /// another owner's lookups still start.
+    #[tokio::test]
+    async fn one_owner_cannot_hold_every_lookup() {
+        fn never_in_time(_: &str, _: u16) -> Vec<SocketAddr> {
+            std::thread::sleep(Duration::from_secs(2));
+            Vec::new()
+        }
+        let resolver = Resolver {
+            system: never_in_time,
+            ..Resolver::new(8, Duration::from_millis(50))
+        };
+        let strict = UrlPolicy::default();
+        let url = EndpointUrl::parse("https://slow.example.com/hook", strict).expect("a URL");
+        let (owner, other) = (EndpointOwner::Key(1), EndpointOwner::Operator);
+        for _ in 0..PER_OWNER {
+            let refused = resolver.check(&url, strict, owner).await;
+            assert!(
+                matches!(refused, Err(ReceiverRefused::TooSlow(_))),
+                "{refused:?}"
+            );
+        }
+        // Its threads still run: refused at once, where another owner's lookup starts.
+        let refused = resolver.check(&url, strict, owner).await;
+        assert!(
+            matches!(refused, Err(ReceiverRefused::Busy(_))),
+            "{refused:?}"
+        );
+        let refused = resolver.check(&url, strict, other).await;
+        assert!(
+            matches!(refused, Err(ReceiverRefused::TooSlow(_))),
+            "{refused:?}"
+        );
+        // As they end, the owner's share comes back, and nothing is left behind.
+        for _ in 0..200 {
+            if resolver.owners.lock().expect("not poisoned").is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(resolver.owners.lock().expect("not poisoned").is_empty());
+        let refused = resolver.check(&url, strict, owner).await;
+        assert!(
+            matches!(refused, Err(ReceiverRefused::TooSlow(_))),
+            "{refused:?}"
+        );
     }
 }

@@ -4,15 +4,22 @@
 
 use std::time::Duration;
 
+use super::endpoint::EndpointOwner;
 use super::url_policy::{EndpointUrl, UrlPolicy};
 
 /// Checks that a URL's host leads only where `policy` lets deliveries go.
 #[async_trait::async_trait]
 pub trait ReceiverCheck: Send + Sync {
-    /// `Ok` when `url` may be registered: it names an address (checked when it was parsed),
-    /// `policy` allows private networks, or its host resolves, in time, only to addresses the
-    /// policy allows.
-    async fn check(&self, url: &EndpointUrl, policy: UrlPolicy) -> Result<(), ReceiverRefused>;
+    /// `Ok` when `url` may be registered by `owner`: it names an address (checked when it was
+    /// parsed), `policy` allows private networks, or its host resolves, in time, only to
+    /// addresses the policy allows. `owner` bounds its own lookups under way, so that one owner
+    /// cannot keep others' from starting.
+    async fn check(
+        &self,
+        url: &EndpointUrl,
+        policy: UrlPolicy,
+        owner: EndpointOwner,
+    ) -> Result<(), ReceiverRefused>;
 }
 
 /// Why a URL's host could not be accepted. The words never say which address a name has, nor
@@ -26,7 +33,8 @@ pub enum ReceiverRefused {
     /// The lookup did not end in time: the target cannot be checked.
     #[error("its host did not resolve within {} s", .0.as_secs())]
     TooSlow(Duration),
-    /// No lookup could even start in time (every lookup slot busy): try again later.
+    /// No lookup could even start in time (every lookup slot busy, or the owner's own
+    /// lookups still under way): try again later.
     #[error("no host lookup could start within {} s", .0.as_secs())]
     Busy(Duration),
     /// The lookup could not run (a thread could not start, or ended without an answer).

@@ -59,11 +59,15 @@ pub struct DeliveryPage {
     next_after: Option<i64>,
 }
 
-/// Checks where `url`'s host leads (the program's resolver; see `ReceiverCheck`).
-async fn check_target(state: &AppState, url: &EndpointUrl) -> Result<(), ApiError> {
+/// Checks where `url`'s host leads, for `owner` (the program's resolver; see `ReceiverCheck`).
+async fn check_target(
+    state: &AppState,
+    url: &EndpointUrl,
+    owner: EndpointOwner,
+) -> Result<(), ApiError> {
     state
         .receivers
-        .check(url, state.webhook_policy)
+        .check(url, state.webhook_policy, owner)
         .await
         .map_err(|refused| match refused {
             ReceiverRefused::NotPublic | ReceiverRefused::TooSlow(_) => {
@@ -84,7 +88,7 @@ pub(crate) async fn create(
 ) -> Result<(WebhookEndpoint, HttpResponse), ApiError> {
     let policy = state.webhook_policy;
     let spec = body.validate(policy)?;
-    check_target(state, &spec.url).await?;
+    check_target(state, &spec.url, owner).await?;
     let written = storage_call!(state.db, create_webhook_endpoint(owner, &spec)).await?;
     let (endpoint, secret) = written_or_refused(written, 0)?;
     let location = format!("{collection}/{}", endpoint.id);
@@ -145,7 +149,7 @@ pub(crate) async fn update(
     let policy = state.webhook_policy;
     let update = body.validate(policy)?;
     if let Some(url) = &update.url {
-        check_target(state, url).await?;
+        check_target(state, url, owner).await?;
     }
     let written = storage_call!(state.db, update_webhook_endpoint(id, owner, &update)).await?;
     let endpoint = written_or_refused(written, id)?;
