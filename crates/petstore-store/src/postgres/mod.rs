@@ -75,7 +75,7 @@ impl Postgres {
     /// thread.
     pub(crate) async fn migrate(&self) -> Result<Vec<String>, StoreError> {
         let settings = &self.primary.settings;
-        if settings.pooler.is_some() {
+        if settings.pooler.pools_transactions() {
             return Err(StoreError::Config(
                 "migrations need a session of their own (an advisory lock held across \
                  transactions), which a transaction pooler does not give: run `petstore \

@@ -79,8 +79,10 @@ impl Pooler {
         statements.join("; ")
     }
 
-    /// Whether there is a pooler at all (one that pools transactions).
-    pub(crate) fn is_some(&self) -> bool {
+    /// Whether a transaction pooler stands between the service and PostgreSQL (either kind):
+    /// no session outlives a transaction, so nothing that needs one (migrations' lock,
+    /// start-up options) can run through it.
+    pub(crate) fn pools_transactions(&self) -> bool {
         *self != Self::None
     }
 

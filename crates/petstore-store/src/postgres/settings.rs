@@ -186,7 +186,7 @@ impl PgSettings {
         // A transaction pooler refuses start-up options (PgBouncer: "unsupported startup
         // parameter"), and would not keep them with the session anyway: each transaction sets
         // them instead, or the role (`Pooler`).
-        if !pooler.is_some() {
+        if !pooler.pools_transactions() {
             config.options(&options);
         }
 
