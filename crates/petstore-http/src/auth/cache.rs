@@ -87,14 +87,13 @@ impl KeyCache {
         (fetched.elapsed() < self.ttl).then_some(None)
     }
 
-    /// Whether the token whose fingerprint is `fingerprint` was a valid key when it was last
-    /// looked up, however long ago: an answer past its TTL stays until the cache needs its room
-    /// (or a lookup finds the key gone). Only a key the storage returned gets here, never a
-    /// made-up token.
-    pub fn was_valid(&self, fingerprint: KeyFingerprint) -> bool {
-        self.sides
-            .as_ref()
-            .is_some_and(|sides| sides.valid.contains_key(&fingerprint))
+    /// The key the token whose fingerprint is `fingerprint` named when it was last looked up,
+    /// however long ago: an answer past its TTL stays until the cache needs its room (or a
+    /// lookup finds the key gone). Only a key the storage returned gets here, never a made-up
+    /// token; whether it is still valid (expiry, a rotated-out secret) is the caller's to ask.
+    pub fn last_found(&self, fingerprint: KeyFingerprint) -> Option<ApiClient> {
+        let sides = self.sides.as_ref()?;
+        sides.valid.peek(&fingerprint).map(|(client, _)| client)
     }
 
     /// Records the lookup of the token whose fingerprint is `fingerprint`.
@@ -169,10 +168,11 @@ mod tests {
             get(&short, fp(&short, 2)).is_none(),
             "expired after its TTL"
         );
-        assert!(short.was_valid(short.fingerprint(fp(&short, 2).as_bytes())));
-        assert!(!short.was_valid(short.fingerprint(fp(&short, 1).as_bytes())));
+        let last_found = |n| short.last_found(short.fingerprint(fp(&short, n).as_bytes()));
+        assert!(last_found(2).is_some());
+        assert!(last_found(1).is_none());
         put(&short, fp(&short, 2), None);
-        assert!(!short.was_valid(short.fingerprint(fp(&short, 2).as_bytes())));
+        assert!(last_found(2).is_none());
 
         let disabled = KeyCache::new(Duration::ZERO, 10);
         put(&disabled, fp(&disabled, 1), None);

@@ -170,11 +170,14 @@ impl Authenticator {
         cached.map(|found| found.filter(|client| client.is_valid_at(now)))
     }
 
-    /// Whether `credentials` named a valid key when this instance last looked them up, however
-    /// long ago (while the key cache keeps the answer): only a real key's holder can present
-    /// such credentials.
-    pub fn known_valid(&self, credentials: Credentials<'_>) -> bool {
-        self.cache.was_valid(credentials.fingerprint)
+    /// Whether `credentials` named a key when this instance last looked them up, however long
+    /// ago (while the key cache keeps the answer), that is valid at `now` as it was then (not
+    /// expired, not a rotated-out secret past its grace): only a real key's holder can present
+    /// such credentials. Revocation is the storage's to tell: the lookup that follows.
+    pub fn known_valid(&self, credentials: Credentials<'_>, now: u64) -> bool {
+        self.cache
+            .last_found(credentials.fingerprint)
+            .is_some_and(|client| client.is_valid_at(now))
     }
 
     /// The valid key `credentials` name at `now`, read from the storage (one read per key and

@@ -67,9 +67,7 @@ async fn gate<B: MessageBody>(
             // that others used up (a shared NAT, a /64) keeps its key's own limits. Otherwise
             // the request is counted as the address's, like one without a valid key, and
             // refused without the read.
-            let unknown = !state.auth.known_valid(credentials);
-            let mut counted = false;
-            if unknown {
+            if !state.auth.known_valid(credentials, now) {
                 let anonymous = Admitted::new(state, &req, None, access);
                 if address_refused(state, &anonymous.account, now).await {
                     let (verdict, tally) = decide(state, &anonymous, None, now).await;
@@ -78,19 +76,11 @@ async fn gate<B: MessageBody>(
                     if !matches!(verdict, Ok(Verdict::Allowed(_))) {
                         return annotate(req, next, state, anonymous, (verdict, tally), now).await;
                     }
-                    counted = true;
                 }
             }
             match state.auth.fetch(&state.db, credentials, now).await {
                 Ok(found) => found,
                 Err(error) => {
-                    // The read failed: a token not known to be valid is counted as the
-                    // address's all the same, so that a flood of made-up keys while the
-                    // storage struggles is limited (and banned) like any other.
-                    if unknown && !counted {
-                        let anonymous = Admitted::new(state, &req, None, access);
-                        let _ = decide(state, &anonymous, None, now).await;
-                    }
                     let limits = state.limit_headers.get(state.limiter.anonymous_limits());
                     let successor = successor(state, access.marks, &req);
                     let standing = Standing::Unknown {

@@ -37,8 +37,6 @@ pub struct MemoryStorage {
     seed: RandomState,
     /// While set, creating a pet fails as unavailable (a database gone away).
     failing_creates: AtomicBool,
-    /// While set, looking a key up fails as unavailable.
-    failing_key_lookups: AtomicBool,
     /// What `capacity` reports, when not the default (8 calls, 5 s of wait).
     capacity: Option<(u32, Duration)>,
     /// How many times a key has been looked up.
@@ -217,11 +215,6 @@ impl MemoryStorage {
     /// Makes pet creation fail as unavailable, or work again.
     pub fn fail_creates(&self, fail: bool) {
         self.failing_creates.store(fail, Ordering::SeqCst);
-    }
-
-    /// Makes key lookups fail as unavailable (each still counted), or work again.
-    pub fn fail_key_lookups(&self, fail: bool) {
-        self.failing_key_lookups.store(fail, Ordering::SeqCst);
     }
 }
 

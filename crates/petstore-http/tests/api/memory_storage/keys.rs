@@ -35,12 +35,6 @@ impl ApiKeyRepository for MemoryStorage {
 
     async fn find_active_key(&self, hash: &KeyHash) -> Result<Option<KeyMatch>, StorageError> {
         self.key_lookups.fetch_add(1, Ordering::SeqCst);
-        if self.failing_key_lookups.load(Ordering::SeqCst) {
-            return Err(StorageError::new(
-                StorageErrorKind::Unavailable,
-                "key lookups are failing (test switch)",
-            ));
-        }
         let data = self.data();
         let found = data.keys.values().find(|stored| {
             stored.key.revoked_at.is_none()
