@@ -18,16 +18,17 @@ use std::time::Duration;
 use petstore_domain::webhook::{EndpointOwner, EndpointUrl, UrlPolicy, forbidden_address};
 use petstore_domain::webhook::{ReceiverCheck, ReceiverRefused};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
 
 /// Looks names up on threads of its own: at most so many at once, each within a time limit.
 #[derive(Debug, Clone)]
 pub struct Resolver {
     lookups: Arc<Semaphore>,
     within: Duration,
-    /// Each owner's registration lookups under way (their threads running), at most
-    /// [`PER_OWNER`] each; an owner with none has no entry.
-    owners: Arc<Mutex<HashMap<EndpointOwner, usize>>>,
+    /// Each owner's share of the registration lookups ([`PER_OWNER`] at once, held until each
+    /// lookup's thread ends); an owner with none under way or waiting has no entry.
+    owners: Owners,
     /// How a name is looked up: the system's resolver ([`system_lookup`]; a test's stand-in).
     system: fn(&str, u16) -> Vec<SocketAddr>,
 }
@@ -47,21 +48,31 @@ fn system_lookup(host: &str, port: u16) -> Vec<SocketAddr> {
         .unwrap_or_default()
 }
 
+/// Each owner's share of the lookups: a semaphore of [`PER_OWNER`] permits.
+type Owners = Arc<Mutex<HashMap<EndpointOwner, Arc<Semaphore>>>>;
+
 /// One of an owner's lookups under way, until dropped (by the lookup's thread, as it ends).
 struct OwnerLookup {
-    owners: Arc<Mutex<HashMap<EndpointOwner, usize>>>,
+    owners: Owners,
     owner: EndpointOwner,
+    permit: Option<OwnedSemaphorePermit>,
 }
 
 impl Drop for OwnerLookup {
     fn drop(&mut self) {
-        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Entry::Occupied(mut under_way) = owners.entry(self.owner) {
-            *under_way.get_mut() -= 1;
-            if *under_way.get() == 0 {
-                under_way.remove();
-            }
-        }
+        drop(self.permit.take());
+        forget_if_idle(&self.owners, self.owner);
+    }
+}
+
+/// Drops `owner`'s entry when only the map holds its share: no lookup of its own under way,
+/// and none waiting for one (each holds the share while it waits).
+fn forget_if_idle(owners: &Owners, owner: EndpointOwner) {
+    let mut owners = owners.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Entry::Occupied(share) = owners.entry(owner)
+        && Arc::strong_count(share.get()) == 1
+    {
+        share.remove();
     }
 }
 
@@ -88,18 +99,19 @@ impl Resolver {
     /// The addresses of `host` (empty when it has none): [`ReceiverRefused::Busy`] when no
     /// lookup could start in time, [`ReceiverRefused::TooSlow`] when it did not end in time.
     pub async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ReceiverRefused> {
-        self.lookup_holding(host, port, ()).await
+        self.lookup_holding(host, port, (), Instant::now() + self.within)
+            .await
     }
 
-    /// [`Self::lookup`], `held` kept until the lookup's thread ends (not merely until its
-    /// caller is answered).
+    /// [`Self::lookup`] by `deadline`, `held` kept until the lookup's thread ends (not merely
+    /// until its caller is answered).
     async fn lookup_holding(
         &self,
         host: &str,
         port: u16,
         held: impl Send + 'static,
+        deadline: Instant,
     ) -> Result<Vec<SocketAddr>, ReceiverRefused> {
-        let deadline = tokio::time::Instant::now() + self.within;
         let busy = || ReceiverRefused::Busy(self.within);
         let permit = tokio::time::timeout_at(deadline, self.lookups.clone().acquire_owned())
             .await
@@ -126,18 +138,32 @@ impl Resolver {
         }
     }
 
-    /// One more of `owner`'s lookups under way, unless it has [`PER_OWNER`] already.
-    fn owner_lookup(&self, owner: EndpointOwner) -> Option<OwnerLookup> {
-        let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
-        let under_way = owners.entry(owner).or_default();
-        if *under_way >= PER_OWNER {
-            return None;
+    /// One of `owner`'s [`PER_OWNER`] lookups, waited for until `deadline`:
+    /// [`ReceiverRefused::Busy`] when its own lookups under way did not leave one by then.
+    async fn owner_lookup(
+        &self,
+        owner: EndpointOwner,
+        deadline: Instant,
+    ) -> Result<OwnerLookup, ReceiverRefused> {
+        let share = {
+            let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            let share = owners
+                .entry(owner)
+                .or_insert_with(|| Arc::new(Semaphore::new(PER_OWNER)));
+            Arc::clone(share)
+        };
+        match tokio::time::timeout_at(deadline, share.acquire_owned()).await {
+            Ok(Ok(permit)) => Ok(OwnerLookup {
+                owners: Arc::clone(&self.owners),
+                owner,
+                permit: Some(permit),
+            }),
+            // (The wait, and its hold on the share, ended with the timeout.)
+            Ok(Err(_)) | Err(_) => {
+                forget_if_idle(&self.owners, owner);
+                Err(ReceiverRefused::Busy(self.within))
+            }
         }
-        *under_way += 1;
-        Some(OwnerLookup {
-            owners: Arc::clone(&self.owners),
-            owner,
-        })
     }
 }
 
@@ -152,10 +178,11 @@ impl ReceiverCheck for Resolver {
         if policy.allow_private || url.ip().is_some() {
             return Ok(());
         }
-        let held = self
-            .owner_lookup(owner)
-            .ok_or(ReceiverRefused::Busy(self.within))?;
-        let found = self.lookup_holding(url.host(), url.port(), held).await?;
+        let deadline = Instant::now() + self.within;
+        let held = self.owner_lookup(owner, deadline).await?;
+        let found = self
+            .lookup_holding(url.host(), url.port(), held, deadline)
+            .await?;
         // One answer whether the name does not resolve or resolves to a forbidden address
         // (a name of the service's own networks is refused whatever else it resolves to).
         if found.is_empty() || found.iter().any(|addr| forbidden_address(addr.ip())) {
@@ -316,18 +343,37 @@ mod tests {
         assert!(matches!(refused, ReceiverRefused::NotPublic), "{refused}");
     }
 
+    /// Holds a stand-in lookup until [`open_the_gate`]: a name whose servers never answer.
+    static GATE: Mutex<bool> = Mutex::new(false);
+    static GATE_OPENED: std::sync::Condvar = std::sync::Condvar::new();
+
+    fn held_at_the_gate(_: &str, port: u16) -> Vec<SocketAddr> {
+        let mut open = GATE.lock().unwrap_or_else(PoisonError::into_inner);
+        while !*open {
+            open = GATE_OPENED
+                .wait(open)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        vec![SocketAddr::from(([93, 184, 216, 34], port))]
+    }
+
+    fn open_the_gate() {
+        *GATE.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        GATE_OPENED.notify_all();
+    }
+
+    fn idle(resolver: &Resolver) -> bool {
+        resolver.owners.lock().expect("not poisoned").is_empty()
+    }
+
     /// A lookup that outlives its caller's time limit keeps its owner's share until its thread
     /// ends: an owner whose names never resolve holds at most [`PER_OWNER`] lookups, and
     /// another owner's lookups still start.
     #[tokio::test]
     async fn one_owner_cannot_hold_every_lookup() {
-        fn never_in_time(_: &str, _: u16) -> Vec<SocketAddr> {
-            std::thread::sleep(Duration::from_secs(2));
-            Vec::new()
-        }
         let resolver = Resolver {
-            system: never_in_time,
-            ..Resolver::new(8, Duration::from_millis(50))
+            system: held_at_the_gate,
+            ..Resolver::new(8, Duration::from_secs(1))
         };
         let strict = UrlPolicy::default();
         let url = EndpointUrl::parse("https://slow.example.com/hook", strict).expect("a URL");
@@ -339,7 +385,8 @@ mod tests {
                 "{refused:?}"
             );
         }
-        // Its threads still run: refused at once, where another owner's lookup starts.
+        // Its lookups still run: it waits for its share in vain, where another owner's lookup
+        // starts.
         let refused = resolver.check(&url, strict, owner).await;
         assert!(
             matches!(refused, Err(ReceiverRefused::Busy(_))),
@@ -350,18 +397,37 @@ mod tests {
             matches!(refused, Err(ReceiverRefused::TooSlow(_))),
             "{refused:?}"
         );
-        // As they end, the owner's share comes back, and nothing is left behind.
+        // As they end, its share comes back, and nothing is left behind.
+        open_the_gate();
         for _ in 0..200 {
-            if resolver.owners.lock().expect("not poisoned").is_empty() {
+            if idle(&resolver) {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        assert!(resolver.owners.lock().expect("not poisoned").is_empty());
-        let refused = resolver.check(&url, strict, owner).await;
-        assert!(
-            matches!(refused, Err(ReceiverRefused::TooSlow(_))),
-            "{refused:?}"
-        );
+        assert!(idle(&resolver), "every owner's entry gone");
+        assert!(resolver.check(&url, strict, owner).await.is_ok());
+    }
+
+    /// An owner's lookups beyond its share wait for it rather than fail.
+    #[tokio::test]
+    async fn an_owners_lookups_beyond_its_share_wait_their_turn() {
+        fn quick(_: &str, port: u16) -> Vec<SocketAddr> {
+            std::thread::sleep(Duration::from_millis(20));
+            vec![SocketAddr::from(([93, 184, 216, 34], port))]
+        }
+        let resolver = Resolver {
+            system: quick,
+            ..Resolver::new(8, Duration::from_secs(30))
+        };
+        let strict = UrlPolicy::default();
+        let url = EndpointUrl::parse("https://quick.example.com/hook", strict).expect("a URL");
+        let owner = EndpointOwner::Key(7);
+        let checks: Vec<_> = (0..3 * PER_OWNER)
+            .map(|_| resolver.check(&url, strict, owner))
+            .collect();
+        for checked in futures_util::future::join_all(checks).await {
+            assert!(checked.is_ok(), "{checked:?}");
+        }
     }
 }
