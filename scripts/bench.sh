@@ -82,7 +82,8 @@
 # median of the paired ratios. --instructions counts both too.
 #
 # --postgres-topologies: the list route on PostgreSQL four ways, paired: straight to the
-# primary; through PgBouncer pooling transactions (4 server connections) keeping no prepared
+# primary; through PgBouncer pooling transactions (as many server connections as the service
+# opens straight: its pool of 8 and its worker's reads) keeping no prepared
 # statements (`pooler=transaction`) and keeping them (`max_prepared_statements`,
 # `pooler=transaction-prepared`); and with its reads on a synchronous standby
 # (`--database-read-url`). A primary and a standby (pg_basebackup -R, `synchronous_standby_names
@@ -1193,6 +1194,11 @@ if [ "$TOPOLOGIES" = 1 ]; then
   psql -q "$primary" -c "ALTER ROLE postgres SET plan_cache_mode = force_generic_plan" \
     -c "ALTER ROLE postgres SET statement_timeout = '5s'" >/dev/null
   printf '"postgres" ""\n' >"$TOPO/users.txt"
+  # As many server connections as the service opens straight to PostgreSQL (its pool of 8 for
+  # writes, one shared by its worker's reads), so that the ways differ by the pooler's hop
+  # alone: with fewer, the creates through it would also wait on fewer commits at once (each
+  # waits for the synchronous standby). A first series ran 4.
+  pooler_connections=9
   # Two PgBouncers alike but for prepared statements: one keeps none (as before 1.21; the
   # service is told `pooler=transaction`), one keeps them (`pooler=transaction-prepared`).
   bouncer() { # name port max_prepared_statements
@@ -1206,7 +1212,7 @@ unix_socket_dir =
 auth_type = trust
 auth_file = $TOPO/users.txt
 pool_mode = transaction
-default_pool_size = 4
+default_pool_size = $pooler_connections
 max_client_conn = 1000
 max_prepared_statements = $3
 pidfile = $TOPO/$1.pid
@@ -1276,7 +1282,7 @@ INI
   }
   OUT=${OUT%/*}/postgres-topologies.md
   {
-    echo "GET /v1/pets?limit=20, PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a primary and a synchronous standby of the run's own), 1,000 pets, 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS rounds of ${DURATION}s runs, each way in turn; PgBouncer $("$PGBOUNCER" --version | awk 'NR == 1 { print $2 }') in transaction mode, 4 server connections, keeping no prepared statements (\`pooler=transaction\`) or keeping them (\`max_prepared_statements = 100\`, \`pooler=transaction-prepared\`); the standby server answered ${replica_reads:-?} reads; ratios are medians of each round's to its direct run; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+    echo "GET /v1/pets?limit=20, PostgreSQL $("$PG_BIN/postgres" --version | awk '{ print $3 }') (a primary and a synchronous standby of the run's own), 1,000 pets, 1 worker per server on CPU $SERVER_CPU, wrk on CPU $LOAD_CPU with $CONNS connections; $RUNS rounds of ${DURATION}s runs, each way in turn; PgBouncer $("$PGBOUNCER" --version | awk 'NR == 1 { print $2 }') in transaction mode, $pooler_connections server connections, keeping no prepared statements (\`pooler=transaction\`) or keeping them (\`max_prepared_statements = 100\`, \`pooler=transaction-prepared\`); the standby server answered ${replica_reads:-?} reads; ratios are medians of each round's to its direct run; $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
     echo
     echo "| Direct (median req/s) | \`pooler=transaction\` (median req/s) | / direct | \`pooler=transaction-prepared\` (median req/s) | / direct | Reads on the standby (median req/s) | / direct |"
     echo "|---|---|---|---|---|---|---|"
