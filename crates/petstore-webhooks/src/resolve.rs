@@ -27,7 +27,8 @@ pub struct Resolver {
     lookups: Arc<Semaphore>,
     within: Duration,
     /// Each owner's share of the registration lookups ([`PER_OWNER`] at once, held until each
-    /// lookup's thread ends); an owner with none under way or waiting has no entry.
+    /// lookup's thread ends); an owner with none under way or waiting has no entry (or not
+    /// after the next lookup starts, when its caller gave up waiting).
     owners: Owners,
     /// How a name is looked up: the system's resolver ([`system_lookup`]; a test's stand-in).
     system: fn(&str, u16) -> Vec<SocketAddr>,
@@ -99,24 +100,34 @@ impl Resolver {
     /// The addresses of `host` (empty when it has none): [`ReceiverRefused::Busy`] when no
     /// lookup could start in time, [`ReceiverRefused::TooSlow`] when it did not end in time.
     pub async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ReceiverRefused> {
-        self.lookup_holding(host, port, (), Instant::now() + self.within)
-            .await
+        let deadline = Instant::now() + self.within;
+        self.lookup_holding(host, port, (), deadline, false).await
     }
 
     /// [`Self::lookup`] by `deadline`, `held` kept until the lookup's thread ends (not merely
-    /// until its caller is answered).
+    /// until its caller is answered). A lookup that waited for its turn (`waited`, or for a
+    /// slot here) and then did not end in time is [`ReceiverRefused::Busy`], not the name's
+    /// [`ReceiverRefused::TooSlow`]: it did not have its whole time.
     async fn lookup_holding(
         &self,
         host: &str,
         port: u16,
         held: impl Send + 'static,
         deadline: Instant,
+        waited: bool,
     ) -> Result<Vec<SocketAddr>, ReceiverRefused> {
         let busy = || ReceiverRefused::Busy(self.within);
-        let permit = tokio::time::timeout_at(deadline, self.lookups.clone().acquire_owned())
-            .await
-            .map_err(|_| busy())?
-            .map_err(|_| busy())?;
+        let (permit, waited) = match Arc::clone(&self.lookups).try_acquire_owned() {
+            Ok(permit) => (permit, waited),
+            Err(_) => {
+                let waiting = Arc::clone(&self.lookups).acquire_owned();
+                let permit = tokio::time::timeout_at(deadline, waiting)
+                    .await
+                    .map_err(|_| busy())?
+                    .map_err(|_| busy())?;
+                (permit, true)
+            }
+        };
         let (answer, answered) = tokio::sync::oneshot::channel();
         let owned = host.to_owned();
         let system = self.system;
@@ -134,30 +145,38 @@ impl Resolver {
             Ok(Err(_)) => Err(ReceiverRefused::Failed(
                 "its thread ended without an answer".to_owned(),
             )),
+            Err(_) if waited => Err(busy()),
             Err(_) => Err(ReceiverRefused::TooSlow(self.within)),
         }
     }
 
-    /// One of `owner`'s [`PER_OWNER`] lookups, waited for until `deadline`:
-    /// [`ReceiverRefused::Busy`] when its own lookups under way did not leave one by then.
+    /// One of `owner`'s [`PER_OWNER`] lookups, waited for until `deadline` (and whether it
+    /// had to wait): [`ReceiverRefused::Busy`] when its own lookups under way did not leave one
+    /// by then.
     async fn owner_lookup(
         &self,
         owner: EndpointOwner,
         deadline: Instant,
-    ) -> Result<OwnerLookup, ReceiverRefused> {
+    ) -> Result<(OwnerLookup, bool), ReceiverRefused> {
         let share = {
             let mut owners = self.owners.lock().unwrap_or_else(PoisonError::into_inner);
+            // Whatever a wait given up on midway (its caller gone) left behind goes here.
+            owners.retain(|_, share| Arc::strong_count(share) > 1);
             let share = owners
                 .entry(owner)
                 .or_insert_with(|| Arc::new(Semaphore::new(PER_OWNER)));
             Arc::clone(share)
         };
+        let held = |permit| OwnerLookup {
+            owners: Arc::clone(&self.owners),
+            owner,
+            permit: Some(permit),
+        };
+        if let Ok(permit) = Arc::clone(&share).try_acquire_owned() {
+            return Ok((held(permit), false));
+        }
         match tokio::time::timeout_at(deadline, share.acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(OwnerLookup {
-                owners: Arc::clone(&self.owners),
-                owner,
-                permit: Some(permit),
-            }),
+            Ok(Ok(permit)) => Ok((held(permit), true)),
             // (The wait, and its hold on the share, ended with the timeout.)
             Ok(Err(_)) | Err(_) => {
                 forget_if_idle(&self.owners, owner);
@@ -179,9 +198,9 @@ impl ReceiverCheck for Resolver {
             return Ok(());
         }
         let deadline = Instant::now() + self.within;
-        let held = self.owner_lookup(owner, deadline).await?;
+        let (held, waited) = self.owner_lookup(owner, deadline).await?;
         let found = self
-            .lookup_holding(url.host(), url.port(), held, deadline)
+            .lookup_holding(url.host(), url.port(), held, deadline, waited)
             .await?;
         // One answer whether the name does not resolve or resolves to a forbidden address
         // (a name of the service's own networks is refused whatever else it resolves to).

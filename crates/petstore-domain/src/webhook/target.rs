@@ -33,9 +33,10 @@ pub enum ReceiverRefused {
     /// The lookup did not end in time: the target cannot be checked.
     #[error("its host did not resolve within {} s", .0.as_secs())]
     TooSlow(Duration),
-    /// No lookup could even start in time (every lookup slot busy, or the owner's own
-    /// lookups still under way): try again later.
-    #[error("no host lookup could start within {} s", .0.as_secs())]
+    /// No lookup could be made in time: none could start (every lookup slot busy, or the
+    /// owner's own lookups still under way), or one that had to wait for its turn could not
+    /// end: try again later.
+    #[error("no host lookup could be made within {} s: every lookup was busy", .0.as_secs())]
     Busy(Duration),
     /// The lookup could not run (a thread could not start, or ended without an answer).
     #[error("a host lookup failed: {0}")]
