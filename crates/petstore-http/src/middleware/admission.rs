@@ -193,14 +193,8 @@ async fn decide(
         (verdict, tally)
     };
     if !span.is_disabled() {
-        let outcome = match &verdict {
-            Ok(Verdict::Allowed(_)) => "allowed",
-            Ok(Verdict::Limited(_)) => "limited",
-            Ok(Verdict::Banned(_)) => "banned",
-            Err(_) => "error",
-        };
         // On the OpenTelemetry span (a `tracing` record would be a dispatch to every layer).
-        span.set_attribute("petstore.ratelimit.outcome", outcome);
+        span.set_attribute("petstore.ratelimit.outcome", outcome_name(&verdict));
     }
     (verdict, tally)
 }
@@ -350,6 +344,16 @@ fn record_use(state: &web::Data<AppState>, client: &ApiClient, now: u64) {
     );
 }
 
+/// The verdict's name, as the metrics and the traces give it.
+fn outcome_name(verdict: &Result<Verdict, LimitError>) -> &'static str {
+    match verdict {
+        Ok(Verdict::Allowed(_)) => "allowed",
+        Ok(Verdict::Limited(_)) => "limited",
+        Ok(Verdict::Banned(_)) => "banned",
+        Err(_) => "error",
+    }
+}
+
 /// Counts the decision in [`crate::telemetry::metric::RATE_LIMIT_DECISIONS`].
 fn count_decision(
     state: &AppState,
@@ -357,14 +361,8 @@ fn count_decision(
     account: &Account,
     client: Option<&ApiClient>,
 ) {
-    let outcome = match verdict {
-        Ok(Verdict::Allowed(_)) => "allowed",
-        Ok(Verdict::Limited(_)) => "limited",
-        Ok(Verdict::Banned(_)) => "banned",
-        Err(_) => "error",
-    };
     state.request_metrics.decision(
-        outcome,
+        outcome_name(verdict),
         client.map_or("anonymous", |client| client.key().plan.as_str()),
         account.subject.kind(),
     );
