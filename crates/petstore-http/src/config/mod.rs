@@ -80,8 +80,8 @@ impl Default for IdempotencySettings {
     }
 }
 
-/// The browser origins allowed to call the API, from `--cors-allowed-origins`: a comma-separated
-/// list of origins (`https://app.example.com`), or `*` for any.
+/// The browser origins allowed to call the API (`--cors-allowed-origins`, which the program
+/// parses).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum CorsOrigins {
     /// CORS off: browsers on other origins cannot read the API's responses.
@@ -93,37 +93,6 @@ pub enum CorsOrigins {
     Only(Vec<String>),
 }
 
-impl std::str::FromStr for CorsOrigins {
-    type Err = String;
-
-    fn from_str(list: &str) -> Result<Self, String> {
-        let origins: Vec<&str> = list
-            .split(',')
-            .map(str::trim)
-            .filter(|o| !o.is_empty())
-            .collect();
-        if origins.is_empty() {
-            return Ok(Self::Off);
-        }
-        if origins == ["*"] {
-            return Ok(Self::Any);
-        }
-        for origin in &origins {
-            let scheme = origin.split_once("://").map(|(scheme, _)| scheme);
-            let valid = matches!(scheme, Some("http" | "https"))
-                && !origin.ends_with('/')
-                && !origin.contains('*')
-                && origin.bytes().all(|b| b.is_ascii_graphic());
-            if !valid {
-                return Err(format!(
-                    "`{origin}` is not an origin (scheme://host[:port], no path), nor `*` alone"
-                ));
-            }
-        }
-        Ok(Self::Only(origins.into_iter().map(str::to_owned).collect()))
-    }
-}
-
 /// Where the API lives and how it names itself in links.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpSettings {
@@ -132,41 +101,11 @@ pub struct HttpSettings {
     servers: NamedServers,
 }
 
-/// The servers the OpenAPI document lists (`--openapi-servers`): each a description and a base
-/// address, e.g. `Production=https://api.example.com/v1,Staging=https://staging.example.com/v1`.
-/// Empty: the document lists this instance's own base address alone.
+/// The servers the OpenAPI document lists (`--openapi-servers`, which the program parses): each
+/// a description and a base address. Empty: the document lists this instance's own base address
+/// alone.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NamedServers(pub Vec<(String, String)>);
-
-impl std::str::FromStr for NamedServers {
-    type Err = String;
-
-    fn from_str(list: &str) -> Result<Self, String> {
-        let mut servers = Vec::new();
-        for item in list
-            .split(',')
-            .map(str::trim)
-            .filter(|item| !item.is_empty())
-        {
-            let Some((name, url)) = item.split_once('=') else {
-                return Err(format!(
-                    "`{item}` is not NAME=URL (e.g. Production=https://api.example.com/v1)"
-                ));
-            };
-            let (name, url) = (name.trim(), url.trim().trim_end_matches('/'));
-            if name.is_empty() {
-                return Err(format!("`{item}` has no name before `=`"));
-            }
-            if !(url.starts_with("https://") || url.starts_with("http://")) || url.contains('@') {
-                return Err(format!(
-                    "`{name}`'s address is not an http:// or https:// URL without credentials"
-                ));
-            }
-            servers.push((name.to_owned(), url.to_owned()));
-        }
-        Ok(Self(servers))
-    }
-}
 
 impl HttpSettings {
     /// Normalises `base_path` to `/segment...` without a trailing slash (`""` for the root), and

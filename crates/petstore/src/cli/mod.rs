@@ -3,6 +3,7 @@
 //! ([`ServeArgs`]) are in `serve_args` (its traces' with the trace set-up, `crate::traces`).
 
 mod serve_args;
+mod values;
 
 use std::time::{Duration, SystemTime};
 
@@ -327,7 +328,7 @@ pub struct AddressArgs {
     /// The servers the OpenAPI document lists, as `NAME=URL` pairs separated by commas (e.g.
     /// `Production=https://api.example.com/v1,Staging=https://staging.example.com/v1`); the
     /// document served lists this instance's own base address alone when unset.
-    #[arg(long, env = "PETSTORE_OPENAPI_SERVERS", default_value = "")]
+    #[arg(long, env = "PETSTORE_OPENAPI_SERVERS", default_value = "", value_parser = values::openapi_servers)]
     pub openapi_servers: NamedServers,
 }
 

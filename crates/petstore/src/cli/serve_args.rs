@@ -58,7 +58,7 @@ pub struct ServeArgs {
     pub client_body_timeout: Duration,
     /// Browser origins allowed to call the API (CORS): a comma-separated list of origins such as
     /// `https://app.example.com`, or `*` for any. Off when empty.
-    #[arg(long, env = "PETSTORE_CORS_ALLOWED_ORIGINS", default_value = "")]
+    #[arg(long, env = "PETSTORE_CORS_ALLOWED_ORIGINS", default_value = "", value_parser = super::values::cors_origins)]
     pub cors_allowed_origins: CorsOrigins,
     /// On SIGTERM or SIGINT, keep serving this long with `/readyz` answering 503, so load
     /// balancers stop sending before the listener closes (`0s`: close at once).
