@@ -1194,11 +1194,12 @@ if [ "$TOPOLOGIES" = 1 ]; then
   psql -q "$primary" -c "ALTER ROLE postgres SET plan_cache_mode = force_generic_plan" \
     -c "ALTER ROLE postgres SET statement_timeout = '5s'" >/dev/null
   printf '"postgres" ""\n' >"$TOPO/users.txt"
-  # As many server connections as the service opens straight to PostgreSQL (its pool of 8 for
+  # As many server connections as the service's worker opens straight to PostgreSQL (its pool of 8 for
   # writes, one shared by its worker's reads), so that the ways differ by the pooler's hop
   # alone: with fewer, the creates through it would also wait on fewer commits at once (each
-  # waits for the synchronous standby). A first series ran 4.
-  pooler_connections=9
+  # waits for the synchronous standby). A first series ran 4; PETSTORE_BENCH_POOLER_CONNECTIONS
+  # sets another number, to compare.
+  pooler_connections=${PETSTORE_BENCH_POOLER_CONNECTIONS:-9}
   # Two PgBouncers alike but for prepared statements: one keeps none (as before 1.21; the
   # service is told `pooler=transaction`), one keeps them (`pooler=transaction-prepared`).
   bouncer() { # name port max_prepared_statements
