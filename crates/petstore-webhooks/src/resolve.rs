@@ -98,7 +98,8 @@ impl Resolver {
     }
 
     /// The addresses of `host` (empty when it has none): [`ReceiverRefused::Busy`] when no
-    /// lookup could start in time, [`ReceiverRefused::TooSlow`] when it did not end in time.
+    /// lookup could start in time, or one that waited for a slot did not end in time;
+    /// [`ReceiverRefused::TooSlow`] when one that started at once did not end in time.
     pub async fn lookup(&self, host: &str, port: u16) -> Result<Vec<SocketAddr>, ReceiverRefused> {
         let deadline = Instant::now() + self.within;
         self.lookup_holding(host, port, (), deadline, false).await
@@ -426,6 +427,53 @@ mod tests {
         }
         assert!(idle(&resolver), "every owner's entry gone");
         assert!(resolver.check(&url, strict, owner).await.is_ok());
+    }
+
+    /// Holds a stand-in lookup of `held.example.com` until the test that uses it opens it;
+    /// another name takes 300 ms.
+    static SECOND_GATE: Mutex<bool> = Mutex::new(false);
+    static SECOND_GATE_OPENED: std::sync::Condvar = std::sync::Condvar::new();
+
+    fn held_or_quick(host: &str, port: u16) -> Vec<SocketAddr> {
+        if host == "held.example.com" {
+            let mut open = SECOND_GATE.lock().unwrap_or_else(PoisonError::into_inner);
+            while !*open {
+                open = SECOND_GATE_OPENED
+                    .wait(open)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        vec![SocketAddr::from(([93, 184, 216, 34], port))]
+    }
+
+    /// A lookup that waited for a slot and then ran out of time did not have its whole time:
+    /// `Busy` (try again), not the name's `TooSlow`.
+    #[tokio::test]
+    async fn a_lookup_that_waited_its_turn_and_ran_out_of_time_is_busy() {
+        let resolver = Resolver {
+            system: held_or_quick,
+            ..Resolver::new(1, Duration::from_secs(1))
+        };
+        let strict = UrlPolicy::default();
+        let quick = EndpointUrl::parse("https://quick.example.com/hook", strict).expect("a URL");
+        let held = EndpointUrl::parse("https://held.example.com/hook", strict).expect("a URL");
+        // The one slot goes to the quick name first (its first poll takes it and starts its
+        // lookup); the held one waits for it, then runs out of time.
+        let mut first = Box::pin(resolver.check(&quick, strict, EndpointOwner::Key(1)));
+        let started =
+            std::future::poll_fn(|cx| std::task::Poll::Ready(first.as_mut().poll(cx).is_pending()));
+        assert!(started.await, "the quick lookup is under way");
+        let second = resolver.check(&held, strict, EndpointOwner::Key(2)).await;
+        assert!(
+            matches!(second, Err(ReceiverRefused::Busy(_))),
+            "{second:?}"
+        );
+        let first = first.await;
+        assert!(first.is_ok(), "{first:?}");
+        *SECOND_GATE.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        SECOND_GATE_OPENED.notify_all();
     }
 
     /// An owner's lookups beyond its share wait for it rather than fail.
