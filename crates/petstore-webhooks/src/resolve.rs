@@ -363,23 +363,59 @@ mod tests {
         assert!(matches!(refused, ReceiverRefused::NotPublic), "{refused}");
     }
 
-    /// Holds a stand-in lookup until [`open_the_gate`]: a name whose servers never answer.
-    static GATE: Mutex<bool> = Mutex::new(false);
-    static GATE_OPENED: std::sync::Condvar = std::sync::Condvar::new();
+    /// Holds the stand-in lookups that pass it until it is opened: names whose servers never
+    /// answer, until the test says otherwise. One per test (tests run at once).
+    struct Gate {
+        open: Mutex<bool>,
+        opened: std::sync::Condvar,
+    }
 
-    fn held_at_the_gate(_: &str, port: u16) -> Vec<SocketAddr> {
-        let mut open = GATE.lock().unwrap_or_else(PoisonError::into_inner);
-        while !*open {
-            open = GATE_OPENED
-                .wait(open)
-                .unwrap_or_else(PoisonError::into_inner);
+    impl Gate {
+        const fn new() -> Self {
+            Self {
+                open: Mutex::new(false),
+                opened: std::sync::Condvar::new(),
+            }
         }
+
+        fn pass(&self) {
+            let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+            while !*open {
+                open = self
+                    .opened
+                    .wait(open)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+        }
+
+        fn open(&self) {
+            *self.open.lock().unwrap_or_else(PoisonError::into_inner) = true;
+            self.opened.notify_all();
+        }
+    }
+
+    /// A public address, what every stand-in lookup finds once it ends.
+    fn public(port: u16) -> Vec<SocketAddr> {
         vec![SocketAddr::from(([93, 184, 216, 34], port))]
     }
 
-    fn open_the_gate() {
-        *GATE.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        GATE_OPENED.notify_all();
+    /// A resolver whose lookups `system` makes in place of the system's resolver.
+    fn stand_in(
+        system: fn(&str, u16) -> Vec<SocketAddr>,
+        at_once: usize,
+        within: Duration,
+    ) -> Resolver {
+        Resolver {
+            system,
+            ..Resolver::new(at_once, within)
+        }
+    }
+
+    static GATE: Gate = Gate::new();
+
+    fn held_at_the_gate(_: &str, port: u16) -> Vec<SocketAddr> {
+        GATE.pass();
+        public(port)
     }
 
     fn idle(resolver: &Resolver) -> bool {
@@ -391,10 +427,7 @@ mod tests {
     /// another owner's lookups still start.
     #[tokio::test]
     async fn one_owner_cannot_hold_every_lookup() {
-        let resolver = Resolver {
-            system: held_at_the_gate,
-            ..Resolver::new(8, Duration::from_secs(1))
-        };
+        let resolver = stand_in(held_at_the_gate, 8, Duration::from_secs(1));
         let strict = UrlPolicy::default();
         let url = EndpointUrl::parse("https://slow.example.com/hook", strict).expect("a URL");
         let (owner, other) = (EndpointOwner::Key(1), EndpointOwner::Operator);
@@ -418,7 +451,7 @@ mod tests {
             "{refused:?}"
         );
         // As they end, its share comes back, and nothing is left behind.
-        open_the_gate();
+        GATE.open();
         for _ in 0..200 {
             if idle(&resolver) {
                 break;
@@ -429,33 +462,23 @@ mod tests {
         assert!(resolver.check(&url, strict, owner).await.is_ok());
     }
 
-    /// Holds a stand-in lookup of `held.example.com` until the test that uses it opens it;
-    /// another name takes 300 ms.
-    static SECOND_GATE: Mutex<bool> = Mutex::new(false);
-    static SECOND_GATE_OPENED: std::sync::Condvar = std::sync::Condvar::new();
+    static SECOND_GATE: Gate = Gate::new();
 
+    /// `held.example.com` waits at [`SECOND_GATE`]; another name takes 300 ms.
     fn held_or_quick(host: &str, port: u16) -> Vec<SocketAddr> {
         if host == "held.example.com" {
-            let mut open = SECOND_GATE.lock().unwrap_or_else(PoisonError::into_inner);
-            while !*open {
-                open = SECOND_GATE_OPENED
-                    .wait(open)
-                    .unwrap_or_else(PoisonError::into_inner);
-            }
+            SECOND_GATE.pass();
         } else {
             std::thread::sleep(Duration::from_millis(300));
         }
-        vec![SocketAddr::from(([93, 184, 216, 34], port))]
+        public(port)
     }
 
     /// A lookup that waited for a slot and then ran out of time did not have its whole time:
     /// `Busy` (try again), not the name's `TooSlow`.
     #[tokio::test]
     async fn a_lookup_that_waited_its_turn_and_ran_out_of_time_is_busy() {
-        let resolver = Resolver {
-            system: held_or_quick,
-            ..Resolver::new(1, Duration::from_secs(1))
-        };
+        let resolver = stand_in(held_or_quick, 1, Duration::from_secs(1));
         let strict = UrlPolicy::default();
         let quick = EndpointUrl::parse("https://quick.example.com/hook", strict).expect("a URL");
         let held = EndpointUrl::parse("https://held.example.com/hook", strict).expect("a URL");
@@ -472,8 +495,7 @@ mod tests {
         );
         let first = first.await;
         assert!(first.is_ok(), "{first:?}");
-        *SECOND_GATE.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        SECOND_GATE_OPENED.notify_all();
+        SECOND_GATE.open();
     }
 
     /// An owner's lookups beyond its share wait for it rather than fail.
@@ -481,12 +503,9 @@ mod tests {
     async fn an_owners_lookups_beyond_its_share_wait_their_turn() {
         fn quick(_: &str, port: u16) -> Vec<SocketAddr> {
             std::thread::sleep(Duration::from_millis(20));
-            vec![SocketAddr::from(([93, 184, 216, 34], port))]
+            public(port)
         }
-        let resolver = Resolver {
-            system: quick,
-            ..Resolver::new(8, Duration::from_secs(30))
-        };
+        let resolver = stand_in(quick, 8, Duration::from_secs(30));
         let strict = UrlPolicy::default();
         let url = EndpointUrl::parse("https://quick.example.com/hook", strict).expect("a URL");
         let owner = EndpointOwner::Key(7);
